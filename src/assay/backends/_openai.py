@@ -1,0 +1,150 @@
+"""OpenAI-compatible backend on the official ``openai`` SDK (SPEC §2.1).
+
+Names: ``openai/MODEL`` (api.openai.com, key from ``OPENAI_API_KEY``) or
+``openai/MODEL@BASE_URL`` (any OpenAI-compatible server: vLLM, Ollama, LM Studio, the
+llama.cpp server ...; key from ``ASSAY_OPENAI_API_KEY`` or ``OPENAI_API_KEY``, and a
+placeholder when the server needs none).
+
+``schema_mode`` chooses how JSON output is constrained:
+
+* ``json_schema`` (default): OpenAI structured outputs, ``response_format={"type": "json_schema"}``.
+* ``json_object``: ``{"type": "json_object", "schema": ...}``, what the llama-cpp-python server
+  accepts (it answers HTTP 500 to ``json_schema``).
+* ``none``: no constraint; the structured layer still validates and re-asks.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from assay.backends._base import Capabilities, JudgeBackend
+from assay.backends._registry import register_backend
+from assay.errors import BackendError, ConfigError, RateLimited, TransientBackendError
+from assay.types import Completion, GenerateConfig, Message, TokenLogprob, Usage
+
+SCHEMA_MODES = ("json_schema", "json_object", "none")
+
+
+def _retry_after(headers: Any) -> float | None:
+    if headers is None:
+        return None
+    value = headers.get("retry-after-ms")
+    if value is not None:
+        try:
+            return float(value) / 1000.0
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None  # an HTTP date; the runner falls back to exponential backoff
+
+
+class OpenAIBackend(JudgeBackend):
+    """Chat completions against any OpenAI-compatible endpoint."""
+
+    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
+                 schema_mode: str = "json_schema", max_concurrency: int = 8,
+                 http_client: Any = None, timeout_s: float = 600.0) -> None:
+        try:
+            import openai
+        except ImportError as exc:  # pragma: no cover - openai is a core dependency
+            raise ConfigError("the openai backend needs: pip install openai") from exc
+        if schema_mode not in SCHEMA_MODES:
+            raise ConfigError(f"schema_mode must be one of {SCHEMA_MODES}, not {schema_mode!r}")
+        key = api_key or os.environ.get("ASSAY_OPENAI_API_KEY") or os.environ.get("OPENAI_API_KEY")
+        if key is None:
+            if base_url is None:
+                raise ConfigError("openai/...: set OPENAI_API_KEY (or give a base_url with "
+                                  "openai/MODEL@URL for a local server)")
+            key = "no-key-needed"
+        self.model = model
+        self.base_url = base_url
+        self.schema_mode = schema_mode
+        self.name = f"openai/{model}" + (f"@{base_url}" if base_url else "")
+        self.max_concurrency = max_concurrency
+        self.capabilities = Capabilities(json_schema=schema_mode != "none", logprobs=True, seed=True)
+        # The SDK's own retries are off: the runner retries, honouring Retry-After, and counts.
+        self._client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0,
+                                          timeout=timeout_s, http_client=http_client)
+        self._openai = openai
+
+    def identity(self) -> dict[str, Any]:
+        return {"backend": "openai", "model": self.model, "base_url": self.base_url,
+                "schema_mode": self.schema_mode}
+
+    def _response_format(self, schema: dict[str, Any]) -> dict[str, Any] | None:
+        if self.schema_mode == "json_schema":
+            return {"type": "json_schema",
+                    "json_schema": {"name": "judgement", "schema": schema, "strict": False}}
+        if self.schema_mode == "json_object":
+            return {"type": "json_object", "schema": schema}
+        return None
+
+    async def generate(self, messages: list[Message], config: GenerateConfig) -> Completion:
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "temperature": config.temperature,
+            "top_p": config.top_p,
+            "max_tokens": config.max_tokens,
+        }
+        if config.seed is not None:
+            kwargs["seed"] = config.seed
+        if config.json_schema is not None:
+            fmt = self._response_format(config.json_schema)
+            if fmt is not None:
+                kwargs["response_format"] = fmt
+        if config.logprobs:
+            kwargs["logprobs"] = True
+            if config.top_logprobs:
+                kwargs["top_logprobs"] = config.top_logprobs
+        openai = self._openai
+        start = time.perf_counter()
+        try:
+            response = await self._client.chat.completions.create(**kwargs)
+        except openai.RateLimitError as exc:
+            raise RateLimited(f"HTTP 429 from {self.name}: {exc.message}",
+                              retry_after=_retry_after(exc.response.headers)) from exc
+        except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+            raise TransientBackendError(f"{type(exc).__name__} from {self.name}: {exc}") from exc
+        except openai.InternalServerError as exc:
+            raise TransientBackendError(f"HTTP {exc.status_code} from {self.name}: {exc.message}") from exc
+        except openai.APIStatusError as exc:
+            raise BackendError(f"HTTP {exc.status_code} from {self.name}: {exc.message}") from exc
+        latency = time.perf_counter() - start
+        if not response.choices:
+            raise TransientBackendError(f"{self.name} returned no choices")
+        choice = response.choices[0]
+        logprobs: list[TokenLogprob] | None = None
+        if choice.logprobs is not None and choice.logprobs.content is not None:
+            logprobs = [
+                TokenLogprob(token=t.token, logprob=t.logprob,
+                             top={alt.token: alt.logprob for alt in (t.top_logprobs or [])})
+                for t in choice.logprobs.content
+            ]
+        usage = Usage()
+        if response.usage is not None:
+            usage = Usage(prompt_tokens=response.usage.prompt_tokens or 0,
+                          completion_tokens=response.usage.completion_tokens or 0)
+        return Completion(text=choice.message.content or "", usage=usage, logprobs=logprobs,
+                          latency_s=latency, finish_reason=choice.finish_reason,
+                          backend="openai", model=response.model or self.model)
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+
+@register_backend("openai")
+def _factory(model: str, options: dict[str, Any]) -> JudgeBackend:
+    base_url = options.pop("base_url", None)
+    if "@" in model:
+        model, base_url = model.split("@", 1)
+    if not model:
+        raise ConfigError("openai/MODEL needs a model name")
+    return OpenAIBackend(model, base_url=base_url, **options)

@@ -1,0 +1,122 @@
+"""The scripted backend: canned completions for tests, plus injected faults.
+
+It is never a default. Two ways to script it:
+
+* ``responses``: a list consumed in call order; a call after the last one raises
+  :class:`~assay.errors.ScriptExhausted`.
+* ``rules``: ``[{"match": REGEX, "responses": [...], "repeat": bool}]``; a call takes the next
+  response of the first rule whose regex matches its last user message. Order-independent, so
+  it survives concurrency and resumed runs. A rule without ``repeat`` also runs out loudly.
+
+A response is a string, or a fault: ``{"fault": "hang", "seconds": 5}`` (sleeps: exercises the
+runner's timeout), ``{"fault": "rate_limit", "retry_after": 0.1}`` (HTTP 429),
+``{"fault": "server_error"}`` (HTTP 500), ``{"fault": "bad_request"}`` (HTTP 400, not retried),
+``{"fault": "truncated", "text": "..."}`` (finish_reason ``length``). Malformed JSON is just a
+string that is not JSON.
+
+From the CLI: ``--judge scripted/path/to/script.json`` with ``{"responses": [...]}`` or
+``{"rules": [...]}`` and optionally ``"latency": seconds``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from assay.backends._base import Capabilities, JudgeBackend
+from assay.backends._registry import register_backend
+from assay.errors import BackendError, ConfigError, RateLimited, ScriptExhausted, TransientBackendError
+from assay.types import Completion, GenerateConfig, Message, Usage
+
+Response = str | dict[str, Any]
+
+
+class ScriptedBackend(JudgeBackend):
+    """Returns canned completions; see the module docstring."""
+
+    def __init__(self, responses: list[Response] | None = None, *,
+                 rules: list[dict[str, Any]] | None = None, latency: float = 0.0,
+                 name: str = "scripted/test", max_concurrency: int = 8) -> None:
+        if (responses is None) == (rules is None):
+            raise ConfigError("scripted backend needs exactly one of responses= or rules=")
+        self.name = name
+        self.capabilities = Capabilities(json_schema=False, seed=True)
+        self.max_concurrency = max_concurrency
+        self._responses = list(responses) if responses is not None else None
+        self._rules = [
+            {"pattern": re.compile(rule["match"], re.S), "responses": list(rule["responses"]),
+             "repeat": bool(rule.get("repeat", False)), "next": 0}
+            for rule in (rules or [])
+        ]
+        self.latency = latency
+        self.calls: list[list[Message]] = []
+
+    def identity(self) -> dict[str, Any]:
+        return {"backend": self.name}
+
+    def _next(self, messages: list[Message]) -> Response:
+        if self._responses is not None:
+            if not self._responses:
+                raise ScriptExhausted(f"{self.name}: no canned completion left for call "
+                                      f"{len(self.calls)}")
+            return self._responses.pop(0)
+        # All user messages, so a re-ask still matches the rule of the prompt it re-asks.
+        user_text = "\n".join(m.content for m in messages if m.role == "user")
+        for rule in self._rules:
+            if rule["pattern"].search(user_text):
+                index = rule["next"]
+                if index >= len(rule["responses"]):
+                    if not rule["repeat"]:
+                        raise ScriptExhausted(
+                            f"{self.name}: rule {rule['pattern'].pattern!r} has no response left")
+                    index = len(rule["responses"]) - 1
+                rule["next"] = index + 1
+                response: Response = rule["responses"][index]
+                return response
+        raise ScriptExhausted(f"{self.name}: no rule matches the call:\n{user_text[:300]}")
+
+    async def generate(self, messages: list[Message], config: GenerateConfig) -> Completion:
+        self.calls.append(list(messages))
+        response = self._next(messages)
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        finish = "stop"
+        if isinstance(response, dict):
+            fault = response.get("fault")
+            if fault == "hang":
+                await asyncio.sleep(float(response.get("seconds", 3600)))
+                text = str(response.get("text", ""))
+            elif fault == "rate_limit":
+                raise RateLimited("HTTP 429 (scripted)", retry_after=response.get("retry_after"))
+            elif fault == "server_error":
+                raise TransientBackendError("HTTP 500 (scripted)")
+            elif fault == "bad_request":
+                raise BackendError("HTTP 400 (scripted)")
+            elif fault == "truncated":
+                text, finish = str(response.get("text", "")), "length"
+            else:
+                raise ConfigError(f"unknown scripted fault {fault!r}")
+        else:
+            text = response
+        prompt_chars = sum(len(m.content) for m in messages)
+        return Completion(text=text, usage=Usage(prompt_tokens=prompt_chars // 4,
+                                                 completion_tokens=len(text) // 4),
+                          finish_reason=finish, backend="scripted", model=self.name,
+                          latency_s=self.latency)
+
+
+@register_backend("scripted")
+def _factory(model: str, options: dict[str, Any]) -> JudgeBackend:
+    if "responses" in options or "rules" in options:
+        return ScriptedBackend(options.pop("responses", None), rules=options.pop("rules", None),
+                               name=f"scripted/{model}", **options)
+    path = Path(model)
+    if not path.is_file():
+        raise ConfigError(f"scripted/{model}: give a script file path (JSON with 'responses' or "
+                          "'rules'); the scripted backend is for tests only")
+    script = json.loads(path.read_text(encoding="utf-8"))
+    return ScriptedBackend(script.get("responses"), rules=script.get("rules"),
+                           latency=float(script.get("latency", 0.0)), name=f"scripted/{path.stem}")

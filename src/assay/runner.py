@@ -1,0 +1,195 @@
+"""The async engine (SPEC §2.4): every judge call goes through :class:`JudgeClient` — cache,
+in-flight de-duplication, per-backend concurrency, timeout, retries with exponential backoff
+and jitter that honour Retry-After, token budget — and :func:`run_items` drives a method over
+items, committing each finished item to the store and returning results in input order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+
+from assay.backends import JudgeBackend
+from assay.errors import BudgetExhausted, RateLimited, TransientBackendError
+from assay.store import Store
+from assay.types import Completion, GenerateConfig, Message
+
+CACHE_KEY_VERSION = "c1"
+T = TypeVar("T")
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def cache_key(identity: dict[str, Any], messages: Sequence[Message], config: GenerateConfig) -> str:
+    """Content address of a judge call: versioned sha256 over canonical JSON."""
+    payload = {"judge": identity, "messages": [m.model_dump() for m in messages],
+               "config": config.model_dump()}
+    digest = hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+    return f"{CACHE_KEY_VERSION}:{digest}"
+
+
+class RunnerConfig(BaseModel):
+    """How judge calls are made. Every field has a CLI flag and an ``ASSAY_*`` variable."""
+
+    concurrency: int | None = None
+    """Calls in flight at once; default: the backend's own limit (1 for llama.cpp)."""
+    max_retries: int = 4
+    """Retries of a transient failure (timeout, 429, 5xx) before the call fails."""
+    timeout_s: float = 600.0
+    """Per-call timeout in seconds."""
+    backoff_initial_s: float = 1.0
+    backoff_max_s: float = 60.0
+    budget_tokens: int | None = None
+    """Stop making new judge calls once this many tokens (prompt + completion) are spent."""
+    progress: bool = True
+
+
+@dataclass
+class CallStats:
+    """Counters of one client's life."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    backend_latency_s: float = 0.0
+    retry_reasons: list[str] = field(default_factory=list)
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class JudgeClient:
+    """Makes judge calls through the cache and the retry/concurrency/budget machinery."""
+
+    def __init__(self, backend: JudgeBackend, store: Store, config: RunnerConfig | None = None,
+                 *, rng: random.Random | None = None) -> None:
+        self.backend = backend
+        self.store = store
+        self.config = config or RunnerConfig()
+        limit = self.config.concurrency or backend.max_concurrency
+        self.concurrency = max(1, limit)
+        self._semaphore = asyncio.Semaphore(self.concurrency)
+        self._inflight: dict[str, asyncio.Future[Completion]] = {}
+        self._identity = backend.identity()
+        self._rng = rng or random.Random(0)
+        self.stats = CallStats()
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return self._identity
+
+    def key_for(self, messages: Sequence[Message], config: GenerateConfig) -> str:
+        return cache_key(self._identity, messages, config)
+
+    async def complete(self, messages: Sequence[Message], config: GenerateConfig) -> tuple[str, Completion]:
+        """One judge call; returns its cache key and completion. Raises BackendError when all
+        retries fail, BudgetExhausted when the budget is spent."""
+        key = self.key_for(messages, config)
+        cached = self.store.cached_call(key)
+        if cached is not None:
+            self.stats.cache_hits += 1
+            return key, cached
+        pending = self._inflight.get(key)
+        if pending is not None:  # the same call is already on its way: share it
+            return key, await asyncio.shield(pending)
+        future: asyncio.Future[Completion] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = future
+        try:
+            completion = await self._call_with_retries(list(messages), config)
+            request = {"messages": [m.model_dump() for m in messages], "config": config.model_dump(),
+                       "judge": self._identity}
+            self.store.put_call(key, self.backend.name, request, completion)
+            future.set_result(completion)
+            return key, completion
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # mark retrieved: sharers re-raise it themselves
+            raise
+        finally:
+            del self._inflight[key]
+
+    def _wait(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, RateLimited) and exc.retry_after is not None:
+            return min(max(0.0, exc.retry_after), self.config.backoff_max_s)
+        ceiling = min(self.config.backoff_max_s,
+                      self.config.backoff_initial_s * 2 ** (state.attempt_number - 1))
+        return self._rng.uniform(0, ceiling)  # "full jitter"
+
+    def _before_sleep(self, state: RetryCallState) -> None:
+        self.stats.retries += 1
+        exc = state.outcome.exception() if state.outcome else None
+        self.stats.retry_reasons.append(f"{type(exc).__name__}: {exc}")
+
+    async def _call_with_retries(self, messages: list[Message], config: GenerateConfig) -> Completion:
+        budget = self.config.budget_tokens
+        if budget is not None and self.stats.tokens >= budget:
+            raise BudgetExhausted(f"token budget of {budget} spent ({self.stats.tokens} used)")
+        retrying = AsyncRetrying(
+            retry=retry_if_exception_type((TransientBackendError, asyncio.TimeoutError)),
+            stop=stop_after_attempt(self.config.max_retries + 1),
+            wait=self._wait, before_sleep=self._before_sleep, reraise=True)
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    async with self._semaphore:
+                        completion = await asyncio.wait_for(
+                            self.backend.generate(messages, config), timeout=self.config.timeout_s)
+        except asyncio.TimeoutError as exc:
+            self.stats.failures += 1
+            raise TransientBackendError(
+                f"timed out after {self.config.timeout_s}s, {self.config.max_retries + 1} attempts") from exc
+        except Exception:
+            self.stats.failures += 1
+            raise
+        self.stats.calls += 1
+        self.stats.prompt_tokens += completion.usage.prompt_tokens
+        self.stats.completion_tokens += completion.usage.completion_tokens
+        self.stats.backend_latency_s += completion.latency_s
+        return completion
+
+
+async def gather_in_order(jobs: Sequence[Callable[[], Awaitable[T]]], limit: int,
+                          on_done: Callable[[int, T], None] | None = None) -> list[T]:
+    """Run ``jobs`` with at most ``limit`` at once; results in input order.
+
+    The first exception cancels the jobs still running and is re-raised.
+    """
+    semaphore = asyncio.Semaphore(max(1, limit))
+    results: list[Any] = [None] * len(jobs)
+
+    async def run(index: int) -> None:
+        async with semaphore:
+            value = await jobs[index]()
+        results[index] = value
+        if on_done is not None:
+            on_done(index, value)
+
+    tasks = [asyncio.ensure_future(run(i)) for i in range(len(jobs))]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+    return results
+
+
+def now() -> float:
+    return time.time()

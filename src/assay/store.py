@@ -1,0 +1,241 @@
+"""The SQLite run store: runs, items, judge calls (the content-addressed cache), results with
+their evidence, and append-only human annotations (SPEC §2.4).
+
+Every judge call and every finished item is committed as soon as it exists, in WAL mode, so a
+process killed at any moment loses nothing it had written and a resumed run repeats no call.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from assay.errors import StoreError
+from assay.types import Completion
+
+Migration = Callable[[sqlite3.Connection], None]
+MIGRATIONS: list[tuple[str, Migration]] = []
+
+
+def migration(func: Migration) -> Migration:
+    """Register a schema migration; they run once each, in definition order."""
+    MIGRATIONS.append((func.__name__, func))
+    return func
+
+
+@migration
+def m001_initial(db: sqlite3.Connection) -> None:
+    _run_script(db, """
+        CREATE TABLE judge_calls (
+            key TEXT PRIMARY KEY,
+            backend TEXT NOT NULL,
+            request TEXT NOT NULL,
+            completion TEXT NOT NULL,
+            prompt_tokens INTEGER NOT NULL,
+            completion_tokens INTEGER NOT NULL,
+            latency_s REAL NOT NULL,
+            created_at REAL NOT NULL
+        );
+        CREATE TABLE runs (
+            run_id TEXT PRIMARY KEY,
+            method TEXT NOT NULL,
+            manifest TEXT NOT NULL,
+            status TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            finished_at REAL
+        );
+        CREATE TABLE items (
+            run_id TEXT NOT NULL REFERENCES runs(run_id),
+            idx INTEGER NOT NULL,
+            item_key TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            PRIMARY KEY (run_id, idx)
+        );
+        CREATE TABLE results (
+            run_id TEXT NOT NULL REFERENCES runs(run_id),
+            idx INTEGER NOT NULL,
+            item_key TEXT NOT NULL,
+            status TEXT NOT NULL,
+            scores TEXT NOT NULL,
+            unscored TEXT NOT NULL,
+            details TEXT NOT NULL,
+            call_keys TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (run_id, idx)
+        );
+        CREATE TABLE annotations (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id TEXT NOT NULL,
+            idx INTEGER NOT NULL,
+            author TEXT NOT NULL,
+            field TEXT NOT NULL,
+            value TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            created_at REAL NOT NULL
+        );
+    """)
+
+
+def _run_script(db: sqlite3.Connection, script: str) -> None:
+    # Not executescript(): it commits first, which would break the migration's transaction.
+    for statement in script.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+class Store:
+    """One SQLite file (or ``:memory:``) holding any number of runs and the shared call cache."""
+
+    def __init__(self, path: str | Path = ":memory:") -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self.db.row_factory = sqlite3.Row
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute("PRAGMA busy_timeout=10000")
+        self._migrate()
+
+    def _migrate(self) -> None:
+        self.db.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL)")
+        done = {row[0] for row in self.db.execute("SELECT name FROM migrations")}
+        for name, func in MIGRATIONS:
+            if name not in done:
+                with self.transaction():
+                    func(self.db)
+                    self.db.execute("INSERT INTO migrations VALUES (?, ?)", (name, time.time()))
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    def close(self) -> None:
+        self.db.close()
+
+    # --- judge-call cache -------------------------------------------------------------------
+    def cached_call(self, key: str) -> Completion | None:
+        row = self.db.execute("SELECT completion FROM judge_calls WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        completion = Completion.model_validate_json(row[0])
+        return completion.model_copy(update={"cached": True})
+
+    def put_call(self, key: str, backend: str, request: dict[str, Any], completion: Completion) -> None:
+        with self.transaction():
+            self.db.execute(
+                "INSERT OR REPLACE INTO judge_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (key, backend, _dumps(request), completion.model_dump_json(),
+                 completion.usage.prompt_tokens, completion.usage.completion_tokens,
+                 completion.latency_s, time.time()))
+
+    def call_record(self, key: str) -> dict[str, Any] | None:
+        row = self.db.execute("SELECT * FROM judge_calls WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        return {"key": row["key"], "backend": row["backend"], "request": json.loads(row["request"]),
+                "completion": json.loads(row["completion"])}
+
+    # --- runs -------------------------------------------------------------------------------
+    def get_run(self, run_id: str) -> dict[str, Any] | None:
+        row = self.db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            return None
+        return {"run_id": row["run_id"], "method": row["method"], "status": row["status"],
+                "manifest": json.loads(row["manifest"]), "created_at": row["created_at"],
+                "finished_at": row["finished_at"]}
+
+    def list_runs(self) -> list[dict[str, Any]]:
+        ids = [r[0] for r in self.db.execute("SELECT run_id FROM runs ORDER BY created_at")]
+        return [run for run in (self.get_run(i) for i in ids) if run is not None]
+
+    def resolve_run(self, run_id: str | None) -> str:
+        """The given run id, or the only/latest run of the store."""
+        runs = self.list_runs()
+        if not runs:
+            raise StoreError(f"{self.path} holds no run")
+        if run_id is None:
+            return str(runs[-1]["run_id"])
+        matches = [r for r in runs if str(r["run_id"]).startswith(run_id)]
+        if len(matches) != 1:
+            known = ", ".join(str(r["run_id"]) for r in runs)
+            raise StoreError(f"no single run matches {run_id!r} in {self.path} (runs: {known})")
+        return str(matches[0]["run_id"])
+
+    def create_run(self, run_id: str, method: str, manifest: dict[str, Any],
+                   items: list[tuple[str, dict[str, Any]]]) -> None:
+        """Write the run and all its items in one transaction: all of it or nothing."""
+        with self.transaction():
+            self.db.execute("INSERT INTO runs VALUES (?, ?, ?, 'running', ?, NULL)",
+                            (run_id, method, _dumps(manifest), time.time()))
+            self.db.executemany("INSERT INTO items VALUES (?, ?, ?, ?)",
+                                [(run_id, i, key, _dumps(payload)) for i, (key, payload) in enumerate(items)])
+
+    def set_status(self, run_id: str, status: str) -> None:
+        with self.transaction():
+            self.db.execute("UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ?",
+                            (status, time.time() if status == "finished" else None, run_id))
+
+    def items(self, run_id: str) -> list[dict[str, Any]]:
+        rows = self.db.execute("SELECT payload FROM items WHERE run_id = ? ORDER BY idx", (run_id,))
+        return [json.loads(r[0]) for r in rows]
+
+    def done_indices(self, run_id: str) -> set[int]:
+        return {r[0] for r in self.db.execute("SELECT idx FROM results WHERE run_id = ?", (run_id,))}
+
+    def put_result(self, run_id: str, idx: int, item_key: str, status: str, scores: dict[str, Any],
+                   unscored: list[dict[str, Any]], details: dict[str, Any], call_keys: list[str]) -> None:
+        with self.transaction():
+            self.db.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            (run_id, idx, item_key, status, _dumps(scores), _dumps(unscored),
+                             _dumps(details), _dumps(call_keys), time.time()))
+
+    def results(self, run_id: str) -> list[dict[str, Any]]:
+        rows = self.db.execute(
+            "SELECT r.*, i.payload FROM results r JOIN items i ON i.run_id = r.run_id AND i.idx = r.idx "
+            "WHERE r.run_id = ? ORDER BY r.idx", (run_id,))
+        return [{"idx": r["idx"], "item_key": r["item_key"], "status": r["status"],
+                 "scores": json.loads(r["scores"]), "unscored": json.loads(r["unscored"]),
+                 "details": json.loads(r["details"]), "call_keys": json.loads(r["call_keys"]),
+                 "item": json.loads(r["payload"])} for r in rows]
+
+    def call_stats(self, keys: list[str]) -> dict[str, float]:
+        """Token and latency totals of the given judge calls."""
+        if not keys:
+            return {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "latency_s": 0.0}
+        marks = ",".join("?" * len(keys))
+        row = self.db.execute(
+            f"SELECT COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(latency_s) "
+            f"FROM judge_calls WHERE key IN ({marks})", keys).fetchone()
+        return {"calls": row[0], "prompt_tokens": row[1] or 0, "completion_tokens": row[2] or 0,
+                "latency_s": row[3] or 0.0}
+
+    # --- annotations (append-only) ----------------------------------------------------------
+    def annotate(self, run_id: str, idx: int, author: str, field: str, value: Any, reason: str) -> None:
+        if not author.strip():
+            raise StoreError("an annotation needs an author")
+        with self.transaction():
+            self.db.execute("INSERT INTO annotations (run_id, idx, author, field, value, reason, created_at) "
+                            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            (run_id, idx, author, field, _dumps(value), reason, time.time()))
+
+    def annotations(self, run_id: str) -> list[dict[str, Any]]:
+        rows = self.db.execute("SELECT * FROM annotations WHERE run_id = ? ORDER BY id", (run_id,))
+        return [{"idx": r["idx"], "author": r["author"], "field": r["field"],
+                 "value": json.loads(r["value"]), "reason": r["reason"], "created_at": r["created_at"]}
+                for r in rows]

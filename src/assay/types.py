@@ -1,0 +1,152 @@
+"""Records shared by every part of assay: items, messages, completions, verdicts."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Role = Literal["system", "user", "assistant"]
+
+
+class Message(BaseModel):
+    """One chat message sent to a judge."""
+
+    model_config = ConfigDict(frozen=True)
+    role: Role
+    content: str
+
+
+class Reference(BaseModel):
+    """A gold answer split into Required and Helpful Information (DeCE §2.1).
+
+    A plain-string reference in the input means all of it is required information.
+    """
+
+    required: str
+    helpful: str = ""
+
+    def full_text(self) -> str:
+        """The whole reference, with its sections labelled."""
+        if not self.helpful.strip():
+            return f"Required Information:\n{self.required}"
+        return f"Required Information:\n{self.required}\n\nHelpful Information:\n{self.helpful}"
+
+
+class Context(BaseModel):
+    """A retrieved passage."""
+
+    id: str = ""
+    text: str
+
+
+class Turn(BaseModel):
+    """One earlier turn of a conversation."""
+
+    role: str
+    content: str
+
+
+class Case(BaseModel):
+    """Support-case subject and description (case-aware judge)."""
+
+    subject: str = ""
+    description: str = ""
+
+
+class Item(BaseModel):
+    """One evaluation item in the SPEC §2.6 format.
+
+    Only ``id``, ``query`` and ``response`` are required; methods say which other fields they need.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    query: str
+    response: str
+    reference: Reference | None = None
+    contexts: list[Context] = Field(default_factory=list)
+    history: list[Turn] = Field(default_factory=list)
+    case: Case | None = None
+    document: str | None = None
+    system: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    human: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_as_string(cls, value: Any) -> Any:
+        # Integer ids are common in exported datasets; keep them, as text.
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        return value
+
+    @field_validator("reference", mode="before")
+    @classmethod
+    def _plain_reference(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"required": value}
+        return value
+
+    @property
+    def key(self) -> str:
+        """Identifies the item within a run: id plus system (many systems share an id)."""
+        return f"{self.id}::{self.system}" if self.system else self.id
+
+
+class Usage(BaseModel):
+    """Token counts of one judge call."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class TokenLogprob(BaseModel):
+    """Log-probability of one generated token with its top alternatives."""
+
+    token: str
+    logprob: float
+    top: dict[str, float] = Field(default_factory=dict)
+
+
+class Completion(BaseModel):
+    """What a backend returns for one call."""
+
+    text: str
+    usage: Usage = Field(default_factory=Usage)
+    logprobs: list[TokenLogprob] | None = None
+    latency_s: float = 0.0
+    finish_reason: str | None = None
+    backend: str = ""
+    model: str = ""
+    cached: bool = False
+
+
+class Unscored(BaseModel):
+    """A result that could not be scored, with why and the raw judge output behind it.
+
+    Never replaced by a default score; aggregates exclude it and count it.
+    """
+
+    reason: str
+    raw_output: str | None = None
+    metric: str | None = None
+
+
+class GenerateConfig(BaseModel):
+    """Parameters of one judge call that change its output (they are part of the cache key)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    max_tokens: int = 1024
+    seed: int | None = None
+    json_schema: dict[str, Any] | None = None
+    logprobs: bool = False
+    top_logprobs: int = 0

@@ -1,0 +1,77 @@
+"""Test helpers: scripted DeCE judges and a fake content-aware judge."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from assay.backends import JudgeBackend
+from assay.types import Completion, GenerateConfig, Message, Usage
+
+ITEM = {
+    "id": "q1",
+    "query": "What is the limitation period for negligence in New York?",
+    "response": "It is three years under CPLR 214(5). Municipal claims need notice within 90 days.",
+    "reference": {"required": "Three years under CPLR 214(5). Notice of claim within 90 days for "
+                              "municipalities.", "helpful": "Malpractice: 2.5 years."},
+    "system": "s1",
+}
+
+
+def criteria_json(*criteria: str) -> str:
+    return json.dumps({"criteria": list(criteria)})
+
+
+def elements_json(*elements: str) -> str:
+    return json.dumps({"elements": list(elements)})
+
+
+def verdicts_json(field: str, scores: list[int], quotes: list[str] | None = None) -> str:
+    quotes = quotes or [""] * len(scores)
+    return json.dumps({"verdicts": [{field: i, "quote": q, "reasoning": f"because {i}", "score": s}
+                                    for i, (s, q) in enumerate(zip(scores, quotes, strict=True), 1)]})
+
+
+def dece_rules(criteria: list[str], elements: list[str], sat: list[int], ver: list[int],
+               repeat: bool = True) -> list[dict[str, Any]]:
+    """Rules for the scripted backend answering each DeCE step, told apart by their delimiters."""
+    return [
+        {"match": r"<elements>", "responses": [verdicts_json("element", ver)], "repeat": repeat},
+        {"match": r"<criteria>", "responses": [verdicts_json("criterion", sat)], "repeat": repeat},
+        {"match": r"<query>.*<reference>", "responses": [criteria_json(*criteria)], "repeat": repeat},
+        {"match": r"<query>.*<answer>", "responses": [elements_json(*elements)], "repeat": repeat},
+    ]
+
+
+class KeywordJudge(JudgeBackend):
+    """A deterministic fake judge that reads the prompt: a criterion is satisfied when its first
+    word occurs in the answer; an element is supported when its first word occurs in the
+    reference. Order-independent, so results can be compared across runs."""
+
+    name = "fake/keyword"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def generate(self, messages: list[Message], config: GenerateConfig) -> Completion:
+        self.calls += 1
+        user = messages[-1].content
+        block = lambda tag: re.search(rf"<{tag}>\n(.*?)\n</{tag}>", user, re.S)  # noqa: E731
+        if "<elements>" in user:
+            reference = block("reference").group(1).lower()  # type: ignore[union-attr]
+            elements = re.findall(r"^\d+\. (.*)$", block("elements").group(1), re.M)  # type: ignore[union-attr]
+            text = verdicts_json("element", [int(e.split()[0].lower() in reference) for e in elements])
+        elif "<criteria>" in user:
+            answer = block("answer").group(1).lower()  # type: ignore[union-attr]
+            criteria = re.findall(r"^\d+\. (.*)$", block("criteria").group(1), re.M)  # type: ignore[union-attr]
+            text = verdicts_json("criterion", [int(c.split()[0].lower() in answer) for c in criteria])
+        elif "<reference>" in user:
+            required = block("reference").group(1).split("Helpful Information")[0]  # type: ignore[union-attr]
+            words = [w for w in re.findall(r"[A-Za-z0-9()]+", required) if len(w) > 3][:4]
+            text = criteria_json(*words)
+        else:
+            answer = block("answer").group(1)  # type: ignore[union-attr]
+            text = elements_json(*[w for w in re.findall(r"[A-Za-z0-9()]+", answer) if len(w) > 3][:5])
+        return Completion(text=text, usage=Usage(prompt_tokens=len(user) // 4, completion_tokens=len(text) // 4),
+                          finish_reason="stop", backend="fake", model="keyword")
