@@ -56,7 +56,7 @@ class KeywordJudge(JudgeBackend):
 
     async def generate(self, messages: list[Message], config: GenerateConfig) -> Completion:
         self.calls += 1
-        user = messages[-1].content
+        user = next(m.content for m in messages if m.role == "user")
         block = lambda tag: re.search(rf"<{tag}>\n(.*?)\n</{tag}>", user, re.S)  # noqa: E731
         if "<elements>" in user:
             reference = block("reference").group(1).lower()  # type: ignore[union-attr]

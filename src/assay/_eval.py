@@ -127,8 +127,8 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
     run_id = run_id_for(method_obj, identity, item_list)
     existing = store_obj.get_run(run_id)
     if existing is not None and not resume:
-        done = len(store_obj.done_indices(run_id))
-        raise StoreError(f"{store_obj.path} already holds this run ({run_id}, {done}/{len(item_list)} "
+        already = len(store_obj.done_indices(run_id))
+        raise StoreError(f"{store_obj.path} already holds this run ({run_id}, {already}/{len(item_list)} "
                          "items done); pass --resume (resume=True) to continue it")
     if existing is None:
         manifest = {

@@ -150,7 +150,7 @@ class JudgeClient:
                     async with self._semaphore:
                         completion = await asyncio.wait_for(
                             self.backend.generate(messages, config), timeout=self.config.timeout_s)
-        except asyncio.TimeoutError as exc:
+        except TimeoutError as exc:
             self.stats.failures += 1
             raise TransientBackendError(
                 f"timed out after {self.config.timeout_s}s, {self.config.max_retries + 1} attempts") from exc

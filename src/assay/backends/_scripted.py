@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,14 @@ from assay.errors import BackendError, ConfigError, RateLimited, ScriptExhausted
 from assay.types import Completion, GenerateConfig, Message, Usage
 
 Response = str | dict[str, Any]
+
+
+@dataclass
+class _Rule:
+    pattern: re.Pattern[str]
+    responses: list[Response]
+    repeat: bool
+    next: int = 0
 
 
 class ScriptedBackend(JudgeBackend):
@@ -46,11 +55,8 @@ class ScriptedBackend(JudgeBackend):
         self.capabilities = Capabilities(json_schema=False, seed=True)
         self.max_concurrency = max_concurrency
         self._responses = list(responses) if responses is not None else None
-        self._rules = [
-            {"pattern": re.compile(rule["match"], re.S), "responses": list(rule["responses"]),
-             "repeat": bool(rule.get("repeat", False)), "next": 0}
-            for rule in (rules or [])
-        ]
+        self._rules = [_Rule(re.compile(rule["match"], re.S), list(rule["responses"]),
+                             bool(rule.get("repeat", False))) for rule in (rules or [])]
         self.latency = latency
         self.calls: list[list[Message]] = []
 
@@ -66,16 +72,15 @@ class ScriptedBackend(JudgeBackend):
         # All user messages, so a re-ask still matches the rule of the prompt it re-asks.
         user_text = "\n".join(m.content for m in messages if m.role == "user")
         for rule in self._rules:
-            if rule["pattern"].search(user_text):
-                index = rule["next"]
-                if index >= len(rule["responses"]):
-                    if not rule["repeat"]:
+            if rule.pattern.search(user_text):
+                index = rule.next
+                if index >= len(rule.responses):
+                    if not rule.repeat:
                         raise ScriptExhausted(
-                            f"{self.name}: rule {rule['pattern'].pattern!r} has no response left")
-                    index = len(rule["responses"]) - 1
-                rule["next"] = index + 1
-                response: Response = rule["responses"][index]
-                return response
+                            f"{self.name}: rule {rule.pattern.pattern!r} has no response left")
+                    index = len(rule.responses) - 1
+                rule.next = index + 1
+                return rule.responses[index]
         raise ScriptExhausted(f"{self.name}: no rule matches the call:\n{user_text[:300]}")
 
     async def generate(self, messages: list[Message], config: GenerateConfig) -> Completion:

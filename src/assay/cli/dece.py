@@ -13,7 +13,7 @@ from assay.cli._common import console, parse_options
 from assay.cli.eval import JUDGE, JUDGE_OPT
 from assay.datasets import read_items
 from assay.errors import InputError
-from assay.methods.dece import DeCE, DeCEConfig
+from assay.methods.dece import CriteriaSet, DeCE, DeCEConfig
 from assay.runner import JudgeClient, RunnerConfig
 from assay.store import Store
 from assay.types import Item, Unscored
@@ -48,7 +48,7 @@ def extract(
             raise InputError(f"item {item.id!r}: {reason}")
         questions.setdefault(item.id, item)
 
-    async def run() -> list[object]:
+    async def run() -> list[CriteriaSet | Unscored]:
         backend = get_backend(judge, **parse_options(judge_opt))
         client = JudgeClient(backend, Store(cache), RunnerConfig())
         try:
@@ -58,7 +58,7 @@ def extract(
 
     results = asyncio.run(run())
     failed = [(q, r) for q, r in zip(questions, results, strict=True) if isinstance(r, Unscored)]
-    lines = [json.dumps(r.model_dump(), ensure_ascii=False) for r in results if not isinstance(r, Unscored)]
+    lines = [json.dumps(r.model_dump(), ensure_ascii=False) for r in results if isinstance(r, CriteriaSet)]
     tmp = output.with_name(output.name + ".tmp")
     tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
     tmp.replace(output)

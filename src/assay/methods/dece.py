@@ -49,7 +49,7 @@ class DeCEConfig(BaseModel):
 
     domain: str = "general"
     """Domain pack: general, legal, medical, financial."""
-    beta: float = Field(2.0, gt=0)
+    beta: float = Field(default=2.0, gt=0)
     """F-beta weight of recall; the paper reports F2."""
     seed: int = 0
     """Sampling seed for the T=0.3 extraction steps."""

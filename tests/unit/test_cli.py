@@ -1,0 +1,114 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from assay.cli import app
+from tests.helpers import ITEM, dece_rules
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    path = tmp_path / "items.jsonl"
+    rows = [ITEM, {**ITEM, "system": "s2", "response": "Only <script>alert(1)</script> here."}]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return path
+
+
+@pytest.fixture
+def judge(tmp_path: Path) -> str:
+    script = tmp_path / "judge.json"
+    script.write_text(json.dumps({"rules": dece_rules(["three years", "notice"], ["three <b>years</b>"],
+                                                      sat=[1, 0], ver=[1])}))
+    return f"scripted/{script}"
+
+
+def invoke(*args: str) -> object:
+    return runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+
+def test_eval_export_report_round_trip(tmp_path: Path, data: Path, judge: str) -> None:
+    out = tmp_path / "run.db"
+    result = invoke("eval", "dece", data, "--judge", judge, "--out", out, "--no-progress")
+    assert result.exit_code == 0, result.output
+    assert "0.500" in result.output  # recall of both answers
+
+    for fmt in ("jsonl", "csv", "parquet"):
+        target = tmp_path / f"run.{fmt}"
+        assert invoke("export", out, "--format", fmt, "-o", target).exit_code == 0
+    rows = [json.loads(line) for line in (tmp_path / "run.jsonl").read_text().splitlines()]
+    assert {"precision", "recall", "f_beta", "criteria", "elements", "unscored_reason"} <= set(rows[0])
+    assert rows[0]["criteria"][0]["reasoning"] == "because 1"
+    frame = pd.read_parquet(tmp_path / "run.parquet")
+    assert list(frame["recall"]) == [0.5, 0.5]
+    assert json.loads(frame["criteria"][0])[1]["satisfied"] is False
+    assert len(pd.read_csv(tmp_path / "run.csv")) == 2
+
+    html_path = tmp_path / "report.html"
+    assert invoke("report", out, "-o", html_path).exit_code == 0
+    html = html_path.read_text()
+    assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "three &lt;b&gt;years&lt;/b&gt;" in html  # model-written text is escaped too
+    assert "Run manifest" in html and "criteria_satisfaction" in html
+
+
+def test_rerun_needs_resume_and_then_makes_no_call(tmp_path: Path, data: Path, judge: str) -> None:
+    out = tmp_path / "run.db"
+    assert invoke("eval", "dece", data, "--judge", judge, "--out", out, "--no-progress").exit_code == 0
+    with pytest.raises(Exception, match="already holds this run"):
+        invoke("eval", "dece", data, "--judge", judge, "--out", out, "--no-progress")
+    again = invoke("eval", "dece", data, "--judge", judge, "--out", out, "--resume", "--no-progress")
+    assert again.exit_code == 0
+    assert "0 judge call(s) made" in again.output
+
+
+def test_dry_run_calls_nothing(tmp_path: Path, data: Path) -> None:
+    result = invoke("eval", "dece", data, "--judge", "scripted/none.json", "--dry-run",
+                    "--out", tmp_path / "x.db")
+    assert result.exit_code == 0 and "≈7 judge calls" in result.output
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_budget_stops_the_run_and_resume_finishes_it(tmp_path: Path, data: Path, judge: str) -> None:
+    out = tmp_path / "run.db"
+    stopped = invoke("eval", "dece", data, "--judge", judge, "--out", out, "--budget", "1", "--no-progress")
+    assert stopped.exit_code == 3 and "budget" in stopped.output
+    done = invoke("eval", "dece", data, "--judge", judge, "--out", out, "--resume", "--no-progress")
+    assert done.exit_code == 0 and "finished" in done.output
+
+
+def test_criteria_review_workflow(tmp_path: Path, data: Path, judge: str) -> None:
+    criteria = tmp_path / "criteria.jsonl"
+    result = invoke("dece", "criteria", "extract", data, "-o", criteria, "--judge", judge,
+                    "--cache", tmp_path / "c.db")
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in criteria.read_text().splitlines()]
+    assert len(records) == 1 and records[0]["criteria"] == ["three years", "notice"]
+    records[0]["criteria"][1] = "a notice of claim within 90 days for municipal defendants"
+    criteria.write_text(json.dumps(records[0]) + "\n")
+    out = tmp_path / "run.db"
+    assert invoke("eval", "dece", data, "--judge", judge, "--out", out, "--criteria", criteria,
+                  "--no-progress").exit_code == 0
+    invoke("export", out, "-o", tmp_path / "r.jsonl")
+    row = json.loads((tmp_path / "r.jsonl").read_text().splitlines()[0])
+    assert row["criteria_source"] == "file"
+    assert [c["edited"] for c in row["criteria"]] == [False, True]
+
+
+def test_bad_input_is_one_clear_error_and_writes_nothing(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps(ITEM) + "\n{not json\n")
+    out = tmp_path / "run.db"
+    proc = subprocess.run([sys.executable, "-m", "assay", "eval", "dece", str(bad), "--judge",
+                           "scripted/x.json", "--out", str(out)], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert f"{bad}, line 2: malformed JSON" in " ".join(proc.stderr.split())
+    assert not out.exists()

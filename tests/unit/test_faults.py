@@ -1,0 +1,75 @@
+"""Fault injection: timeouts, 429 with Retry-After, 500, 400, malformed JSON and truncated
+output never crash a run; every item ends scored or Unscored with its reason."""
+
+from __future__ import annotations
+
+import random
+
+import assay
+from assay.backends import JudgeBackend, ScriptedBackend
+from assay.errors import BackendError, RateLimited, TransientBackendError
+from assay.runner import RunnerConfig
+from assay.types import Completion, GenerateConfig, Message
+from tests.helpers import ITEM, KeywordJudge
+
+
+class FaultyJudge(JudgeBackend):
+    """Wraps a good judge and injects a seeded mix of faults into its calls."""
+
+    name = "fake/faulty"
+    max_concurrency = 4
+
+    def __init__(self, seed: int) -> None:
+        self.inner = KeywordJudge()
+        self.rng = random.Random(seed)
+        self.injected: dict[str, int] = {}
+
+    async def generate(self, messages: list[Message], config: GenerateConfig) -> Completion:
+        import asyncio
+        fault = self.rng.choice(["ok", "ok", "ok", "timeout", "429", "500", "400", "malformed", "truncated"])
+        self.injected[fault] = self.injected.get(fault, 0) + 1
+        if fault == "timeout":
+            await asyncio.sleep(1.0)
+        if fault == "429":
+            raise RateLimited("HTTP 429", retry_after=0.0)
+        if fault == "500":
+            raise TransientBackendError("HTTP 500")
+        if fault == "400":
+            raise BackendError("HTTP 400: bad request")
+        good = await self.inner.generate(messages, config)
+        if fault == "malformed":
+            return good.model_copy(update={"text": good.text.replace('"', "'")})
+        if fault == "truncated":
+            return good.model_copy(update={"text": good.text[: len(good.text) // 2], "finish_reason": "length"})
+        return good
+
+
+def test_a_faulty_judge_never_crashes_a_run() -> None:
+    items = [{**ITEM, "id": f"q{i}", "system": f"s{i % 3}", "query": f"{ITEM['query']} ({i})",
+              "response": f"{ITEM['response']} Case {i}."} for i in range(30)]
+    judge = FaultyJudge(seed=7)
+    runner = RunnerConfig(progress=False, timeout_s=0.05, max_retries=2, backoff_initial_s=0.0,
+                          backoff_max_s=0.01)
+    result = assay.evaluate(items, "dece", judge, runner=runner)
+    rows = result.records()
+    assert len(rows) == 30
+    assert {"timeout", "429", "500", "400", "malformed", "truncated"} <= set(judge.injected)
+    for row in rows:
+        for metric in ("precision", "recall", "f_beta"):
+            if row[metric] is None:
+                assert any(u["metric"] == metric and u["reason"] for u in row["unscored"]), row
+            else:
+                assert 0.0 <= row[metric] <= 1.0
+    overall = result.summary()["overall"]
+    unscored_counts = {m: overall[m]["unscored"] for m in ("precision", "recall", "f_beta")}
+    assert sum(unscored_counts.values()) > 0
+    assert overall["recall"]["n"] + overall["recall"]["unscored"] == 30
+    assert overall["recall"]["n"] > 0  # retries and re-asks rescue most items
+
+
+def test_scripted_faults_end_unscored_with_reason() -> None:
+    rules = [{"match": ".", "responses": [{"fault": "server_error"}], "repeat": True}]
+    runner = RunnerConfig(progress=False, max_retries=1, backoff_initial_s=0.0)
+    row = assay.evaluate([ITEM], "dece", ScriptedBackend(rules=rules), runner=runner).records()[0]
+    assert row["status"] == "unscored"
+    assert "judge call failed: HTTP 500" in row["unscored_reason"]

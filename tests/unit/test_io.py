@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from assay.datasets import read_items
+from assay.errors import InputError
+from tests.helpers import ITEM
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_reads_jsonl_and_plain_string_reference(tmp_path: Path) -> None:
+    rows = [ITEM, {"id": 7, "query": "q", "response": "r", "reference": "all required"}]
+    path = write(tmp_path / "d.jsonl", "\n".join(json.dumps(r) for r in rows) + "\n\n")
+    items = read_items(path)
+    assert [i.id for i in items] == ["q1", "7"]
+    assert items[1].reference is not None and items[1].reference.required == "all required"
+    assert items[1].reference.helpful == ""
+
+
+@pytest.mark.parametrize("content, message", [
+    ('{"id": "a", "query": "q", "response": "r"}\n{"id": "b", "query": "q"\n', "line 2: malformed JSON"),
+    ('{"id": "a", "query": "q"}\n', "line 1, field 'response': required field is missing"),
+    ('{"id": "a", "query": "q", "response": 5}\n', "line 1, field 'response': Input should be a valid string"),
+    ('{"id": "a", "query": "q", "response": "r", "refrence": "x"}\n', "field 'refrence': unknown field"),
+    ('["a"]\n', "line 1: expected a JSON object"),
+    ("\n\n", "the file holds no items"),
+    (b'{"id": "a", "query": "q", "response": "r"}\n{"id": "b", "query": "\xff", "response": "r"}\n',
+     "line 2: not UTF-8"),
+])
+def test_bad_jsonl_gives_one_clear_error(tmp_path: Path, content: str | bytes, message: str) -> None:
+    path = write(tmp_path / "bad.jsonl", content)
+    with pytest.raises(InputError) as info:
+        read_items(path)
+    assert str(path) in str(info.value)
+    assert message in str(info.value)
+
+
+def test_reads_csv_with_json_cells_and_reference_columns(tmp_path: Path) -> None:
+    path = write(tmp_path / "d.csv",
+                 'id,query,response,reference_required,reference_helpful,metadata\n'
+                 'q1,What?,Answer,Must say X,Could say Y,"{""jurisdiction"": ""NY""}"\n')
+    item = read_items(path)[0]
+    assert item.reference is not None and item.reference.helpful == "Could say Y"
+    assert item.metadata == {"jurisdiction": "NY"}
+
+
+def test_csv_errors_name_the_line(tmp_path: Path) -> None:
+    path = write(tmp_path / "d.csv", 'id,query,response,metadata\nq1,a,b,{}\nq2,a,b,"{oops"\n')
+    with pytest.raises(InputError, match="line 3, field 'metadata': cell is not valid JSON"):
+        read_items(path)
+
+
+def test_reads_parquet(tmp_path: Path) -> None:
+    frame = pd.DataFrame([{"id": "q1", "query": "q", "response": "r",
+                           "reference": json.dumps({"required": "x"}), "system": "s"}])
+    path = tmp_path / "d.parquet"
+    frame.to_parquet(path)
+    item = read_items(path)[0]
+    assert item.reference is not None and item.reference.required == "x" and item.system == "s"
+
+
+def test_unknown_format_and_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="unknown input format"):
+        read_items(write(tmp_path / "d.txt", "x"))
+    with pytest.raises(InputError, match="no such file"):
+        read_items(tmp_path / "nope.jsonl")
