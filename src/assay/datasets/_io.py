@@ -46,7 +46,8 @@ def _decode(raw: bytes, source: str) -> str:
         raise InputError(f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", source=source, line=line) from exc
 
 
-def read_jsonl(path: Path) -> list[Item]:
+def read_jsonl(path: str | Path) -> list[Item]:
+    path = Path(path)
     source = str(path)
     text = _decode(path.read_bytes(), source)
     items = []
@@ -82,7 +83,8 @@ def _row_to_dict(row: dict[str, Any], source: str, line: int) -> dict[str, Any]:
     return data
 
 
-def read_csv(path: Path) -> list[Item]:
+def read_csv(path: str | Path) -> list[Item]:
+    path = Path(path)
     source = str(path)
     text = _decode(path.read_bytes(), source)
     reader = csv.DictReader(io.StringIO(text))
@@ -93,7 +95,8 @@ def read_csv(path: Path) -> list[Item]:
     return items
 
 
-def read_parquet(path: Path) -> list[Item]:
+def read_parquet(path: str | Path) -> list[Item]:
+    path = Path(path)
     import pandas as pd
     return read_dataframe(pd.read_parquet(path), source=str(path))
 

@@ -57,7 +57,7 @@ class DeCEConfig(BaseModel):
     verification_temperature: float = 0.0
     max_criteria: int = 12
     max_elements: int = 15
-    max_text_chars: int = 240
+    max_text_chars: int = 160
     """maxLength of each free-text JSON field (small models loop without it)."""
     max_reasks: int = 2
 

@@ -1,0 +1,132 @@
+"""Framework overhead of assay's runner + store (issue: < 0.5 ms per judge call, < 5% of wall
+time with the embedded judge).
+
+1. Zero-latency scripted judge: DeCE over N items through the whole engine (cache look-up,
+   retries machinery, SQLite writes of every call and result) vs the same number of bare
+   ``backend.generate`` calls. Overhead per call = (engine wall − bare wall) / calls.
+2. Embedded judge: the same K structured calls made directly with llama-cpp-python and through
+   assay's JudgeClient (a fresh store each round, so no cache hit), alternating, on one loaded
+   model. Overhead = (assay − direct) / direct.
+
+Writes benchmarks/results/overhead.json. Usage: python benchmarks/overhead.py [--items N] [--calls K]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.helpers
+
+import assay
+from assay.backends import ScriptedBackend
+from assay.backends._llamacpp import LlamaCppBackend
+from assay.runner import JudgeClient, RunnerConfig
+from assay.store import Store
+from assay.types import GenerateConfig, Message
+from tests.helpers import ITEM, dece_rules
+
+RESULTS = Path(__file__).parent / "results" / "overhead.json"
+
+
+def scripted_overhead(n_items: int) -> dict[str, float]:
+    items = [{**ITEM, "id": f"q{i}", "query": f"{ITEM['query']} #{i}", "response": f"{ITEM['response']} #{i}"}
+             for i in range(n_items)]
+    rules = dece_rules(["a", "b", "c"], ["x", "y"], sat=[1, 0, 1], ver=[1, 1])
+    with tempfile.TemporaryDirectory() as tmp:
+        backend = ScriptedBackend(rules=rules)
+        start = time.perf_counter()
+        result = assay.evaluate(items, "dece", backend, store=Path(tmp) / "run.db",
+                                runner=RunnerConfig(progress=False))
+        engine_wall = time.perf_counter() - start
+        calls = len(backend.calls)
+        assert len(result.records()) == n_items
+    bare = ScriptedBackend(rules=rules)
+    messages = [Message(role="user", content="<query>q</query><answer>a</answer>")]
+
+    async def bare_calls() -> None:
+        for _ in range(calls):
+            await bare.generate(messages, GenerateConfig())
+
+    start = time.perf_counter()
+    asyncio.run(bare_calls())
+    bare_wall = time.perf_counter() - start
+    return {"items": n_items, "judge_calls": calls, "engine_wall_s": engine_wall, "bare_wall_s": bare_wall,
+            "calls_per_s": calls / engine_wall,
+            "overhead_ms_per_call": 1000 * (engine_wall - bare_wall) / calls}
+
+
+SCHEMA = {"type": "object", "additionalProperties": False, "required": ["reasoning", "score"],
+          "properties": {"reasoning": {"type": "string", "maxLength": 120},
+                         "score": {"type": "integer", "enum": [0, 1]}}}
+
+
+def embedded_overhead(k_calls: int, rounds: int) -> dict[str, object]:
+    backend = LlamaCppBackend("default", n_ctx=2048)
+    llama = backend.load()
+    prompts = [[{"role": "system", "content": "You grade claims. Reply in JSON with reasoning and score."},
+                {"role": "user", "content": f"Claim {i}: {i} + {i} = {2 * i + (i % 2)}. Is it correct?"}]
+               for i in range(k_calls)]
+    config = GenerateConfig(max_tokens=48, json_schema=SCHEMA, seed=0)
+
+    def direct() -> float:
+        start = time.perf_counter()
+        for messages in prompts:
+            llama.create_chat_completion(messages=messages, temperature=0.0, top_p=1.0, max_tokens=48, seed=0,
+                                         response_format={"type": "json_object", "schema": SCHEMA})
+        return time.perf_counter() - start
+
+    def through_assay() -> float:
+        with tempfile.TemporaryDirectory() as tmp:
+            client = JudgeClient(backend, Store(Path(tmp) / "s.db"), RunnerConfig(progress=False))
+
+            async def run() -> None:
+                for messages in prompts:
+                    await client.complete([Message(**m) for m in messages], config)
+
+            start = time.perf_counter()
+            asyncio.run(run())
+            wall = time.perf_counter() - start
+            assert client.stats.calls == k_calls and client.stats.cache_hits == 0
+            return wall
+
+    direct()  # warm-up: page the weights in
+    direct_walls, assay_walls = [], []
+    for _ in range(rounds):
+        direct_walls.append(direct())
+        assay_walls.append(through_assay())
+    d, a = statistics.median(direct_walls), statistics.median(assay_walls)
+    return {"calls_per_round": k_calls, "rounds": rounds, "direct_wall_s": direct_walls,
+            "assay_wall_s": assay_walls, "median_direct_s": d, "median_assay_s": a,
+            "overhead_fraction": (a - d) / d, "overhead_ms_per_call": 1000 * (a - d) / k_calls}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--items", type=int, default=300)
+    parser.add_argument("--calls", type=int, default=6)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--skip-embedded", action="store_true")
+    args = parser.parse_args()
+    out: dict[str, object] = {"assay_version": assay.__version__, "python": platform.python_version(),
+                              "machine": platform.machine(), "cpus": os.cpu_count(),
+                              "scripted": scripted_overhead(args.items)}
+    print(json.dumps(out["scripted"], indent=2))
+    if not args.skip_embedded:
+        out["embedded"] = embedded_overhead(args.calls, args.rounds)
+        print(json.dumps(out["embedded"], indent=2))
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(out, indent=2) + "\n")
+    print(f"wrote {RESULTS}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+"""The openai backend against a real OpenAI-compatible server (llama-cpp-python's) on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+import assay
+from assay.backends import get_backend
+from assay.runner import RunnerConfig
+from assay.types import GenerateConfig, Message
+from tests.helpers import ITEM
+
+pytestmark = pytest.mark.integration
+
+SCHEMA = {"type": "object", "additionalProperties": False, "required": ["colour"],
+          "properties": {"colour": {"type": "string", "enum": ["red", "green", "blue"]}}}
+
+
+def test_schema_constrained_output_and_logprobs(llama_server: str) -> None:
+    backend = get_backend(f"openai/smollm2@{llama_server}", schema_mode="json_object")
+    messages = [Message(role="user", content="Name a primary colour of light, as JSON.")]
+    config = GenerateConfig(max_tokens=24, json_schema=SCHEMA, logprobs=True, top_logprobs=3, seed=1)
+    completion = asyncio.run(backend.generate(messages, config))
+    assert json.loads(completion.text)["colour"] in ("red", "green", "blue")
+    assert completion.usage.prompt_tokens > 0 and completion.usage.completion_tokens > 0
+    assert completion.logprobs and all(t.logprob <= 0 for t in completion.logprobs)
+    assert completion.latency_s > 0
+
+
+def test_server_rejects_json_schema_mode_and_run_fails_closed(llama_server: str) -> None:
+    # SPEC §2.1: the llama-cpp-python server answers json_schema with an error; the run must not
+    # crash and must not invent a score.
+    runner = RunnerConfig(progress=False, max_retries=0)
+    result = assay.evaluate([ITEM], "dece", f"openai/smollm2@{llama_server}", runner=runner,
+                            judge_options={"schema_mode": "json_schema"})
+    row = result.records()[0]
+    for metric in ("precision", "recall", "f_beta"):
+        assert row[metric] is None
+    assert "judge call failed" in row["unscored_reason"]
+
+
+def test_dece_end_to_end_through_the_server(llama_server: str) -> None:
+    runner = RunnerConfig(progress=False, max_retries=1)
+    result = assay.evaluate([ITEM], "dece", f"openai/smollm2@{llama_server}", runner=runner,
+                            judge_options={"schema_mode": "json_object"}, max_reasks=1)
+    row = result.records()[0]
+    # SmolLM2-135M is a plumbing model: each metric must be a valid score or Unscored with reason.
+    for metric in ("precision", "recall", "f_beta"):
+        if row[metric] is None:
+            assert any(u["metric"] == metric for u in row["unscored"])
+        else:
+            assert 0.0 <= row[metric] <= 1.0
+    assert row["judge_calls"] >= 2
+    assert result.summary()["judge_calls"]["prompt_tokens"] > 0
