@@ -26,13 +26,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.helpers
 
+from tests.helpers import ITEM, dece_rules
+
 import assay
 from assay.backends import ScriptedBackend
 from assay.backends._llamacpp import LlamaCppBackend
 from assay.runner import JudgeClient, RunnerConfig
 from assay.store import Store
 from assay.types import GenerateConfig, Message
-from tests.helpers import ITEM, dece_rules
 
 RESULTS = Path(__file__).parent / "results" / "overhead.json"
 

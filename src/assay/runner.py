@@ -31,12 +31,18 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def cache_key(identity: dict[str, Any], messages: Sequence[Message], config: GenerateConfig) -> str:
+def call_request(identity: dict[str, Any], messages: Sequence[Message], config: GenerateConfig) -> str:
+    """Canonical JSON of everything that determines a judge call's output."""
+    return canonical_json({"judge": identity, "messages": [{"role": m.role, "content": m.content}
+                                                            for m in messages],
+                           "config": config.model_dump()})
+
+
+def cache_key(identity: dict[str, Any], messages: Sequence[Message], config: GenerateConfig,
+              request: str | None = None) -> str:
     """Content address of a judge call: versioned sha256 over canonical JSON."""
-    payload = {"judge": identity, "messages": [m.model_dump() for m in messages],
-               "config": config.model_dump()}
-    digest = hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
-    return f"{CACHE_KEY_VERSION}:{digest}"
+    request = request if request is not None else call_request(identity, messages, config)
+    return f"{CACHE_KEY_VERSION}:{hashlib.sha256(request.encode('utf-8')).hexdigest()}"
 
 
 class RunnerConfig(BaseModel):
@@ -99,7 +105,8 @@ class JudgeClient:
     async def complete(self, messages: Sequence[Message], config: GenerateConfig) -> tuple[str, Completion]:
         """One judge call; returns its cache key and completion. Raises BackendError when all
         retries fail, BudgetExhausted when the budget is spent."""
-        key = self.key_for(messages, config)
+        request = call_request(self._identity, messages, config)
+        key = cache_key(self._identity, messages, config, request)
         cached = self.store.cached_call(key)
         if cached is not None:
             self.stats.cache_hits += 1
@@ -111,8 +118,6 @@ class JudgeClient:
         self._inflight[key] = future
         try:
             completion = await self._call_with_retries(list(messages), config)
-            request = {"messages": [m.model_dump() for m in messages], "config": config.model_dump(),
-                       "judge": self._identity}
             self.store.put_call(key, self.backend.name, request, completion)
             future.set_result(completion)
             return key, completion
@@ -123,26 +128,57 @@ class JudgeClient:
         finally:
             del self._inflight[key]
 
-    def _wait(self, state: RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome else None
+    def _backoff(self, exc: BaseException | None, failed_attempts: int) -> float:
+        """Seconds to wait after ``failed_attempts`` failures: the server's Retry-After when it
+        sent one (capped), else exponential backoff with full jitter."""
         if isinstance(exc, RateLimited) and exc.retry_after is not None:
             return min(max(0.0, exc.retry_after), self.config.backoff_max_s)
-        ceiling = min(self.config.backoff_max_s,
-                      self.config.backoff_initial_s * 2 ** (state.attempt_number - 1))
-        return self._rng.uniform(0, ceiling)  # "full jitter"
+        ceiling = min(self.config.backoff_max_s, self.config.backoff_initial_s * 2 ** (failed_attempts - 1))
+        return self._rng.uniform(0, ceiling)
+
+    def _wait(self, state: RetryCallState) -> float:
+        # tenacity counts attempts of the retry loop, which starts after the fast-path failure
+        exc = state.outcome.exception() if state.outcome else None
+        return self._backoff(exc, state.attempt_number + 1)
+
+    def _record_retry(self, exc: BaseException | None) -> None:
+        self.stats.retries += 1
+        self.stats.retry_reasons.append(f"{type(exc).__name__}: {exc}")
 
     def _before_sleep(self, state: RetryCallState) -> None:
-        self.stats.retries += 1
-        exc = state.outcome.exception() if state.outcome else None
-        self.stats.retry_reasons.append(f"{type(exc).__name__}: {exc}")
+        self._record_retry(state.outcome.exception() if state.outcome else None)
 
     async def _call_with_retries(self, messages: list[Message], config: GenerateConfig) -> Completion:
         budget = self.config.budget_tokens
         if budget is not None and self.stats.tokens >= budget:
             raise BudgetExhausted(f"token budget of {budget} spent ({self.stats.tokens} used)")
+        try:  # fast path: most calls succeed first time; tenacity only once something failed
+            async with self._semaphore:
+                completion = await asyncio.wait_for(self.backend.generate(messages, config),
+                                                    timeout=self.config.timeout_s)
+        except (TimeoutError, TransientBackendError) as first:
+            if self.config.max_retries < 1:
+                self.stats.failures += 1
+                if isinstance(first, asyncio.TimeoutError):
+                    raise TransientBackendError(f"timed out after {self.config.timeout_s}s") from first
+                raise
+            self._record_retry(first)
+            await asyncio.sleep(self._backoff(first, 1))
+            completion = await self._retry_loop(messages, config)
+        except Exception:
+            self.stats.failures += 1
+            raise
+        self.stats.calls += 1
+        self.stats.prompt_tokens += completion.usage.prompt_tokens
+        self.stats.completion_tokens += completion.usage.completion_tokens
+        self.stats.backend_latency_s += completion.latency_s
+        return completion
+
+    async def _retry_loop(self, messages: list[Message], config: GenerateConfig) -> Completion:
+        """Attempts 2..max_retries+1, through tenacity."""
         retrying = AsyncRetrying(
             retry=retry_if_exception_type((TransientBackendError, asyncio.TimeoutError)),
-            stop=stop_after_attempt(self.config.max_retries + 1),
+            stop=stop_after_attempt(self.config.max_retries),
             wait=self._wait, before_sleep=self._before_sleep, reraise=True)
         try:
             async for attempt in retrying:

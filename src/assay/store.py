@@ -136,11 +136,12 @@ class Store:
         completion = Completion.model_validate_json(row[0])
         return completion.model_copy(update={"cached": True})
 
-    def put_call(self, key: str, backend: str, request: dict[str, Any], completion: Completion) -> None:
+    def put_call(self, key: str, backend: str, request: str, completion: Completion) -> None:
+        """Store one judge call; ``request`` is its canonical JSON (what the key hashes)."""
         with self.transaction():
             self.db.execute(
                 "INSERT OR REPLACE INTO judge_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (key, backend, _dumps(request), completion.model_dump_json(),
+                (key, backend, request, completion.model_dump_json(),
                  completion.usage.prompt_tokens, completion.usage.completion_tokens,
                  completion.latency_s, time.time()))
 

@@ -6,6 +6,7 @@ import asyncio
 import json
 
 import pytest
+from pydantic import BaseModel
 
 from assay.backends import get_backend
 from assay.model import MODEL_SHA256, resolve_model
@@ -13,7 +14,6 @@ from assay.runner import JudgeClient, RunnerConfig
 from assay.store import Store
 from assay.structured import generate_structured
 from assay.types import GenerateConfig, Message
-from pydantic import BaseModel
 
 pytestmark = pytest.mark.integration
 

@@ -22,7 +22,7 @@ def test_migrations_run_once_and_reopen_cleanly(tmp_path: Path) -> None:
 def test_cache_round_trip(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.db")
     completion = Completion(text="hi", usage=Usage(prompt_tokens=3, completion_tokens=1), latency_s=0.5)
-    store.put_call("c1:abc", "scripted/x", {"messages": []}, completion)
+    store.put_call("c1:abc", "scripted/x", '{"messages":[]}', completion)
     again = Store(tmp_path / "s.db").cached_call("c1:abc")
     assert again is not None and again.text == "hi" and again.cached and again.usage.prompt_tokens == 3
     assert store.call_stats(["c1:abc"])["prompt_tokens"] == 3

@@ -55,10 +55,14 @@ class DeCEConfig(BaseModel):
     """Sampling seed for the T=0.3 extraction steps."""
     extraction_temperature: float = 0.3
     verification_temperature: float = 0.0
-    max_criteria: int = 12
-    max_elements: int = 15
+    max_criteria: int = 8
+    """Cap on criteria per question (the paper's experts kept 979 for 224 questions, ~4.4)."""
+    max_elements: int = 10
+    """Cap on elements per answer; bounds runaway lists from small judges."""
     max_text_chars: int = 160
-    """maxLength of each free-text JSON field (small models loop without it)."""
+    """maxLength of criteria, elements and quotes (small models loop without a bound)."""
+    max_reasoning_chars: int = 120
+    """maxLength of each verdict's reasoning."""
     max_reasks: int = 2
 
 
@@ -99,12 +103,12 @@ def _list_schema(field: str, max_items: int, max_chars: int) -> dict[str, Any]:
                                    "items": {"type": "string", "minLength": 1, "maxLength": max_chars}}}}
 
 
-def _verdict_schema(index_field: str, count: int, max_chars: int) -> dict[str, Any]:
+def _verdict_schema(index_field: str, count: int, max_chars: int, max_reasoning: int) -> dict[str, Any]:
     verdict = {"type": "object", "additionalProperties": False,
                "required": [index_field, "quote", "reasoning", "score"],
                "properties": {index_field: {"type": "integer"},
                               "quote": {"type": "string", "maxLength": max_chars},
-                              "reasoning": {"type": "string", "minLength": 1, "maxLength": max_chars},
+                              "reasoning": {"type": "string", "minLength": 1, "maxLength": max_reasoning},
                               "score": {"type": "integer", "enum": [0, 1]}}}
     return {"type": "object", "additionalProperties": False, "required": ["verdicts"],
             "properties": {"verdicts": {"type": "array", "minItems": count, "maxItems": count,
@@ -286,7 +290,7 @@ class DeCE(Method):
 
     def _verdict_tokens(self, count: int) -> int:
         # index + quote + reasoning per verdict, at ~3.5 characters per token, plus framing
-        return 48 + count * (24 + 2 * self.config.max_text_chars // 3)
+        return 48 + count * (24 + (self.config.max_text_chars + self.config.max_reasoning_chars) // 3)
 
     # the judge calls ----------------------------------------------------------------------------
     async def criteria_for(self, item: Item, client: JudgeClient) -> tuple[list[str] | None,
@@ -337,7 +341,8 @@ class DeCE(Method):
             outcome = await generate_structured(
                 client, self.render_satisfaction(item, criteria), SatisfactionOutput,
                 self._config(cfg.verification_temperature, self._verdict_tokens(len(criteria)),
-                             _verdict_schema("criterion", len(criteria), cfg.max_text_chars)),
+                             _verdict_schema("criterion", len(criteria), cfg.max_text_chars,
+                                             cfg.max_reasoning_chars)),
                 check=_check_verdicts("criterion", len(criteria)), max_reasks=cfg.max_reasks,
                 metric="recall")
             keys += outcome.keys
@@ -380,7 +385,8 @@ class DeCE(Method):
                 ver = await generate_structured(
                     client, self.render_verification(item, elements), VerificationOutput,
                     self._config(cfg.verification_temperature, self._verdict_tokens(len(elements)),
-                                 _verdict_schema("element", len(elements), cfg.max_text_chars)),
+                                 _verdict_schema("element", len(elements), cfg.max_text_chars,
+                                                 cfg.max_reasoning_chars)),
                     check=_check_verdicts("element", len(elements)), max_reasks=cfg.max_reasks,
                     metric="precision")
                 keys += ver.keys
