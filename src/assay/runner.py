@@ -148,48 +148,33 @@ class JudgeClient:
     def _before_sleep(self, state: RetryCallState) -> None:
         self._record_retry(state.outcome.exception() if state.outcome else None)
 
+    async def _attempt(self, messages: list[Message], config: GenerateConfig) -> Completion:
+        async with self._semaphore:
+            return await asyncio.wait_for(self.backend.generate(messages, config), timeout=self.config.timeout_s)
+
     async def _call_with_retries(self, messages: list[Message], config: GenerateConfig) -> Completion:
         budget = self.config.budget_tokens
         if budget is not None and self.stats.tokens >= budget:
             raise BudgetExhausted(f"token budget of {budget} spent ({self.stats.tokens} used)")
-        try:  # fast path: most calls succeed first time; tenacity only once something failed
-            async with self._semaphore:
-                completion = await asyncio.wait_for(self.backend.generate(messages, config),
-                                                    timeout=self.config.timeout_s)
-        except (TimeoutError, TransientBackendError) as first:
-            if self.config.max_retries < 1:
-                self.stats.failures += 1
-                if isinstance(first, asyncio.TimeoutError):
-                    raise TransientBackendError(f"timed out after {self.config.timeout_s}s") from first
-                raise
-            self._record_retry(first)
-            await asyncio.sleep(self._backoff(first, 1))
-            completion = await self._retry_loop(messages, config)
-        except Exception:
-            self.stats.failures += 1
-            raise
-        self.stats.calls += 1
-        self.stats.prompt_tokens += completion.usage.prompt_tokens
-        self.stats.completion_tokens += completion.usage.completion_tokens
-        self.stats.backend_latency_s += completion.latency_s
-        return completion
-
-    async def _retry_loop(self, messages: list[Message], config: GenerateConfig) -> Completion:
-        """Attempts 2..max_retries+1, through tenacity."""
-        retrying = AsyncRetrying(
-            retry=retry_if_exception_type((TransientBackendError, asyncio.TimeoutError)),
-            stop=stop_after_attempt(self.config.max_retries),
-            wait=self._wait, before_sleep=self._before_sleep, reraise=True)
+        attempts = self.config.max_retries + 1
         try:
-            async for attempt in retrying:
-                with attempt:
-                    async with self._semaphore:
-                        completion = await asyncio.wait_for(
-                            self.backend.generate(messages, config), timeout=self.config.timeout_s)
+            try:  # fast path: most calls succeed first time; tenacity only once something failed
+                completion = await self._attempt(messages, config)
+            except (TimeoutError, TransientBackendError) as first:
+                if attempts == 1:
+                    raise
+                self._record_retry(first)
+                await asyncio.sleep(self._backoff(first, 1))
+                retrying = AsyncRetrying(
+                    retry=retry_if_exception_type((TransientBackendError, asyncio.TimeoutError)),
+                    stop=stop_after_attempt(attempts - 1), wait=self._wait,
+                    before_sleep=self._before_sleep, reraise=True)
+                async for attempt in retrying:
+                    with attempt:
+                        completion = await self._attempt(messages, config)
         except TimeoutError as exc:
             self.stats.failures += 1
-            raise TransientBackendError(
-                f"timed out after {self.config.timeout_s}s, {self.config.max_retries + 1} attempts") from exc
+            raise TransientBackendError(f"timed out after {self.config.timeout_s}s, {attempts} attempt(s)") from exc
         except Exception:
             self.stats.failures += 1
             raise

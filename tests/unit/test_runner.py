@@ -54,6 +54,7 @@ def test_retries_transient_failures_then_succeeds() -> None:
     _, completion = asyncio.run(client.complete(MSG, GenerateConfig()))
     assert completion.text == "ok"
     assert client.stats.retries == 2
+    assert client.stats.calls == 1 and client.stats.failures == 0
     assert "RateLimited" in client.stats.retry_reasons[1]
 
 
