@@ -16,7 +16,7 @@ runner = CliRunner()
 @pytest.fixture
 def data(tmp_path: Path) -> Path:
     path = tmp_path / "items.jsonl"
-    rows = [ITEM, {**ITEM, "system": "s2", "response": "Only <script>alert(1)</script> here."}]
+    rows = [ITEM, {**ITEM, "system": "s2", "response": "Three years. <script>alert(1)</script>"}]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     return path
 

@@ -183,3 +183,27 @@ def test_extraction_helpers_strip_numbering() -> None:
     row = assay.evaluate([ITEM], "dece", backend, runner=QUIET).records()[0]
     assert [c["criterion"] for c in row["criteria"]] == ["first"]
     assert [e["element"] for e in row["elements"]] == ["one", "two"]
+
+
+def test_positive_verdict_without_found_quote_is_downgraded_under_require() -> None:
+    rules = dece_rules(["a", "b"], ["x", "y"], sat=[1, 1], ver=[1, 1])
+    rules[1]["responses"] = [verdicts_json("criterion", [1, 1], ["three years", "ten years"])]
+    rules[0]["responses"] = [verdicts_json("element", [1, 1], ["Three years under CPLR 214(5)", "made up"])]
+    required = assay.evaluate([ITEM], "dece", ScriptedBackend(rules=rules), runner=QUIET).records()[0]
+    assert required["recall"] == 0.5 and required["precision"] == 0.5
+    second = required["criteria"][1]
+    assert (second["satisfied"], second["judge_score"], second["quote_found"]) == (False, 1, False)
+    assert "without a quote found in the answer" in second["downgraded"]
+    assert required["elements"][1]["downgraded"] == "positive verdict without a quote found in the reference"
+
+    flagged = assay.evaluate([ITEM], "dece", ScriptedBackend(rules=rules), runner=QUIET,
+                             quote_policy="flag").records()[0]
+    assert flagged["recall"] == 1.0 and flagged["precision"] == 1.0
+    assert flagged["criteria"][1]["quote_found"] is False and flagged["criteria"][1]["downgraded"] is None
+
+
+def test_negative_verdicts_need_no_quote() -> None:
+    rules = dece_rules(["a"], ["x"], sat=[0], ver=[0])
+    rules[1]["responses"] = [verdicts_json("criterion", [0], [""])]
+    row = assay.evaluate([ITEM], "dece", ScriptedBackend(rules=rules), runner=QUIET).records()[0]
+    assert row["criteria"][0]["downgraded"] is None and row["recall"] == 0.0

@@ -36,6 +36,9 @@ def eval_dece(
                                help="domain pack: general, legal, medical, financial"),
     beta: float = typer.Option(2.0, "--beta", envvar="ASSAY_BETA", help="F-beta weight (paper: F2)"),
     seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED", help="sampling seed"),
+    quote_policy: str = typer.Option("require", "--quote-policy", envvar="ASSAY_QUOTE_POLICY",
+                                     help="require: a positive verdict counts only if its quote is found; "
+                                          "flag: the paper's reading, missing quotes only flagged"),
     concurrency: int | None = typer.Option(None, "--concurrency", envvar="ASSAY_CONCURRENCY",
                                            help="judge calls in flight (default: the backend's limit)"),
     budget: int | None = typer.Option(None, "--budget", envvar="ASSAY_BUDGET",
@@ -50,7 +53,7 @@ def eval_dece(
     """DeCE: precision and recall of answers against criteria from a gold answer."""
     items = read_items(data)
     frozen = load_criteria_file(criteria) if criteria else None
-    options = {"domain": domain, "beta": beta, "seed": seed, "criteria": frozen}
+    options = {"domain": domain, "beta": beta, "seed": seed, "criteria": frozen, "quote_policy": quote_policy}
     if dry_run:
         est = estimate(items, "dece", **options)
         console.print(f"dry run: {len(items)} item(s) → ≈{est.calls} judge calls, "

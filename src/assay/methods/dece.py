@@ -13,8 +13,13 @@ Readings of the paper we chose, so the next person knows:
 * The paper returns parallel ``scores`` and ``reasoning`` lists; we ask for one object per
   criterion/element with ``quote``, ``reasoning`` and ``score`` in that order (reasoning before
   the verdict), and constrain the list length to the number of criteria/elements.
-* Each quote is checked against the text it claims to quote (``quote_found``); a verdict whose
-  quote is not found is kept, and flagged, not overturned.
+* Each quote is checked against the text it claims to quote (``quote_found``). With
+  ``quote_policy="require"`` (the default) a positive verdict counts only when its quote is
+  found: "satisfied" must quote the answer, "supported" must quote the reference. A positive
+  verdict without evidence is recorded with ``judge_score=1``, ``downgraded`` and counted as 0.
+  This is our addition to the paper, for auditability and for weak judges, which readily
+  call a wrong figure "supported" while quoting a sentence the reference does not contain.
+  ``quote_policy="flag"`` is the paper's reading: verdicts stand, missing quotes are flagged.
 * An answer with no extractable element has no defined precision: it is Unscored with that
   reason (never 0 or 1). Likewise recall without criteria.
 * Criteria are per question (item ``id``), shared by every system's answer to it; a frozen
@@ -64,6 +69,9 @@ class DeCEConfig(BaseModel):
     max_reasoning_chars: int = 120
     """maxLength of each verdict's reasoning."""
     max_reasks: int = 2
+    quote_policy: Literal["require", "flag"] = "require"
+    """"require": a positive verdict counts only if its quote is found in the text it cites;
+    "flag": verdicts stand as the judge gave them and missing quotes are only flagged."""
 
 
 # --- response models ---------------------------------------------------------------------------
@@ -292,6 +300,17 @@ class DeCE(Method):
         # index + quote + reasoning per verdict, at ~3.5 characters per token, plus framing
         return 48 + count * (24 + (self.config.max_text_chars + self.config.max_reasoning_chars) // 3)
 
+    def _grounded(self, verdict: CriterionVerdict | ElementVerdict, source: str, source_name: str) -> dict[str, Any]:
+        """A verdict with its evidence check applied under the quote policy."""
+        found = quote_found(verdict.quote, source)
+        counts = bool(verdict.score)
+        downgraded = None
+        if counts and not found and self.config.quote_policy == "require":
+            counts = False
+            downgraded = f"positive verdict without a quote found in the {source_name}"
+        return {"counts": counts, "judge_score": verdict.score, "quote": verdict.quote, "quote_found": found,
+                "downgraded": downgraded, "reasoning": verdict.reasoning}
+
     # the judge calls ----------------------------------------------------------------------------
     async def criteria_for(self, item: Item, client: JudgeClient) -> tuple[list[str] | None,
                                                                          list[bool], Unscored | None,
@@ -349,20 +368,18 @@ class DeCE(Method):
             sat_verdicts = outcome.value.verdicts if outcome.value is not None else None
             for n, criterion in enumerate(criteria, 1):
                 entry: dict[str, Any] = {"n": n, "criterion": criterion, "edited": edited[n - 1],
-                                         "satisfied": None, "quote": None, "quote_found": None,
-                                         "reasoning": None}
+                                         "satisfied": None, "judge_score": None, "quote": None,
+                                         "quote_found": None, "downgraded": None, "reasoning": None}
                 if sat_verdicts is not None:
-                    c_verdict = sat_verdicts[n - 1]
-                    entry.update(satisfied=bool(c_verdict.score), quote=c_verdict.quote,
-                                 reasoning=c_verdict.reasoning,
-                                 quote_found=quote_found(c_verdict.quote, item.response))
+                    entry.update(self._grounded(sat_verdicts[n - 1], item.response, "answer"))
+                    entry["satisfied"] = entry.pop("counts")
                 details["criteria"].append(entry)
             if sat_verdicts is None:
                 assert outcome.unscored is not None
                 unscored.append(outcome.unscored.model_copy(
                     update={"reason": f"criterion satisfaction: {outcome.unscored.reason}"}))
             else:
-                recall = sum(v.score for v in sat_verdicts) / len(criteria)
+                recall = sum(bool(c["satisfied"]) for c in details["criteria"]) / len(criteria)
 
         # Precision: elements, then verification against the whole reference.
         precision: float | None = None
@@ -393,20 +410,19 @@ class DeCE(Method):
                 reference_text = item.reference.full_text()
                 el_verdicts = ver.value.verdicts if ver.value is not None else None
                 for n, element in enumerate(elements, 1):
-                    row: dict[str, Any] = {"n": n, "element": element, "supported": None, "quote": None,
-                                           "quote_found": None, "reasoning": None}
+                    row: dict[str, Any] = {"n": n, "element": element, "supported": None, "judge_score": None,
+                                           "quote": None, "quote_found": None, "downgraded": None,
+                                           "reasoning": None}
                     if el_verdicts is not None:
-                        e_verdict = el_verdicts[n - 1]
-                        row.update(supported=bool(e_verdict.score), quote=e_verdict.quote,
-                                   reasoning=e_verdict.reasoning,
-                                   quote_found=quote_found(e_verdict.quote, reference_text))
+                        row.update(self._grounded(el_verdicts[n - 1], reference_text, "reference"))
+                        row["supported"] = row.pop("counts")
                     details["elements"].append(row)
                 if el_verdicts is None:
                     assert ver.unscored is not None
                     unscored.append(ver.unscored.model_copy(
                         update={"reason": f"element verification: {ver.unscored.reason}"}))
                 else:
-                    precision = sum(v.score for v in el_verdicts) / len(elements)
+                    precision = sum(bool(e["supported"]) for e in details["elements"]) / len(elements)
 
         fb: float | None = None
         if precision is not None and recall is not None:
