@@ -5,8 +5,9 @@ It is never a default. Two ways to script it:
 * ``responses``: a list consumed in call order; a call after the last one raises
   :class:`~assay.errors.ScriptExhausted`.
 * ``rules``: ``[{"match": REGEX, "responses": [...], "repeat": bool}]``; a call takes the next
-  response of the first rule whose regex matches its last user message. Order-independent, so
-  it survives concurrency and resumed runs. A rule without ``repeat`` also runs out loudly.
+  response of the first rule whose regex matches its user messages, joined (so a re-ask
+  matches the rule of the prompt it re-asks). Order-independent, so it survives concurrency
+  and resumed runs. A rule without ``repeat`` also runs out loudly.
 
 A response is a string, or a fault: ``{"fault": "hang", "seconds": 5}`` (sleeps: exercises the
 runner's timeout), ``{"fault": "rate_limit", "retry_after": 0.1}`` (HTTP 429),
