@@ -17,7 +17,7 @@ from assay._version import __version__
 from assay.backends import JudgeBackend, get_backend
 from assay.errors import BudgetExhausted, InputError, StoreError
 from assay.methods import CallEstimate, ItemResult, Method, build_method
-from assay.runner import JudgeClient, RunnerConfig, canonical_json, gather_in_order
+from assay.runner import CallStats, JudgeClient, RunnerConfig, canonical_json, gather_in_order
 from assay.store import Store
 from assay.types import Item
 
@@ -83,6 +83,11 @@ class EvalResult:
         self.run = run
         self.method = str(run["method"])
         self.metrics: list[str] = list(run["manifest"].get("metrics", []))
+        self.client_stats: CallStats | None = None
+        """Calls made by the invocation that produced this result (None when read back)."""
+        self.resumed_with: int | None = None
+        """Items already done when this invocation resumed the run; None for a new run."""
+        self.wall_s: float | None = None
 
     @property
     def rows(self) -> list[dict[str, Any]]:
@@ -141,6 +146,8 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
                              [(item.key, item.model_dump(mode="json")) for item in item_list])
     client = JudgeClient(backend, store_obj, runner_cfg)
     done = store_obj.done_indices(run_id)
+    resumed_with = len(done) if existing is not None else None
+    started = time.perf_counter()
     pending = sorted((i for i in range(len(item_list)) if i not in done),
                      key=lambda i: (method_obj.order_key(item_list[i]), i))
 
@@ -175,7 +182,9 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
             await backend.aclose()
     store_obj.set_status(run_id, "finished")
     result = EvalResult(store_obj, run_id)
-    result.client_stats = client.stats  # type: ignore[attr-defined]
+    result.client_stats = client.stats
+    result.resumed_with = resumed_with
+    result.wall_s = time.perf_counter() - started
     return result
 
 

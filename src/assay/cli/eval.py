@@ -77,8 +77,14 @@ def eval_dece(
                       "and a larger --budget.[/yellow]")
         raise typer.Exit(3) from exc
     print_summary(result.summary(), result.metrics)
-    stats = result.client_stats  # type: ignore[attr-defined]
+    stats = result.client_stats
+    assert stats is not None
+    if result.resumed_with is not None:
+        console.print(f"resumed run {result.run_id}: {result.resumed_with} item(s) were already done")
+    elif resume:
+        console.print(f"--resume: {out} held no run with these items, options and judge; started run "
+                      f"{result.run_id}")
     console.print(f"this invocation: {stats.calls} judge call(s) made, {stats.cache_hits} from cache, "
-                  f"{stats.retries} retries")
+                  f"{stats.retries} retries, {result.wall_s:.1f} s")
     console.print(f"saved to {out} (run {result.run_id}). Next: assay export {out} --format jsonl · "
                   f"assay report {out} -o report.html")
