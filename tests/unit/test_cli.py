@@ -112,3 +112,17 @@ def test_bad_input_is_one_clear_error_and_writes_nothing(tmp_path: Path) -> None
     assert proc.returncode == 2
     assert f"{bad}, line 2: malformed JSON" in " ".join(proc.stderr.split())
     assert not out.exists()
+
+
+def test_toml_config_sets_defaults_and_flags_win(tmp_path: Path, data: Path, judge: str) -> None:
+    from assay.cli import load_config
+    from assay.store import Store
+    config = tmp_path / "assay.toml"
+    config.write_text('[eval.dece]\ndomain = "legal"\nbeta = 1.0\n')
+    defaults = load_config(config)
+    out = tmp_path / "run.db"
+    result = runner.invoke(app, ["eval", "dece", str(data), "--judge", judge, "--out", str(out), "--beta", "3",
+                                 "--no-progress"], default_map=defaults, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    manifest = Store(out).list_runs()[0]["manifest"]["method_manifest"]["config"]
+    assert manifest["domain"] == "legal" and manifest["beta"] == 3.0
