@@ -1,6 +1,7 @@
 """Framework overhead of assay's runner + store (issue: < 0.5 ms per judge call, < 5% of wall
 time with the embedded judge).
 
+0. Runner + store alone: 2,000 distinct calls through JudgeClient vs bare scripted calls.
 1. Zero-latency scripted judge: DeCE over N items through the whole engine (cache look-up,
    retries machinery, SQLite writes of every call and result) vs the same number of bare
    ``backend.generate`` calls. Overhead per call = (engine wall − bare wall) / calls.
@@ -65,6 +66,36 @@ def scripted_overhead(n_items: int) -> dict[str, float]:
             "overhead_ms_per_call": 1000 * (engine_wall - bare_wall) / calls}
 
 
+def runner_overhead(n_calls: int) -> dict[str, float]:
+    """The runner + store alone: distinct calls through JudgeClient (cache look-up, in-flight
+    de-duplication, semaphore, timeout, retry machinery, one SQLite commit per call) vs the
+    same calls made on the bare scripted backend."""
+    messages = [[Message(role="user", content=f"<query>q{i}</query><answer>a</answer>")] for i in range(n_calls)]
+    config = GenerateConfig(max_tokens=64, seed=0)
+    with tempfile.TemporaryDirectory() as tmp:
+        backend = ScriptedBackend(responses=['{"score": 1}'] * n_calls)
+        client = JudgeClient(backend, Store(Path(tmp) / "s.db"), RunnerConfig(progress=False))
+
+        async def through() -> None:
+            for m in messages:
+                await client.complete(m, config)
+
+        start = time.perf_counter()
+        asyncio.run(through())
+        engine_wall = time.perf_counter() - start
+    bare = ScriptedBackend(responses=['{"score": 1}'] * n_calls)
+
+    async def direct() -> None:
+        for m in messages:
+            await bare.generate(m, config)
+
+    start = time.perf_counter()
+    asyncio.run(direct())
+    bare_wall = time.perf_counter() - start
+    return {"judge_calls": n_calls, "engine_wall_s": engine_wall, "bare_wall_s": bare_wall,
+            "calls_per_s": n_calls / engine_wall, "overhead_ms_per_call": 1000 * (engine_wall - bare_wall) / n_calls}
+
+
 SCHEMA = {"type": "object", "additionalProperties": False, "required": ["reasoning", "score"],
           "properties": {"reasoning": {"type": "string", "maxLength": 120},
                          "score": {"type": "integer", "enum": [0, 1]}}}
@@ -119,8 +150,9 @@ def main() -> None:
     args = parser.parse_args()
     out: dict[str, object] = {"assay_version": assay.__version__, "python": platform.python_version(),
                               "machine": platform.machine(), "cpus": os.cpu_count(),
+                              "runner_store": runner_overhead(2000),
                               "scripted": scripted_overhead(args.items)}
-    print(json.dumps(out["scripted"], indent=2))
+    print(json.dumps({k: out[k] for k in ("runner_store", "scripted")}, indent=2))
     if not args.skip_embedded:
         out["embedded"] = embedded_overhead(args.calls, args.rounds)
         print(json.dumps(out["embedded"], indent=2))

@@ -27,11 +27,11 @@ def elements_json(*elements: str) -> str:
     return json.dumps({"elements": list(elements)})
 
 
-def verdicts_json(field: str, scores: list[int], quotes: list[str] | None = None) -> str:
-    # "three years" occurs in ITEM's answer and reference, so default verdicts are grounded.
-    quotes = quotes or ["three years"] * len(scores)
-    return json.dumps({"verdicts": [{field: i, "quote": q, "reasoning": f"because {i}", "score": s}
-                                    for i, (s, q) in enumerate(zip(scores, quotes, strict=True), 1)]})
+def verdicts_json(field: str, scores: list[int], evidence: list[list[int]] | None = None) -> str:
+    # By default each verdict cites sentence 1, so positive verdicts are grounded.
+    cited = evidence or [[1]] * len(scores)
+    return json.dumps({"verdicts": [{field: i, "evidence": e, "reasoning": f"because {i}", "score": s}
+                                    for i, (s, e) in enumerate(zip(scores, cited, strict=True), 1)]})
 
 
 def dece_rules(criteria: list[str], elements: list[str], sat: list[int], ver: list[int],

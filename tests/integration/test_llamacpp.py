@@ -54,9 +54,13 @@ def test_embedded_judge_structured_call_and_cache(tmp_path) -> None:  # type: ig
 
 
 def test_smollm2_runs_in_process() -> None:
+    # A short maxLength bounds the grammar, so 80 tokens always reach the closing brace.
+    schema = {**SCHEMA, "properties": {"reasoning": {"type": "string", "maxLength": 30}, "total": {"type": "integer"}}}
     backend = get_backend("llamacpp/smollm2", n_ctx=1024)
-    config = GenerateConfig(max_tokens=20, json_schema=SCHEMA, seed=0)
+    config = GenerateConfig(max_tokens=80, json_schema=schema, seed=0)
     completion = asyncio.run(backend.generate([Message(role="user", content="Add 1 and 2.")], config))
     asyncio.run(backend.aclose())
+    assert completion.finish_reason == "stop", completion.text
     data = json.loads(completion.text)
-    assert set(data) == {"reasoning", "total"} or completion.finish_reason == "length"
+    assert set(data) == {"reasoning", "total"} and isinstance(data["total"], int)
+    assert completion.usage.completion_tokens > 0

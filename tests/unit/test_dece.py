@@ -7,7 +7,7 @@ import pytest
 import assay
 from assay.backends import ScriptedBackend
 from assay.errors import InputError
-from assay.methods.dece import CriteriaSet, DeCE, DeCEConfig, quote_found
+from assay.methods.dece import CriteriaSet, DeCE, DeCEConfig, figures, split_sentences
 from assay.runner import RunnerConfig
 from tests.helpers import ITEM, KeywordJudge, criteria_json, dece_rules, elements_json, verdicts_json
 
@@ -64,7 +64,9 @@ def test_item_without_reference_is_rejected_naming_it() -> None:
 
 
 def test_empty_answer_has_no_precision() -> None:
-    backend = ScriptedBackend(rules=dece_rules(["a"], ["x"], sat=[0], ver=[1]))
+    rules = dece_rules(["a"], ["x"], sat=[0], ver=[1])
+    rules[1]["responses"] = [verdicts_json("criterion", [0], [[]])]  # no sentence to cite
+    backend = ScriptedBackend(rules=rules)
     row = assay.evaluate([{**ITEM, "response": "  "}], "dece", backend, runner=QUIET).records()[0]
     assert row["precision"] is None and row["recall"] == 0.0
     assert "empty" in row["unscored_reason"]
@@ -95,24 +97,45 @@ def test_frozen_criteria_must_cover_every_item() -> None:
         assay.evaluate([ITEM], "dece", ScriptedBackend([]), runner=QUIET, criteria=frozen)
 
 
-@pytest.mark.parametrize("quote, source, found", [
-    ("three years", "It is Three  years under CPLR.", True),
-    ("“three years”", "it is three years", True),
-    ("three years ... CPLR", "three years under the CPLR", True),
-    ("six years", "three years", False),
-    ("", "anything", False),
+def test_sentences_are_split_for_citation() -> None:
+    text = "Required Information:\n- It is 3 years. Notice within 90 days!\n\n1. Sue (CPLR 214(5)) in e.g. court."
+    assert split_sentences(text) == ["Required Information:", "It is 3 years.", "Notice within 90 days!",
+                                     "Sue (CPLR 214(5)) in e.g. court."]
+    assert split_sentences("  ") == []
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("within three years", {"3"}),
+    ("CPLR 214(5), 1,000 dollars, 2.5 years, 2.0 mg", {"214", "5", "1000", "2.5", "2"}),
+    ("twice a day for twenty days", {"2", "20"}),
+    ("one of the rules applies once", set()),
+    ("no figure here", set()),
 ])
-def test_quote_found(quote: str, source: str, found: bool) -> None:
-    assert quote_found(quote, source) is found
+def test_figures(text: str, expected: set[str]) -> None:
+    assert figures(text) == expected
 
 
-def test_quotes_are_checked_against_their_source() -> None:
+def test_evidence_is_cited_sentences_quoted_verbatim() -> None:
     rules = dece_rules(["a"], ["x"], sat=[1], ver=[1])
-    rules[1]["responses"] = [verdicts_json("criterion", [1], ["three years under CPLR 214(5)"])]
-    rules[0]["responses"] = [verdicts_json("element", [1], ["an invented sentence"])]
+    rules[1]["responses"] = [verdicts_json("criterion", [1], [[2, 1, 2]])]
+    rules[0]["responses"] = [verdicts_json("element", [1], [[2]])]
     row = assay.evaluate([ITEM], "dece", ScriptedBackend(rules=rules), runner=QUIET).records()[0]
-    assert row["criteria"][0]["quote_found"] is True
-    assert row["elements"][0]["quote_found"] is False
+    criterion, element = row["criteria"][0], row["elements"][0]
+    assert criterion["evidence"] == [2, 1]
+    assert criterion["quote"] == ("Municipal claims need notice within 90 days. "
+                                  "It is three years under CPLR 214(5).")
+    assert element["quote"] == "Three years under CPLR 214(5)." and element["quote_found"] is True
+
+
+def test_citing_a_sentence_that_does_not_exist_is_re_asked() -> None:
+    rules = dece_rules(["a"], ["x"], sat=[1], ver=[1])
+    rules[1]["responses"] = [verdicts_json("criterion", [1], [[7]]), verdicts_json("criterion", [1], [[1]])]
+    rules[1]["repeat"] = False
+    backend = ScriptedBackend(rules=rules)
+    row = assay.evaluate([ITEM], "dece", backend, runner=QUIET).records()[0]
+    assert row["recall"] == 1.0
+    reask = [c for c in backend.calls if any("<criteria>" in m.content for m in c)][-1]
+    assert "cites sentence(s) [7]; there are sentences 1..2" in reask[-1].content
 
 
 def test_prompts_fence_the_answer_against_injection() -> None:
@@ -185,25 +208,31 @@ def test_extraction_helpers_strip_numbering() -> None:
     assert [e["element"] for e in row["elements"]] == ["one", "two"]
 
 
-def test_positive_verdict_without_found_quote_is_downgraded_under_require() -> None:
-    rules = dece_rules(["a", "b"], ["x", "y"], sat=[1, 1], ver=[1, 1])
-    rules[1]["responses"] = [verdicts_json("criterion", [1, 1], ["three years", "ten years"])]
-    rules[0]["responses"] = [verdicts_json("element", [1, 1], ["Three years under CPLR 214(5)", "made up"])]
+def test_ungrounded_positive_verdicts_are_downgraded_under_require() -> None:
+    # criterion 2 cites nothing; criterion 3 states a figure the answer lacks; element 2 states
+    # a figure the reference lacks ("six" years): the judge's 1s are recorded but do not count.
+    rules = dece_rules(["within three years", "b", "within ten years"], ["three years", "six years"],
+                       sat=[1, 1, 1], ver=[1, 1])
+    rules[1]["responses"] = [verdicts_json("criterion", [1, 1, 1], [[1], [], [1]])]
     required = assay.evaluate([ITEM], "dece", ScriptedBackend(rules=rules), runner=QUIET).records()[0]
-    assert required["recall"] == 0.5 and required["precision"] == 0.5
-    second = required["criteria"][1]
+    assert required["recall"] == 1 / 3 and required["precision"] == 0.5
+    first, second, third = required["criteria"]
+    assert (first["satisfied"], first["downgraded"], first["figures_missing"]) == (True, None, [])
     assert (second["satisfied"], second["judge_score"], second["quote_found"]) == (False, 1, False)
-    assert "without a quote found in the answer" in second["downgraded"]
-    assert required["elements"][1]["downgraded"] == "positive verdict without a quote found in the reference"
+    assert second["downgraded"] == "positive verdict that cites no sentence of the answer"
+    assert third["figures_missing"] == ["10"] and "states 10, which the answer does not contain" in third["downgraded"]
+    assert required["elements"][1]["downgraded"] == ("positive verdict that states 6, which the reference "
+                                                     "does not contain")
 
     flagged = assay.evaluate([ITEM], "dece", ScriptedBackend(rules=rules), runner=QUIET,
                              quote_policy="flag").records()[0]
     assert flagged["recall"] == 1.0 and flagged["precision"] == 1.0
     assert flagged["criteria"][1]["quote_found"] is False and flagged["criteria"][1]["downgraded"] is None
+    assert flagged["elements"][1]["figures_missing"] == ["6"]
 
 
 def test_negative_verdicts_need_no_quote() -> None:
     rules = dece_rules(["a"], ["x"], sat=[0], ver=[0])
-    rules[1]["responses"] = [verdicts_json("criterion", [0], [""])]
+    rules[1]["responses"] = [verdicts_json("criterion", [0], [[]])]
     row = assay.evaluate([ITEM], "dece", ScriptedBackend(rules=rules), runner=QUIET).records()[0]
     assert row["criteria"][0]["downgraded"] is None and row["recall"] == 0.0

@@ -37,8 +37,9 @@ def eval_dece(
     beta: float = typer.Option(2.0, "--beta", envvar="ASSAY_BETA", help="F-beta weight (paper: F2)"),
     seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED", help="sampling seed"),
     quote_policy: str = typer.Option("require", "--quote-policy", envvar="ASSAY_QUOTE_POLICY",
-                                     help="require: a positive verdict counts only if its quote is found; "
-                                          "flag: the paper's reading, missing quotes only flagged"),
+                                     help="require: a positive verdict counts only if it cites evidence and its "
+                                          "figures occur in the judged text; flag: the paper's reading, "
+                                          "failed checks only flagged"),
     concurrency: int | None = typer.Option(None, "--concurrency", envvar="ASSAY_CONCURRENCY",
                                            help="judge calls in flight (default: the backend's limit)"),
     budget: int | None = typer.Option(None, "--budget", envvar="ASSAY_BUDGET",

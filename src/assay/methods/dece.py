@@ -1,25 +1,32 @@
 """DeCE: decomposed precision and recall against instance criteria (dece.txt §2, App. C.4–C.5).
 
 Recall workflow (§2.2 step 2): criteria are extracted from the reference's Required Information
-(T=0.3) and each is judged satisfied or not by the answer, with a quote from the answer (T=0).
+(T=0.3) and each is judged satisfied or not by the answer, citing the answer's sentences (T=0).
 Precision workflow (§2.2 step 1): elements are extracted from the answer, purely extractively
-(T=0.3), and each is judged supported or not by the whole reference, with a quote from the
-reference (T=0).
+(T=0.3), and each is judged supported or not by the whole reference, citing the
+reference's sentences (T=0).
 
     P = supported elements / elements      R = satisfied criteria / criteria      F-beta (default F2)
 
 Readings of the paper we chose, so the next person knows:
 
 * The paper returns parallel ``scores`` and ``reasoning`` lists; we ask for one object per
-  criterion/element with ``quote``, ``reasoning`` and ``score`` in that order (reasoning before
-  the verdict), and constrain the list length to the number of criteria/elements.
-* Each quote is checked against the text it claims to quote (``quote_found``). With
-  ``quote_policy="require"`` (the default) a positive verdict counts only when its quote is
-  found: "satisfied" must quote the answer, "supported" must quote the reference. A positive
-  verdict without evidence is recorded with ``judge_score=1``, ``downgraded`` and counted as 0.
-  This is our addition to the paper, for auditability and for weak judges, which readily
-  call a wrong figure "supported" while quoting a sentence the reference does not contain.
-  ``quote_policy="flag"`` is the paper's reading: verdicts stand, missing quotes are flagged.
+  criterion/element with ``evidence``, ``reasoning`` and ``score`` in that order (reasoning
+  before the verdict), and constrain the list length to the number of criteria/elements.
+* Evidence is cited, not retyped: the answer (for satisfaction) and the reference (for
+  verification) are shown as numbered sentences, and each verdict lists the numbers of the
+  sentences it rests on (``evidence``); ``quote`` is those sentences verbatim. Small judges
+  asked to copy a quote paraphrase it or copy the criterion instead, so a retyped quote could
+  not be checked reliably; a cited one always can.
+* Each positive verdict is checked (``quote_found``: it cites at least one sentence;
+  ``figures_missing``: figures the criterion/element states, digits or number words, that the
+  judged text does not contain anywhere). With ``quote_policy="require"`` (the default) a
+  positive verdict counts only when it cites evidence and no figure is missing; otherwise it is
+  recorded with ``judge_score=1``, ``downgraded`` (the reason) and counted as 0. This is our
+  addition to the paper (its rule "specifics matter", App. C.4, made checkable): weak judges
+  readily call "six years" supported by a reference that says three. The figure check is
+  literal: "90 days" restated as "three months" fails it, and the record says so.
+  ``quote_policy="flag"`` is the paper's reading: verdicts stand, failed checks are flagged.
 * An answer with no extractable element has no defined precision: it is Unscored with that
   reason (never 0 or 1). Likewise recall without criteria.
 * Criteria are per question (item ``id``), shared by every system's answer to it; a frozen
@@ -65,13 +72,17 @@ class DeCEConfig(BaseModel):
     max_elements: int = 10
     """Cap on elements per answer; bounds runaway lists from small judges."""
     max_text_chars: int = 160
-    """maxLength of criteria, elements and quotes (small models loop without a bound)."""
+    """maxLength of criteria and elements (small models loop without a bound)."""
+    min_text_chars: int = 12
+    """minLength of criteria and elements: a statement, not a fragment like "New York"."""
+    max_evidence: int = 3
+    """Most sentences one verdict may cite."""
     max_reasoning_chars: int = 120
     """maxLength of each verdict's reasoning."""
     max_reasks: int = 2
     quote_policy: Literal["require", "flag"] = "require"
-    """"require": a positive verdict counts only if its quote is found in the text it cites;
-    "flag": verdicts stand as the judge gave them and missing quotes are only flagged."""
+    """"require": a positive verdict counts only if it cites evidence and every figure it
+    asserts occurs in the judged text; "flag": verdicts stand and failed checks are flagged."""
 
 
 # --- response models ---------------------------------------------------------------------------
@@ -85,14 +96,14 @@ class ElementsOutput(BaseModel):
 
 class CriterionVerdict(BaseModel):
     criterion: int
-    quote: str
+    evidence: list[int]
     reasoning: str
     score: Literal[0, 1]
 
 
 class ElementVerdict(BaseModel):
     element: int
-    quote: str
+    evidence: list[int]
     reasoning: str
     score: Literal[0, 1]
 
@@ -105,17 +116,23 @@ class VerificationOutput(BaseModel):
     verdicts: list[ElementVerdict]
 
 
-def _list_schema(field: str, max_items: int, max_chars: int) -> dict[str, Any]:
+def _list_schema(field: str, max_items: int, max_chars: int, min_chars: int = 1) -> dict[str, Any]:
     return {"type": "object", "additionalProperties": False, "required": [field],
             "properties": {field: {"type": "array", "minItems": 1, "maxItems": max_items,
-                                   "items": {"type": "string", "minLength": 1, "maxLength": max_chars}}}}
+                                   "items": {"type": "string", "minLength": min(min_chars, max_chars),
+                                             "maxLength": max_chars}}}}
 
 
-def _verdict_schema(index_field: str, count: int, max_chars: int, max_reasoning: int) -> dict[str, Any]:
+def _verdict_schema(index_field: str, count: int, sentences: int, max_evidence: int,
+                    max_reasoning: int) -> dict[str, Any]:
+    evidence: dict[str, Any] = {"type": "array", "maxItems": 0}
+    if sentences:
+        evidence = {"type": "array", "maxItems": max_evidence,
+                    "items": {"type": "integer", "enum": list(range(1, sentences + 1))}}
     verdict = {"type": "object", "additionalProperties": False,
-               "required": [index_field, "quote", "reasoning", "score"],
+               "required": [index_field, "evidence", "reasoning", "score"],
                "properties": {index_field: {"type": "integer"},
-                              "quote": {"type": "string", "maxLength": max_chars},
+                              "evidence": evidence,
                               "reasoning": {"type": "string", "minLength": 1, "maxLength": max_reasoning},
                               "score": {"type": "integer", "enum": [0, 1]}}}
     return {"type": "object", "additionalProperties": False, "required": ["verdicts"],
@@ -142,7 +159,7 @@ def _check_nonempty_list(field: str) -> Any:
     return check
 
 
-def _check_verdicts(index_field: str, count: int) -> Any:
+def _check_verdicts(index_field: str, count: int, sentences: int) -> Any:
     def check(output: Any) -> None:
         if len(output.verdicts) != count:
             raise OutputInvalid(f"expected {count} verdicts, one per {index_field}, got "
@@ -151,23 +168,57 @@ def _check_verdicts(index_field: str, count: int) -> Any:
             if getattr(verdict, index_field) != position:
                 raise OutputInvalid(f"verdict {position} is numbered {getattr(verdict, index_field)}; "
                                     f"give the verdicts in order 1..{count}")
+            bad = [n for n in verdict.evidence if not 1 <= n <= sentences]
+            if bad:
+                raise OutputInvalid(f"verdict {position} cites sentence(s) {bad}; there are sentences "
+                                    f"1..{sentences}" if sentences else f"verdict {position} cites "
+                                    "sentences, but the text has none")
     return check
+
+
+def split_sentences(text: str) -> list[str]:
+    """The sentences and list lines of a text, in order, for citing evidence by number.
+    Splits after . ! ? before a capital, digit or bracket; list markers are dropped."""
+    sentences = []
+    for line in text.splitlines():
+        line = re.sub(r"^\s*(?:[-*•]|\d+[.)])\s+", "", line).strip()
+        for piece in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9(\"'“‘\[])", line):
+            if piece.strip():
+                sentences.append(piece.strip())
+    return sentences
+
+
+def numbered_sentences(sentences: list[str]) -> str:
+    return "\n".join(f"[{i}] {s}" for i, s in enumerate(sentences, 1))
+
+
+_NUMBER_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+                 "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
+                 "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30,
+                 "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
+                 "hundred": 100, "thousand": 1000, "twice": 2, "dozen": 12}
+# "one", "once", "single" and "half" are left out: too often not figures ("one of", "once you").
+_FIGURE = re.compile(r"\d+(?:[.,]\d+)*|\b(?:" + "|".join(_NUMBER_WORDS) + r")\b", re.I)
+
+
+def figures(text: str) -> set[str]:
+    """The figures a text states, normalised: digits as written without thousands separators
+    (``1,000`` -> ``1000``), number words as digits (``three`` -> ``3``)."""
+    found = set()
+    for match in _FIGURE.finditer(text):
+        token = match.group(0).lower()
+        if token in _NUMBER_WORDS:
+            found.add(str(_NUMBER_WORDS[token]))
+        else:
+            token = re.sub(r",(?=\d{3}\b)", "", token)
+            found.add(re.sub(r"\.0+$", "", token))
+    return found
 
 
 def _normalise(text: str) -> str:
     text = unicodedata.normalize("NFKC", text).lower()
     text = re.sub(r"[\"'“”‘’`]", "", text)
     return re.sub(r"\s+", " ", text).strip(" .…")
-
-
-def quote_found(quote: str, source: str) -> bool:
-    """Whether a quote really occurs in its source (case, quotes and spacing ignored).
-    A quote with an ellipsis matches when each of its pieces occurs."""
-    pieces = [p for p in (_normalise(x) for x in re.split(r"\.\.\.|…", quote)) if p]
-    if not pieces:
-        return False
-    haystack = _normalise(source)
-    return all(piece in haystack for piece in pieces)
 
 
 # --- frozen criteria (review workflow) ---------------------------------------------------------
@@ -279,7 +330,7 @@ class DeCE(Method):
     def render_satisfaction(self, item: Item, criteria: list[str]) -> list[Any]:
         return self.prompts["criteria_satisfaction"].render(
             expert=self._expert(), rules=numbered(self.domain["satisfaction_rules"]),
-            criteria=numbered(criteria), answer=fence("answer", item.response))
+            criteria=numbered(criteria), answer=fence("answer", numbered_sentences(split_sentences(item.response))))
 
     def render_element_extraction(self, item: Item) -> list[Any]:
         return self.prompts["element_extraction"].render(
@@ -290,26 +341,36 @@ class DeCE(Method):
         assert item.reference is not None
         return self.prompts["element_verification"].render(
             expert=self._expert(), rules=numbered(self.domain["verification_rules"]),
-            reference=fence("reference", item.reference.full_text()), elements=numbered(elements))
+            reference=fence("reference", numbered_sentences(split_sentences(item.reference.full_text()))),
+            elements=numbered(elements))
 
     def _config(self, temperature: float, max_tokens: int, schema: dict[str, Any]) -> GenerateConfig:
         return GenerateConfig(temperature=temperature, max_tokens=max_tokens, seed=self.config.seed,
                               json_schema=schema)
 
     def _verdict_tokens(self, count: int) -> int:
-        # index + quote + reasoning per verdict, at ~3.5 characters per token, plus framing
-        return 48 + count * (24 + (self.config.max_text_chars + self.config.max_reasoning_chars) // 3)
+        # index + evidence + reasoning per verdict, at ~3.5 characters per token, plus framing
+        return 48 + count * (32 + self.config.max_reasoning_chars // 3)
 
-    def _grounded(self, verdict: CriterionVerdict | ElementVerdict, source: str, source_name: str) -> dict[str, Any]:
-        """A verdict with its evidence check applied under the quote policy."""
-        found = quote_found(verdict.quote, source)
+    def _grounded(self, verdict: CriterionVerdict | ElementVerdict, statement: str, sentences: list[str],
+                  source_name: str) -> dict[str, Any]:
+        """A verdict with its evidence checks applied under the quote policy."""
+        cited = list(dict.fromkeys(verdict.evidence))
+        quote = " ".join(sentences[n - 1] for n in cited)
+        missing = sorted(figures(statement) - figures(" ".join(sentences)))
         counts = bool(verdict.score)
+        problems = []
+        if counts and not cited:
+            problems.append(f"cites no sentence of the {source_name}")
+        if counts and missing:
+            problems.append(f"states {', '.join(missing)}, which the {source_name} does not contain")
         downgraded = None
-        if counts and not found and self.config.quote_policy == "require":
+        if problems and self.config.quote_policy == "require":
             counts = False
-            downgraded = f"positive verdict without a quote found in the {source_name}"
-        return {"counts": counts, "judge_score": verdict.score, "quote": verdict.quote, "quote_found": found,
-                "downgraded": downgraded, "reasoning": verdict.reasoning}
+            downgraded = "positive verdict that " + " and ".join(problems)
+        return {"counts": counts, "judge_score": verdict.score, "evidence": cited, "quote": quote,
+                "quote_found": bool(cited), "figures_missing": missing, "downgraded": downgraded,
+                "reasoning": verdict.reasoning}
 
     # the judge calls ----------------------------------------------------------------------------
     async def criteria_for(self, item: Item, client: JudgeClient) -> tuple[list[str] | None,
@@ -323,7 +384,7 @@ class DeCE(Method):
         outcome = await generate_structured(
             client, self.render_criteria_extraction(item), CriteriaOutput,
             self._config(cfg.extraction_temperature, 64 + cfg.max_criteria * (cfg.max_text_chars // 3),
-                         _list_schema("criteria", cfg.max_criteria, cfg.max_text_chars)),
+                         _list_schema("criteria", cfg.max_criteria, cfg.max_text_chars, cfg.min_text_chars)),
             check=_check_nonempty_list("criteria"), max_reasks=cfg.max_reasks, metric="recall")
         if outcome.value is None:
             return None, [], outcome.unscored, outcome.keys, "extracted"
@@ -357,21 +418,24 @@ class DeCE(Method):
             assert problem is not None
             unscored.append(problem.model_copy(update={"reason": f"criteria extraction: {problem.reason}"}))
         else:
+            answer_sentences = split_sentences(item.response)
             outcome = await generate_structured(
                 client, self.render_satisfaction(item, criteria), SatisfactionOutput,
                 self._config(cfg.verification_temperature, self._verdict_tokens(len(criteria)),
-                             _verdict_schema("criterion", len(criteria), cfg.max_text_chars,
-                                             cfg.max_reasoning_chars)),
-                check=_check_verdicts("criterion", len(criteria)), max_reasks=cfg.max_reasks,
+                             _verdict_schema("criterion", len(criteria), len(answer_sentences),
+                                             cfg.max_evidence, cfg.max_reasoning_chars)),
+                check=_check_verdicts("criterion", len(criteria), len(answer_sentences)),
+                max_reasks=cfg.max_reasks,
                 metric="recall")
             keys += outcome.keys
             sat_verdicts = outcome.value.verdicts if outcome.value is not None else None
             for n, criterion in enumerate(criteria, 1):
                 entry: dict[str, Any] = {"n": n, "criterion": criterion, "edited": edited[n - 1],
-                                         "satisfied": None, "judge_score": None, "quote": None,
-                                         "quote_found": None, "downgraded": None, "reasoning": None}
+                                         "satisfied": None, "judge_score": None, "evidence": None,
+                                         "quote": None, "quote_found": None, "figures_missing": None,
+                                         "downgraded": None, "reasoning": None}
                 if sat_verdicts is not None:
-                    entry.update(self._grounded(sat_verdicts[n - 1], item.response, "answer"))
+                    entry.update(self._grounded(sat_verdicts[n - 1], criterion, answer_sentences, "answer"))
                     entry["satisfied"] = entry.pop("counts")
                 details["criteria"].append(entry)
             if sat_verdicts is None:
@@ -390,7 +454,7 @@ class DeCE(Method):
             ext = await generate_structured(
                 client, self.render_element_extraction(item), ElementsOutput,
                 self._config(cfg.extraction_temperature, 64 + cfg.max_elements * (cfg.max_text_chars // 3),
-                             _list_schema("elements", cfg.max_elements, cfg.max_text_chars)),
+                             _list_schema("elements", cfg.max_elements, cfg.max_text_chars, cfg.min_text_chars)),
                 check=_check_nonempty_list("elements"), max_reasks=cfg.max_reasks, metric="precision")
             keys += ext.keys
             if ext.value is None:
@@ -399,22 +463,23 @@ class DeCE(Method):
                     update={"reason": f"element extraction: {ext.unscored.reason}"}))
             else:
                 elements = _clean_list(ext.value.elements)[: cfg.max_elements]
+                reference_sentences = split_sentences(item.reference.full_text())
                 ver = await generate_structured(
                     client, self.render_verification(item, elements), VerificationOutput,
                     self._config(cfg.verification_temperature, self._verdict_tokens(len(elements)),
-                                 _verdict_schema("element", len(elements), cfg.max_text_chars,
-                                                 cfg.max_reasoning_chars)),
-                    check=_check_verdicts("element", len(elements)), max_reasks=cfg.max_reasks,
+                                 _verdict_schema("element", len(elements), len(reference_sentences),
+                                                 cfg.max_evidence, cfg.max_reasoning_chars)),
+                    check=_check_verdicts("element", len(elements), len(reference_sentences)),
+                    max_reasks=cfg.max_reasks,
                     metric="precision")
                 keys += ver.keys
-                reference_text = item.reference.full_text()
                 el_verdicts = ver.value.verdicts if ver.value is not None else None
                 for n, element in enumerate(elements, 1):
                     row: dict[str, Any] = {"n": n, "element": element, "supported": None, "judge_score": None,
-                                           "quote": None, "quote_found": None, "downgraded": None,
-                                           "reasoning": None}
+                                           "evidence": None, "quote": None, "quote_found": None,
+                                           "figures_missing": None, "downgraded": None, "reasoning": None}
                     if el_verdicts is not None:
-                        row.update(self._grounded(el_verdicts[n - 1], reference_text, "reference"))
+                        row.update(self._grounded(el_verdicts[n - 1], element, reference_sentences, "reference"))
                         row["supported"] = row.pop("counts")
                     details["elements"].append(row)
                 if el_verdicts is None:
