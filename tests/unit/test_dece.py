@@ -7,7 +7,7 @@ import pytest
 import assay
 from assay.backends import ScriptedBackend
 from assay.errors import InputError
-from assay.methods.dece import CriteriaSet, DeCE, DeCEConfig, figures, split_sentences
+from assay.methods.dece import CriteriaSet, DeCE, DeCEConfig, figures, numbered_text, split_sentences
 from assay.runner import RunnerConfig
 from tests.helpers import ITEM, KeywordJudge, criteria_json, dece_rules, elements_json, verdicts_json
 
@@ -99,8 +99,9 @@ def test_frozen_criteria_must_cover_every_item() -> None:
 
 def test_sentences_are_split_for_citation() -> None:
     text = "Required Information:\n- It is 3 years. Notice within 90 days!\n\n1. Sue (CPLR 214(5)) in e.g. court."
-    assert split_sentences(text) == ["Required Information:", "It is 3 years.", "Notice within 90 days!",
-                                     "Sue (CPLR 214(5)) in e.g. court."]
+    assert split_sentences(text) == ["It is 3 years.", "Notice within 90 days!", "Sue (CPLR 214(5)) in e.g. court."]
+    assert numbered_text(text) == ("Required Information:\n[1] It is 3 years.\n[2] Notice within 90 days!\n"
+                                   "[3] Sue (CPLR 214(5)) in e.g. court.")
     assert split_sentences("  ") == []
 
 
@@ -124,7 +125,7 @@ def test_evidence_is_cited_sentences_quoted_verbatim() -> None:
     assert criterion["evidence"] == [2, 1]
     assert criterion["quote"] == ("Municipal claims need notice within 90 days. "
                                   "It is three years under CPLR 214(5).")
-    assert element["quote"] == "Three years under CPLR 214(5)." and element["quote_found"] is True
+    assert element["quote"] == "Notice of claim within 90 days for municipalities." and element["quote_found"]
 
 
 def test_citing_a_sentence_that_does_not_exist_is_re_asked() -> None:

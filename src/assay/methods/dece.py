@@ -176,20 +176,41 @@ def _check_verdicts(index_field: str, count: int, sentences: int) -> Any:
     return check
 
 
-def split_sentences(text: str) -> list[str]:
-    """The sentences and list lines of a text, in order, for citing evidence by number.
+_HEADING = re.compile(r"^[^.!?:]{1,40}:$")
+
+
+def _segments(text: str) -> list[tuple[bool, str]]:
+    """A text as (is_sentence, text) pieces in order: sentences and list lines, plus short
+    headings ending in ':' (e.g. "Required Information:"), which are shown but not citable.
     Splits after . ! ? before a capital, digit or bracket; list markers are dropped."""
-    sentences = []
+    pieces: list[tuple[bool, str]] = []
     for line in text.splitlines():
         line = re.sub(r"^\s*(?:[-*•]|\d+[.)])\s+", "", line).strip()
+        if _HEADING.match(line):
+            pieces.append((False, line))
+            continue
         for piece in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9(\"'“‘\[])", line):
             if piece.strip():
-                sentences.append(piece.strip())
-    return sentences
+                pieces.append((True, piece.strip()))
+    return pieces
 
 
-def numbered_sentences(sentences: list[str]) -> str:
-    return "\n".join(f"[{i}] {s}" for i, s in enumerate(sentences, 1))
+def split_sentences(text: str) -> list[str]:
+    """The citable sentences of a text, in order (see :func:`numbered_text`)."""
+    return [piece for citable, piece in _segments(text) if citable]
+
+
+def numbered_text(text: str) -> str:
+    """The text as the judge sees it: each citable sentence on its own line as ``[n] ...``,
+    headings unnumbered."""
+    lines, n = [], 0
+    for citable, piece in _segments(text):
+        if citable:
+            n += 1
+            lines.append(f"[{n}] {piece}")
+        else:
+            lines.append(piece)
+    return "\n".join(lines)
 
 
 _NUMBER_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
@@ -330,7 +351,7 @@ class DeCE(Method):
     def render_satisfaction(self, item: Item, criteria: list[str]) -> list[Any]:
         return self.prompts["criteria_satisfaction"].render(
             expert=self._expert(), rules=numbered(self.domain["satisfaction_rules"]),
-            criteria=numbered(criteria), answer=fence("answer", numbered_sentences(split_sentences(item.response))))
+            criteria=numbered(criteria), answer=fence("answer", numbered_text(item.response)))
 
     def render_element_extraction(self, item: Item) -> list[Any]:
         return self.prompts["element_extraction"].render(
@@ -341,7 +362,7 @@ class DeCE(Method):
         assert item.reference is not None
         return self.prompts["element_verification"].render(
             expert=self._expert(), rules=numbered(self.domain["verification_rules"]),
-            reference=fence("reference", numbered_sentences(split_sentences(item.reference.full_text()))),
+            reference=fence("reference", numbered_text(item.reference.full_text())),
             elements=numbered(elements))
 
     def _config(self, temperature: float, max_tokens: int, schema: dict[str, Any]) -> GenerateConfig:
