@@ -1,9 +1,22 @@
-"""Statistics used across assay. (Correlations, agreement and tests arrive with the
-meta-evaluation work; they will wrap scipy / scikit-learn / krippendorff.)"""
+"""Statistics used across assay (SPEC §2.5), as thin, checked wrappers over scipy, scikit-learn
+and krippendorff: what they compute we do not re-write, we only make the inputs explicit, drop
+nothing silently, and record the seed and number of resamples of every resampling.
+
+Degenerate inputs (fewer than 3 pairs, a constant series) give ``None`` with a ``note`` rather
+than NaN or a crash, so a meta-evaluation table can say why a cell is empty.
+"""
 
 from __future__ import annotations
 
 import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+Correlation = Literal["pearson", "spearman", "kendall"]
 
 
 def f_beta(precision: float, recall: float, beta: float = 2.0) -> float:
@@ -21,3 +34,207 @@ def f_beta(precision: float, recall: float, beta: float = 2.0) -> float:
     if denominator == 0:
         return 0.0
     return (1 + b2) * precision * recall / denominator
+
+
+def _paired(x: Sequence[float], y: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"paired series must be 1-D and of equal length, got {a.shape} and {b.shape}")
+    if np.isnan(a).any() or np.isnan(b).any():
+        raise ValueError("paired series contain NaN: drop unscored items first and count them")
+    return a, b
+
+
+@dataclass(frozen=True)
+class CorrelationResult:
+    method: str
+    r: float | None
+    p: float | None
+    ci: tuple[float, float] | None
+    n: int
+    resamples: int
+    seed: int
+    confidence: float = 0.95
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _corr_value(method: Correlation, a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    from scipy import stats
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if method == "pearson":
+            res = stats.pearsonr(a, b)
+        elif method == "spearman":
+            res = stats.spearmanr(a, b)
+        elif method == "kendall":
+            res = stats.kendalltau(a, b)
+        else:
+            raise ValueError(f"unknown correlation {method!r}; use pearson, spearman or kendall")
+    return float(res.statistic), float(res.pvalue)
+
+
+def correlation(x: Sequence[float], y: Sequence[float], method: Correlation = "pearson", *,
+                resamples: int = 1000, seed: int = 0, confidence: float = 0.95) -> CorrelationResult:
+    """Correlation with scipy's p-value and a seeded paired percentile-bootstrap CI
+    (scipy.stats.bootstrap, ``paired=True``). ``resamples=0`` skips the CI."""
+    a, b = _paired(x, y)
+    n = len(a)
+    if n < 3:
+        return CorrelationResult(method, None, None, None, n, resamples, seed, confidence, "fewer than 3 pairs")
+    if np.ptp(a) == 0 or np.ptp(b) == 0:
+        return CorrelationResult(method, None, None, None, n, resamples, seed, confidence,
+                                 "a constant series has no correlation")
+    r, p = _corr_value(method, a, b)
+    ci = None
+    if resamples > 0:
+        from scipy import stats
+
+        def statistic(u: np.ndarray, v: np.ndarray) -> float:
+            if np.ptp(u) == 0 or np.ptp(v) == 0:
+                return float("nan")  # a resample with no spread: left out of the interval
+            return _corr_value(method, u, v)[0]
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            boot = stats.bootstrap((a, b), statistic, paired=True, vectorized=False, n_resamples=resamples,
+                                   confidence_level=confidence, method="percentile",
+                                   random_state=np.random.default_rng(seed))
+        dist = boot.bootstrap_distribution[~np.isnan(boot.bootstrap_distribution)]
+        if len(dist):
+            tail = (1 - confidence) / 2
+            ci = (float(np.quantile(dist, tail)), float(np.quantile(dist, 1 - tail)))
+    return CorrelationResult(method, r, p, ci, n, resamples, seed, confidence)
+
+
+def cohen_kappa(a: Sequence[Any], b: Sequence[Any],
+                weights: Literal["linear", "quadratic"] | None = None) -> float:
+    """Cohen's kappa of two raters (scikit-learn), plain or linearly/quadratically weighted."""
+    from sklearn.metrics import cohen_kappa_score
+
+    if len(a) != len(b) or not len(a):
+        raise ValueError(f"two raters need equally many labels (>0), got {len(a)} and {len(b)}")
+    return float(cohen_kappa_score(list(a), list(b), weights=weights))
+
+
+def krippendorff_alpha(ratings: Sequence[Sequence[float | None]],
+                       level: Literal["nominal", "ordinal", "interval", "ratio"] = "nominal") -> float:
+    """Krippendorff's alpha; ``ratings`` is raters × units, ``None`` where a rater gave none."""
+    import krippendorff
+
+    data = np.array([[np.nan if v is None else v for v in row] for row in ratings], dtype=float)
+    return float(krippendorff.alpha(reliability_data=data, level_of_measurement=level))
+
+
+@dataclass(frozen=True)
+class PairedTest:
+    test: str
+    statistic: float | None
+    p: float | None
+    n: int
+    mean_diff: float
+    ci: tuple[float, float] | None = None
+    resamples: int = 0
+    seed: int | None = None
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def wilcoxon(x: Sequence[float], y: Sequence[float]) -> PairedTest:
+    """Wilcoxon signed-rank test of x − y (scipy defaults: two-sided, zero differences dropped)."""
+    from scipy import stats
+
+    a, b = _paired(x, y)
+    diff = a - b
+    if not np.any(diff):
+        return PairedTest("wilcoxon", None, None, len(a), 0.0, note="all differences are zero")
+    res = stats.wilcoxon(a, b)
+    return PairedTest("wilcoxon", float(res.statistic), float(res.pvalue), len(a), float(diff.mean()))
+
+
+def paired_t(x: Sequence[float], y: Sequence[float]) -> PairedTest:
+    """Paired t-test of x − y (scipy.stats.ttest_rel, two-sided)."""
+    from scipy import stats
+
+    a, b = _paired(x, y)
+    diff = a - b
+    if len(a) < 2 or np.ptp(diff) == 0:
+        return PairedTest("paired_t", None, None, len(a), float(diff.mean()) if len(a) else 0.0,
+                          note="needs at least 2 pairs with varying differences")
+    res = stats.ttest_rel(a, b)
+    return PairedTest("paired_t", float(res.statistic), float(res.pvalue), len(a), float(diff.mean()))
+
+
+def paired_bootstrap(x: Sequence[float], y: Sequence[float], *, resamples: int = 10000, seed: int = 0,
+                     confidence: float = 0.95) -> PairedTest:
+    """Seeded bootstrap of the mean difference x − y over pairs: percentile CI, and a two-sided
+    p-value as twice the share of resampled means on the far side of zero (capped at 1)."""
+    a, b = _paired(x, y)
+    diff = a - b
+    n = len(diff)
+    if n < 2:
+        return PairedTest("paired_bootstrap", None, None, n, float(diff.mean()) if n else 0.0,
+                          resamples=resamples, seed=seed, note="needs at least 2 pairs")
+    rng = np.random.default_rng(seed)
+    means = diff[rng.integers(0, n, size=(resamples, n))].mean(axis=1)
+    tail = (1 - confidence) / 2
+    ci = (float(np.quantile(means, tail)), float(np.quantile(means, 1 - tail)))
+    share = min(np.mean(means <= 0), np.mean(means >= 0))
+    return PairedTest("paired_bootstrap", float(diff.mean()), float(min(1.0, 2 * share)), n, float(diff.mean()),
+                      ci=ci, resamples=resamples, seed=seed)
+
+
+def brier(probabilities: Sequence[float], outcomes: Sequence[int]) -> float:
+    """Brier score of probabilities for binary outcomes (scikit-learn)."""
+    from sklearn.metrics import brier_score_loss
+
+    return float(brier_score_loss(list(outcomes), list(probabilities)))
+
+
+def ece(probabilities: Sequence[float], outcomes: Sequence[int], bins: int = 10) -> float:
+    """Expected calibration error: equal-width confidence bins, |accuracy − mean confidence|
+    weighted by the share of predictions in the bin. ``probabilities`` are the probability of
+    outcome 1."""
+    p, o = _paired(probabilities, [float(v) for v in outcomes])
+    if not len(p):
+        raise ValueError("no predictions")
+    if ((p < 0) | (p > 1)).any():
+        raise ValueError("probabilities must lie in [0, 1]")
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    index = np.clip(np.digitize(p, edges[1:-1], right=True), 0, bins - 1)
+    total = 0.0
+    for k in range(bins):
+        mask = index == k
+        if mask.any():
+            total += mask.mean() * abs(o[mask].mean() - p[mask].mean())
+    return float(total)
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What a statistical report rests on, printed as one line under every table."""
+
+    method: str
+    judge: str
+    n: int
+    resamples: int
+    seed: int
+    prompt_sha256: str | None = None
+    version: str = field(default="")
+
+    def line(self) -> str:
+        from assay import __version__
+
+        prompt = (self.prompt_sha256 or "-")[:12]
+        return (f"method={self.method}|prompt={prompt}|judge={self.judge}|n={self.n}|"
+                f"resamples={self.resamples}|seed={self.seed}|assay={self.version or __version__}")
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["line"] = self.line()
+        return data

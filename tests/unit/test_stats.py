@@ -1,0 +1,78 @@
+"""assay.stats: the wrappers agree with the libraries they wrap and handle degenerate input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from assay import stats
+
+X = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+Y = [2.0, 1.0, 4.0, 3.0, 7.0, 5.0, 8.0, 6.0]
+
+
+@pytest.mark.parametrize("method, reference", [("pearson", sps.pearsonr), ("spearman", sps.spearmanr),
+                                               ("kendall", sps.kendalltau)])
+def test_correlation_matches_scipy_with_a_seeded_ci(method: stats.Correlation, reference) -> None:  # type: ignore[no-untyped-def]
+    result = stats.correlation(X, Y, method, resamples=500, seed=3)
+    expected = reference(X, Y)
+    assert result.r == pytest.approx(expected.statistic) and result.p == pytest.approx(expected.pvalue)
+    assert result.ci is not None and result.ci[0] <= result.r <= result.ci[1]
+    assert stats.correlation(X, Y, method, resamples=500, seed=3).ci == result.ci
+    assert stats.correlation(X, Y, method, resamples=500, seed=4).ci != result.ci
+    assert (result.n, result.resamples, result.seed) == (8, 500, 3)
+
+
+def test_degenerate_correlations_say_why() -> None:
+    assert stats.correlation([1, 2], [2, 1]).note == "fewer than 3 pairs"
+    constant = stats.correlation([1, 1, 1, 1], [1, 2, 3, 4])
+    assert constant.r is None and "constant" in (constant.note or "")
+    with pytest.raises(ValueError, match="equal length"):
+        stats.correlation([1, 2, 3], [1, 2])
+    with pytest.raises(ValueError, match="NaN"):
+        stats.correlation([1, 2, float("nan")], [1, 2, 3])
+
+
+def test_kappa_weighted_and_plain() -> None:
+    a, b = [0, 1, 2, 2, 1, 0], [0, 1, 2, 1, 1, 2]
+    assert stats.cohen_kappa(a, a) == 1.0
+    plain, quad = stats.cohen_kappa(a, b), stats.cohen_kappa(a, b, "quadratic")
+    assert plain == pytest.approx(0.5)
+    assert quad != plain
+
+
+def test_krippendorff_alpha_levels() -> None:
+    ratings = [[1, 2, 3, 3, 2, 1, 4, 1, 2, None], [1, 2, 3, 3, 2, 2, 4, 1, 2, 5], [None, 3, 3, 3, 2, 3, 4, 2, 2, 5]]
+    nominal = stats.krippendorff_alpha(ratings, "nominal")
+    interval = stats.krippendorff_alpha(ratings, "interval")
+    assert -1 <= nominal < interval <= 1
+    assert stats.krippendorff_alpha([[1, 2, 3], [1, 2, 3]], "ordinal") == 1.0
+
+
+def test_paired_tests_match_scipy() -> None:
+    a = [0.9, 0.8, 0.75, 0.6, 0.95, 0.7, 0.85, 0.65]
+    b = [0.7, 0.82, 0.6, 0.5, 0.9, 0.55, 0.8, 0.6]
+    w = stats.wilcoxon(a, b)
+    assert w.p == pytest.approx(sps.wilcoxon(a, b).pvalue)
+    t = stats.paired_t(a, b)
+    assert t.p == pytest.approx(sps.ttest_rel(a, b).pvalue) and t.mean_diff == pytest.approx(np.mean(a) - np.mean(b))
+    boot = stats.paired_bootstrap(a, b, resamples=2000, seed=1)
+    assert boot.ci is not None and 0 < boot.ci[0] < boot.mean_diff < boot.ci[1]
+    assert boot.p is not None and boot.p < 0.05
+    assert stats.paired_bootstrap(a, b, resamples=2000, seed=1) == boot
+    assert stats.wilcoxon(a, a).note == "all differences are zero"
+
+
+def test_calibration() -> None:
+    assert stats.brier([1.0, 0.0], [1, 0]) == 0.0
+    assert stats.brier([0.5, 0.5], [1, 0]) == 0.25
+    assert stats.ece([0.9, 0.9, 0.9, 0.9], [1, 1, 1, 0]) == pytest.approx(0.15)
+    assert stats.ece([0.2, 0.8], [0, 1]) == pytest.approx(0.2)
+    with pytest.raises(ValueError, match="probabilities"):
+        stats.ece([1.5], [1])
+
+
+def test_signature_line_names_everything() -> None:
+    line = stats.Signature("dece", "llamacpp/default", 40, 1000, 0, "abcdef0123456789").line()
+    assert line.startswith("method=dece|prompt=abcdef012345|judge=llamacpp/default|n=40|resamples=1000|seed=0|assay=")
