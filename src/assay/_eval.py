@@ -15,11 +15,20 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from assay._version import __version__
 from assay.backends import JudgeBackend, get_backend
-from assay.errors import BudgetExhausted, InputError, StoreError
+from assay.errors import BudgetExhausted, ConfigError, InputError, StoreError
 from assay.methods import CallEstimate, ItemResult, Method, build_method
 from assay.runner import CallStats, JudgeClient, RunnerConfig, canonical_json, gather_in_order
 from assay.store import Store
-from assay.types import Item
+from assay.types import Completion, GenerateConfig, Item, Message
+
+
+class NoJudge(JudgeBackend):
+    """The judge of methods that make no judge call; calling it is a bug."""
+
+    name = "none"
+
+    async def generate(self, messages: list[Message], config: GenerateConfig) -> Completion:
+        raise ConfigError("this method makes no judge calls")
 
 
 def run_id_for(method: Method, judge_identity: dict[str, Any], items: list[Item]) -> str:
@@ -125,6 +134,8 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
     item_list = [i if isinstance(i, Item) else Item.model_validate(i) for i in items]
     method_obj = method if isinstance(method, Method) else build_method(method, **method_options)
     check_items(method_obj, item_list)
+    if not method_obj.needs_judge:
+        judge = NoJudge()
     backend = judge if isinstance(judge, JudgeBackend) else get_backend(judge, **(judge_options or {}))
     store_obj = store if isinstance(store, Store) else Store(store or ":memory:")
     runner_cfg = runner or RunnerConfig()

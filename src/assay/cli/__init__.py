@@ -11,7 +11,7 @@ from typing import Any
 import typer
 
 from assay._version import __version__
-from assay.cli import dece, demo, eval, export, model, report
+from assay.cli import dece, demo, eval, export, meta, model, report
 from assay.cli._common import err_console
 from assay.errors import AssayError, ConfigError
 
@@ -23,6 +23,7 @@ app.add_typer(model.app, name="model")
 app.command("export")(export.export)
 app.command("report")(report.report)
 app.command("demo")(demo.demo)
+app.command("meta")(meta.meta)
 
 
 @app.command("version")

@@ -7,8 +7,9 @@ from typing import Any
 from assay.errors import ConfigError
 from assay.methods._base import CallEstimate, ItemResult, Method
 from assay.methods.dece import DeCE, DeCEConfig
+from assay.methods.lexical import Bleu, RougeL
 
-METHODS: dict[str, type[Method]] = {"dece": DeCE}
+METHODS: dict[str, type[Method]] = {"dece": DeCE, "rougeL": RougeL, "bleu": Bleu}
 
 
 def build_method(name: str, **options: Any) -> Method:
@@ -16,6 +17,10 @@ def build_method(name: str, **options: Any) -> Method:
     if name == "dece":
         criteria = options.pop("criteria", None)
         return DeCE(DeCEConfig(**options), criteria=criteria)
+    if name in ("rougeL", "bleu"):
+        if options:
+            raise ConfigError(f"method {name!r} takes no options, got {', '.join(sorted(options))}")
+        return METHODS[name]()
     raise ConfigError(f"unknown method {name!r}; available: {', '.join(sorted(METHODS))}")
 
 

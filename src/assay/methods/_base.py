@@ -47,6 +47,8 @@ class Method(ABC):
 
     name: ClassVar[str]
     metrics: ClassVar[tuple[str, ...]]
+    needs_judge: ClassVar[bool] = True
+    """False for methods that make no judge call (lexical baselines)."""
 
     @abstractmethod
     def manifest(self) -> dict[str, Any]:

@@ -1,0 +1,55 @@
+"""`assay meta KIND PATH --method M ...`: agreement of automatic scores with human labels."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from assay.cli._common import console
+from assay.datasets.adapters import ADAPTERS, read_labelled
+from assay.meta import ameta, write_meta
+from assay.methods import METHODS
+from assay.runner import RunnerConfig
+
+
+def meta(
+    kind: str = typer.Argument(..., help=f"dataset adapter: {', '.join(sorted(ADAPTERS))}"),
+    path: Path = typer.Argument(..., help="the labelled file, in its source's own format"),
+    method: list[str] = typer.Option(..., "--method", "-m", help=f"repeatable: {', '.join(sorted(METHODS))}"),
+    judge: str = typer.Option("llamacpp/default", "--judge", "-j", envvar="ASSAY_JUDGE"),
+    limit: int | None = typer.Option(None, "--limit", help="a reproducible random subset of N labelled units"),
+    seed: int = typer.Option(0, "--seed", help="seed of the subset and of the bootstrap"),
+    resamples: int = typer.Option(1000, "--resamples", help="bootstrap resamples for the Pearson CI"),
+    out: Path = typer.Option(Path("meta.json"), "--out", "-o", help="where meta.json goes"),
+    store: Path | None = typer.Option(None, "--store", help="run store (.db; default: OUT with .db), resumable"),
+    concurrency: int | None = typer.Option(None, "--concurrency"),
+) -> None:
+    """Run methods on a human-labelled set and print a Table-2-style comparison: correlation of
+    each automatic score with each human label, with CIs, p-values, n and unscored counts."""
+    unknown = [m for m in method if m not in METHODS]
+    if unknown:
+        raise typer.BadParameter(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(sorted(METHODS))}")
+    metaset = read_labelled(kind, path).subset(limit, seed)
+    console.print(f"{kind}: {len(metaset.units)} labelled unit(s), {len(metaset.items)} answer(s) to score"
+                  f"{' (pairwise)' if metaset.pairwise else ''}")
+    runner = RunnerConfig(concurrency=concurrency) if concurrency else RunnerConfig()
+    result = asyncio.run(ameta(metaset, list(method), judge, store=store or out.with_suffix(".db"), seed=seed,
+                               resamples=resamples, runner=runner))
+    table = Table(title=f"agreement with human labels · {kind}")
+    for column in ("method", "human label", "Pearson r", "95% CI", "p", "Spearman", "Kendall", "n", "unscored"):
+        table.add_column(column, justify="left" if column in ("method", "human label") else "right")
+
+    def f(value: float | None) -> str:
+        return "—" if value is None else f"{value:.3f}"
+
+    for row in result["rows"]:
+        ci = f"[{row['pearson_ci'][0]:.2f}, {row['pearson_ci'][1]:.2f}]" if row["pearson_ci"] else "—"
+        p = "—" if row["pearson_p"] is None else f"{row['pearson_p']:.2g}"
+        table.add_row(row["method"], row["human_label"], f(row["pearson"]), ci, p, f(row["spearman"]),
+                      f(row["kendall"]), str(row["n"]), str(row["unscored"]))
+    console.print(table)
+    console.print(result["signature"]["line"])
+    console.print(f"wrote {write_meta(result, out)}")

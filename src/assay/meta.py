@@ -1,0 +1,148 @@
+"""Meta-evaluation: how far each automatic score agrees with human labels (DeCE Table 2 style).
+
+For every method and each of its metrics, and every human label: Pearson (with a seeded
+bootstrap CI and p-value), Spearman and Kendall (with p-values), n, and how many units could
+not be used because a score was unscored.
+
+* Pointwise sets: the score of each answer against the mean of its annotators' values.
+* Pairwise sets (RAGChecker): the score difference second − first against each annotator's
+  label, the difference repeated once per annotator, as RAGChecker's ``meta_eval.py`` does.
+
+``meta.json`` keeps ``signature``, ``rows`` and ``items`` (each unit's scores and human labels
+as read), so anyone can recompute the table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+from assay._eval import aevaluate
+from assay.backends import JudgeBackend
+from assay.datasets.adapters import MetaSet
+from assay.methods import build_method
+from assay.runner import RunnerConfig, canonical_json
+from assay.stats import Signature, correlation
+from assay.store import Store
+
+
+def metric_name(method: str, metric: str, metrics: tuple[str, ...]) -> str:
+    """``rougeL`` for single-metric methods named like their metric, else ``dece.f_beta``."""
+    return method if metrics == (method,) else f"{method}.{metric}"
+
+
+def correlate(metaset: MetaSet, scores: dict[str, dict[str, float | None]], name: str, metric: str,
+              resamples: int, seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Rows (one per human label) and per-unit records for one automatic metric."""
+    records = []
+    for unit in metaset.units:
+        values = [scores.get(k, {}).get(metric) for k in unit.keys]
+        record: dict[str, Any] = {"id": unit.id, "method": name, "human": unit.human}
+        if metaset.pairwise:
+            record["score_a"], record["score_b"] = values
+        else:
+            record["score"] = values[0]
+        records.append(record)
+    rows = []
+    for label in metaset.labels:
+        xs: list[float] = []
+        ys: list[float] = []
+        unscored = 0
+        for unit in metaset.units:
+            human = unit.human.get(label) or []
+            if not human:
+                continue
+            values = [scores.get(k, {}).get(metric) for k in unit.keys]
+            if any(v is None for v in values):
+                unscored += 1
+                continue
+            if metaset.pairwise:
+                diff = float(values[1]) - float(values[0])  # type: ignore[arg-type]
+                for value in human:
+                    xs.append(diff)
+                    ys.append(value)
+            else:
+                xs.append(float(values[0]))  # type: ignore[arg-type]
+                ys.append(statistics.fmean(human))
+        pearson = correlation(xs, ys, "pearson", resamples=resamples, seed=seed)
+        spearman = correlation(xs, ys, "spearman", resamples=0)
+        kendall = correlation(xs, ys, "kendall", resamples=0)
+        rows.append({"method": name, "human_label": label, "pearson": pearson.r, "pearson_p": pearson.p,
+                     "pearson_ci": list(pearson.ci) if pearson.ci else None, "spearman": spearman.r,
+                     "spearman_p": spearman.p, "kendall": kendall.r, "kendall_p": kendall.p,
+                     "n": len(xs), "unscored": unscored, "note": pearson.note})
+    return rows, records
+
+
+async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend = "llamacpp/default", *,
+                store: Store | str | Path | None = None, seed: int = 0, resamples: int = 1000,
+                runner: RunnerConfig | None = None, method_options: dict[str, dict[str, Any]] | None = None,
+                judge_options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Score ``metaset`` with each method (one run each, resumable in ``store``) and correlate."""
+    store_obj = store if isinstance(store, Store) else Store(store or ":memory:")
+    all_rows: list[dict[str, Any]] = []
+    all_items: list[dict[str, Any]] = []
+    manifests: dict[str, Any] = {}
+    runs: dict[str, Any] = {}
+    judge_name = judge.name if isinstance(judge, JudgeBackend) else judge
+    for method in methods:
+        method_obj = build_method(method, **(method_options or {}).get(method, {}))
+        manifests[method] = method_obj.manifest()
+        result = await aevaluate(metaset.items, method_obj, judge, store=store_obj, resume=True,
+                                 runner=runner or RunnerConfig(progress=False), judge_options=judge_options,
+                                 data_source=f"{metaset.kind}:{metaset.source}")
+        rows = result.rows
+        scores = {r["item_key"]: r["scores"] for r in rows}
+        runs[method] = {"run_id": result.run_id, "judge": "none" if not method_obj.needs_judge else judge_name,
+                        "unscored_items": sum(1 for r in rows if r["status"] != "scored"),
+                        "judge_calls": result.client_stats.calls if result.client_stats else None,
+                        "wall_s": result.wall_s}
+        for metric in method_obj.metrics:
+            name = metric_name(method, metric, method_obj.metrics)
+            table, records = correlate(metaset, scores, name, metric, resamples, seed)
+            all_rows += table
+            all_items += records
+    prompt_hash = hashlib.sha256(canonical_json(manifests).encode()).hexdigest()
+    used = sorted({run["judge"] for run in runs.values()})
+    signature = Signature(method="+".join(methods), judge="+".join(used), n=len(metaset.units),
+                          resamples=resamples, seed=seed, prompt_sha256=prompt_hash)
+    return {"signature": signature.to_dict(), "dataset": {"kind": metaset.kind, "source": metaset.source,
+                                                          "pairwise": metaset.pairwise, "units": len(metaset.units),
+                                                          "items": len(metaset.items), "notes": metaset.notes},
+            "runs": runs, "rows": all_rows, "items": all_items}
+
+
+def meta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend = "llamacpp/default",
+         **options: Any) -> dict[str, Any]:
+    """Synchronous :func:`ameta`."""
+    return asyncio.run(ameta(metaset, methods, judge, **options))
+
+
+def write_meta(result: dict[str, Any], path: Path) -> Path:
+    """Write meta.json atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def markdown_table(result: dict[str, Any]) -> str:
+    """The rows as a markdown table with the signature line under it."""
+    def f(value: Any) -> str:
+        return "–" if value is None else f"{value:.2f}"
+
+    lines = ["| method | human label | Pearson r [95% CI] | p | Spearman ρ | Kendall τ | n | unscored |",
+             "|---|---|---|---|---|---|---|---|"]
+    for row in result["rows"]:
+        ci = f" [{row['pearson_ci'][0]:.2f}, {row['pearson_ci'][1]:.2f}]" if row["pearson_ci"] else ""
+        p = "–" if row["pearson_p"] is None else f"{row['pearson_p']:.3g}"
+        lines.append(f"| {row['method']} | {row['human_label']} | {f(row['pearson'])}{ci} | {p} | "
+                     f"{f(row['spearman'])} | {f(row['kendall'])} | {row['n']} | {row['unscored']} |")
+    lines.append("")
+    lines.append(f"`{result['signature']['line']}`")
+    return "\n".join(lines)

@@ -1,0 +1,83 @@
+"""Lexical baselines against the reference: ROUGE-L (rouge-score) and sentence BLEU (sacrebleu).
+
+No judge is involved; they are here so a meta-evaluation can set the LLM judges beside the
+overlap metrics the DeCE paper compares with (Table 2: ROUGE-L r = 0.11 with experts).
+The reference is its Required plus Helpful Information, without section labels.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from assay.methods._base import CallEstimate, ItemResult, Method
+from assay.runner import JudgeClient
+from assay.types import Item, Unscored
+
+
+def _reference_text(item: Item) -> str:
+    assert item.reference is not None
+    return "\n".join(part for part in (item.reference.required, item.reference.helpful) if part.strip())
+
+
+class _Lexical(Method):
+    needs_judge: ClassVar[bool] = False
+
+    def check_item(self, item: Item) -> str | None:
+        if item.reference is None or not item.reference.required.strip():
+            return f"{self.name} needs a reference answer (field 'reference')"
+        return None
+
+    def estimate(self, items: list[Item]) -> CallEstimate:
+        return CallEstimate()
+
+    def _empty(self, item: Item) -> ItemResult | None:
+        if item.response.strip():
+            return None
+        metric = self.metrics[0]
+        return ItemResult(scores={metric: None},
+                          unscored=[Unscored(reason="the answer is empty", metric=metric)])
+
+
+class RougeL(_Lexical):
+    """ROUGE-L F-measure of the answer against the reference (rouge-score, Porter stemming)."""
+
+    name: ClassVar[str] = "rougeL"
+    metrics: ClassVar[tuple[str, ...]] = ("rougeL",)
+
+    def __init__(self) -> None:
+        from rouge_score import rouge_scorer
+
+        self._scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+
+    def manifest(self) -> dict[str, Any]:
+        from importlib.metadata import version
+        return {"package": f"rouge-score {version('rouge-score')}", "measure": "fmeasure", "stemmer": True}
+
+    async def evaluate(self, item: Item, client: JudgeClient) -> ItemResult:
+        empty = self._empty(item)
+        if empty is not None:
+            return empty
+        score = self._scorer.score(_reference_text(item), item.response)["rougeL"]
+        return ItemResult(scores={"rougeL": float(score.fmeasure)},
+                          details={"rougeL_precision": score.precision, "rougeL_recall": score.recall})
+
+
+class Bleu(_Lexical):
+    """Sentence BLEU of the answer against the reference (sacrebleu defaults), scaled to [0, 1]."""
+
+    name: ClassVar[str] = "bleu"
+    metrics: ClassVar[tuple[str, ...]] = ("bleu",)
+
+    def manifest(self) -> dict[str, Any]:
+        import sacrebleu
+        return {"package": f"sacrebleu {sacrebleu.__version__}", "scale": "0-1", "smoothing": "exp"}
+
+    async def evaluate(self, item: Item, client: JudgeClient) -> ItemResult:
+        import sacrebleu
+
+        empty = self._empty(item)
+        if empty is not None:
+            return empty
+        result = sacrebleu.sentence_bleu(item.response, [_reference_text(item)])
+        return ItemResult(scores={"bleu": float(result.score) / 100.0},
+                          details={"signature": "sacrebleu sentence_bleu", "bp": result.bp})

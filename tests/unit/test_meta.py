@@ -1,0 +1,108 @@
+"""Dataset adapters, lexical baselines and the meta-evaluation table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+from typer.testing import CliRunner
+
+import assay
+from assay.cli import app
+from assay.datasets.adapters import read_labelled, read_ragchecker
+from assay.errors import InputError
+from assay.meta import markdown_table, meta
+from assay.runner import RunnerConfig
+
+SLICE = Path(__file__).parents[1] / "data" / "ragchecker_slice.json"
+
+
+def test_ragchecker_pairs_keep_both_annotators() -> None:
+    metaset = read_ragchecker(SLICE)
+    assert metaset.pairwise and len(metaset.units) == 6 and len(metaset.items) == 12
+    first = metaset.units[0]
+    assert first.keys == ("rc28::bm25_llama3_8b", "rc28::e5_mistral_gpt_4")
+    assert first.human == {"correctness": [-2.0, -2.0], "completeness": [0.0, 0.0], "overall": [-1.0, -1.0]}
+    assert metaset.units[5].human["correctness"] == [1.0, 2.0]
+    item = metaset.items[0]
+    assert item.reference is not None and item.reference.required.startswith("Snuff (song)")
+
+
+def test_subset_is_reproducible() -> None:
+    metaset = read_ragchecker(SLICE)
+    a, b = metaset.subset(3, seed=1), metaset.subset(3, seed=1)
+    assert [u.id for u in a.units] == [u.id for u in b.units] and len(a.items) == 6
+    assert metaset.subset(None) is metaset
+
+
+def test_bad_ragchecker_file_names_record_and_field(tmp_path: Path) -> None:
+    records = json.loads(SLICE.read_text())
+    del records[3]["model2"]["response"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(records))
+    with pytest.raises(InputError, match=r"bad.json, field 'response': record 4 has no 'response'"):
+        read_ragchecker(bad)
+    with pytest.raises(InputError, match="unknown dataset kind 'nope'"):
+        read_labelled("nope", bad)
+
+
+def test_lexical_baselines_score_against_the_reference() -> None:
+    items = [{"id": "a", "query": "q", "response": "the cat sat on the mat", "reference": "the cat sat on the mat"},
+             {"id": "b", "query": "q", "response": "dogs bark loudly", "reference": "the cat sat on the mat"}]
+    for method in ("rougeL", "bleu"):
+        rows = assay.evaluate(items, method, runner=RunnerConfig(progress=False)).records()
+        assert rows[0][method] == pytest.approx(1.0) and rows[1][method] < 0.2
+        assert rows[0]["judge_calls"] == 0
+
+
+def test_pairwise_meta_repeats_the_difference_per_annotator() -> None:
+    metaset = read_ragchecker(SLICE)
+    result = meta(metaset, ["rougeL"], "none/unused", resamples=200, seed=0)
+    rows = {r["human_label"]: r for r in result["rows"]}
+    assert set(rows) == {"correctness", "completeness", "overall"}
+    # recompute from the per-unit records, as a user of meta.json would
+    xs, ys = [], []
+    for record in result["items"]:
+        for value in record["human"]["completeness"]:
+            xs.append(record["score_b"] - record["score_a"])
+            ys.append(value)
+    assert rows["completeness"]["n"] == len(xs) == 12
+    assert rows["completeness"]["pearson"] == pytest.approx(sps.pearsonr(xs, ys).statistic)
+    assert rows["completeness"]["spearman"] == pytest.approx(sps.spearmanr(xs, ys).statistic)
+    assert result["signature"]["judge"] == "none" and result["signature"]["n"] == 6
+    assert "| rougeL | completeness |" in markdown_table(result)
+
+
+def test_pointwise_meta_uses_the_annotator_mean(tmp_path: Path) -> None:
+    lines = []
+    for i, (response, human) in enumerate([("the cat sat on the mat", [4, 5]), ("the cat sat", [3, 3]),
+                                           ("a dog", [1, 2]), ("the mat", 2)]):
+        lines.append(json.dumps({"id": f"q{i}", "query": "q", "response": response,
+                                 "reference": "the cat sat on the mat", "human": {"quality": human}}))
+    path = tmp_path / "labelled.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    result = meta(read_labelled("assay", path), ["bleu", "rougeL"], "none/unused", resamples=100)
+    row = next(r for r in result["rows"] if r["method"] == "rougeL")
+    scores = [r["score"] for r in result["items"] if r["method"] == "rougeL"]
+    assert row["pearson"] == pytest.approx(sps.pearsonr(scores, [4.5, 3, 1.5, 2]).statistic)
+    assert row["pearson_ci"] is not None and np.isfinite(row["pearson_ci"]).all()
+
+
+def test_meta_cli_writes_meta_json(tmp_path: Path) -> None:
+    out = tmp_path / "meta.json"
+    result = CliRunner().invoke(app, ["meta", "ragchecker", str(SLICE), "--method", "rougeL", "--method", "bleu",
+                                      "--limit", "4", "--seed", "1", "--resamples", "50", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    saved = json.loads(out.read_text())
+    assert {r["method"] for r in saved["rows"]} == {"rougeL", "bleu"}
+    assert all(set(r) >= {"method", "human_label", "pearson", "pearson_p", "pearson_ci", "spearman",
+                          "spearman_p", "kendall", "n", "unscored"} for r in saved["rows"])
+    assert saved["dataset"]["units"] == 4 and "subset of 4 of 6 units, seed 1" in saved["dataset"]["notes"]
+    assert "method=rougeL+bleu" in result.output
+    # the run store makes a re-run free and identical
+    again = CliRunner().invoke(app, ["meta", "ragchecker", str(SLICE), "--method", "rougeL", "--method", "bleu",
+                                     "--limit", "4", "--seed", "1", "--resamples", "50", "--out", str(out)])
+    assert again.exit_code == 0 and json.loads(out.read_text())["rows"] == saved["rows"]
