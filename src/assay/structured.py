@@ -77,6 +77,8 @@ class Structured(Generic[M]):
     value: M | None
     unscored: Unscored | None
     attempts: list[Attempt] = field(default_factory=list)
+    completion: Completion | None = None
+    """The completion the value was parsed from (its logprobs, usage); None when unscored."""
 
     @property
     def keys(self) -> list[str]:
@@ -118,7 +120,7 @@ async def generate_structured(client: JudgeClient, messages: Sequence[Message], 
                             Message(role="user", content=REASK.format(error=last_error))]
             continue
         attempts.append(Attempt(key, completion.text, completion.cached, None))
-        return Structured(value, None, attempts)
+        return Structured(value, None, attempts, completion)
     reason = f"unparseable judge output after {len(attempts)} attempt(s): {last_error}"
     return Structured(None, Unscored(reason=reason, raw_output=last_raw, metric=metric), attempts)
 

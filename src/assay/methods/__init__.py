@@ -6,10 +6,12 @@ from typing import Any
 
 from assay.errors import ConfigError
 from assay.methods._base import CallEstimate, ItemResult, Method
+from assay.methods.baselines import BaselineConfig, Claims, ClaimsConfig, GEval, GEvalConfig, Pointwise
 from assay.methods.dece import DeCE, DeCEConfig
 from assay.methods.lexical import Bleu, RougeL
 
-METHODS: dict[str, type[Method]] = {"dece": DeCE, "rougeL": RougeL, "bleu": Bleu}
+METHODS: dict[str, type[Method]] = {"dece": DeCE, "pointwise": Pointwise, "geval": GEval, "claims": Claims,
+                                    "rougeL": RougeL, "bleu": Bleu}
 
 
 def build_method(name: str, **options: Any) -> Method:
@@ -17,6 +19,12 @@ def build_method(name: str, **options: Any) -> Method:
     if name == "dece":
         criteria = options.pop("criteria", None)
         return DeCE(DeCEConfig(**options), criteria=criteria)
+    if name == "pointwise":
+        return Pointwise(BaselineConfig(**options))
+    if name == "geval":
+        return GEval(GEvalConfig(**options))
+    if name == "claims":
+        return Claims(ClaimsConfig(**options))
     if name in ("rougeL", "bleu"):
         if options:
             raise ConfigError(f"method {name!r} takes no options, got {', '.join(sorted(options))}")

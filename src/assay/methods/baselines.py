@@ -1,0 +1,362 @@
+"""Baseline judges the DeCE paper compares against (§3.2, Table 2), on the same backends:
+
+* ``pointwise``: one 0–4 grade against the gold answer with the App. C.1 rubric, the six
+  reasoning stages of App. C.2 and its issue labels (App. C.3 template). Metric ``pointwise``
+  on the paper's 0–4 GPA scale.
+* ``geval``: G-Eval-style precision and recall, each 1–5. With a backend that returns
+  logprobs, each axis is the probability-weighted mean over the digits 1–5 at the position
+  of its score (G-Eval's weighting); otherwise the generated digit. Reported mapped to [0, 1]
+  as (s − 1) / 4 so that ``f_beta`` (F2, like DeCE) is defined; the 1–5 values are in the
+  details.
+* ``claims``: RAGChecker-style claim-level precision and recall. Claims are extracted from the
+  answer and from the gold answer; the answer's claims are checked against the gold answer
+  (precision = entailed / answer claims) and the gold answer's claims against the answer
+  (recall = entailed / gold claims); F1 as RAGChecker reports.
+
+Readings we chose: the whole reference (Required + Helpful Information) is the gold text for
+every baseline, as for DeCE verification; an answer or reference without extractable claims
+leaves that metric Unscored, never 0.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, Field
+
+from assay.methods._base import CallEstimate, ItemResult, Method
+from assay.prompts import fence, load_domain, load_prompt, numbered
+from assay.runner import JudgeClient
+from assay.stats import f_beta
+from assay.structured import OutputInvalid, generate_structured
+from assay.types import Completion, GenerateConfig, Item, Unscored
+
+ISSUE_LABELS = ("Incorrect", "Misattribution", "Missing information", "Citation needed", "Irrelevant",
+                "Wrong jurisdiction", "Repetitive")
+"""The issue labels of DeCE App. C.2, phase 5."""
+
+
+class BaselineConfig(BaseModel):
+    domain: str = "general"
+    seed: int = 0
+    temperature: float = 0.0
+    max_reasks: int = 2
+    max_reasoning_chars: int = 400
+    """Bound on free text, so small judges cannot loop."""
+
+
+def _tokens(messages: list[Any]) -> int:
+    return sum(len(m.content) for m in messages) // 4 + 8 * len(messages)
+
+
+class _Baseline(Method):
+    prompt_names: ClassVar[tuple[str, ...]]
+
+    def __init__(self, config: BaselineConfig | None = None) -> None:
+        self.config = config or BaselineConfig()
+        self.domain = load_domain(self.config.domain)
+        self.prompts = {name: load_prompt(f"baselines/{name}") for name in self.prompt_names}
+
+    def manifest(self) -> dict[str, Any]:
+        return {"config": self.config.model_dump(), "prompt_sha256": {k: p.sha256 for k, p in self.prompts.items()},
+                "domain_sha256": self.domain["sha256"]}
+
+    def check_item(self, item: Item) -> str | None:
+        if item.reference is None or not item.reference.required.strip():
+            return f"{self.name} needs a reference answer (field 'reference')"
+        return None
+
+    def _gold(self, item: Item) -> str:
+        assert item.reference is not None
+        return fence("reference", item.reference.full_text())
+
+    def _config(self, max_tokens: int, schema: dict[str, Any], **extra: Any) -> GenerateConfig:
+        return GenerateConfig(temperature=self.config.temperature, max_tokens=max_tokens, seed=self.config.seed,
+                              json_schema=schema, **extra)
+
+
+# --- pointwise ---------------------------------------------------------------------------------
+class PointwiseOutput(BaseModel):
+    reasoning: str
+    issues: list[Literal[ISSUE_LABELS]]  # type: ignore[valid-type]
+    score: Literal[0, 1, 2, 3, 4]
+    justification: str
+
+
+class Pointwise(_Baseline):
+    """0–4 Likert grade against the gold answer (DeCE App. C.1–C.3)."""
+
+    name: ClassVar[str] = "pointwise"
+    metrics: ClassVar[tuple[str, ...]] = ("pointwise",)
+    prompt_names: ClassVar[tuple[str, ...]] = ("pointwise",)
+
+    def render(self, item: Item) -> list[Any]:
+        return self.prompts["pointwise"].render(
+            expert=str(self.domain["expert"]), issue_labels=", ".join(ISSUE_LABELS), query=item.query.strip(),
+            reference=self._gold(item), answer=fence("answer", item.response))
+
+    def schema(self) -> dict[str, Any]:
+        return {"type": "object", "additionalProperties": False,
+                "required": ["reasoning", "issues", "score", "justification"],
+                "properties": {"reasoning": {"type": "string", "minLength": 1,
+                                             "maxLength": self.config.max_reasoning_chars},
+                               "issues": {"type": "array", "maxItems": len(ISSUE_LABELS),
+                                          "items": {"type": "string", "enum": list(ISSUE_LABELS)}},
+                               "score": {"type": "integer", "enum": [0, 1, 2, 3, 4]},
+                               "justification": {"type": "string", "minLength": 1, "maxLength": 160}}}
+
+    async def evaluate(self, item: Item, client: JudgeClient) -> ItemResult:
+        out = await generate_structured(client, self.render(item), PointwiseOutput,
+                                        self._config(64 + (self.config.max_reasoning_chars + 160) // 3 + 40,
+                                                     self.schema()),
+                                        max_reasks=self.config.max_reasks, metric="pointwise")
+        if out.value is None:
+            assert out.unscored is not None
+            return ItemResult(scores={"pointwise": None}, unscored=[out.unscored], call_keys=out.keys)
+        v = out.value
+        return ItemResult(scores={"pointwise": float(v.score)}, call_keys=out.keys,
+                          details={"issues": list(dict.fromkeys(v.issues)), "reasoning": v.reasoning,
+                                   "justification": v.justification})
+
+    def estimate(self, items: list[Item]) -> CallEstimate:
+        return sum((CallEstimate(calls=1, prompt_tokens=_tokens(self.render(i)), completion_tokens=180)
+                    for i in items), CallEstimate())
+
+
+# --- G-Eval ------------------------------------------------------------------------------------
+class GEvalConfig(BaselineConfig):
+    weighting: Literal["auto", "logprobs", "none"] = "auto"
+    """"auto": probability-weighted when the backend returns logprobs, else the generated digit."""
+    beta: float = Field(default=2.0, gt=0)
+
+
+class GEvalOutput(BaseModel):
+    precision: Literal[1, 2, 3, 4, 5]
+    recall: Literal[1, 2, 3, 4, 5]
+    reason: str
+
+
+_DIGITS = frozenset("12345")
+
+
+def weighted_digit(completion: Completion, field: str) -> tuple[float, dict[str, float]] | None:
+    """G-Eval weighting: the expected score over the digits 1–5 at the position where
+    ``field``'s value was generated, from that token's top logprobs (renormalised over 1–5).
+    None when the completion has no logprobs there."""
+    if not completion.logprobs:
+        return None
+    text = ""
+    key = re.compile(rf'"{field}"\s*:\s*$')
+    for token in completion.logprobs:
+        lead = token.token[: len(token.token) - len(token.token.lstrip())]
+        if token.token.strip() in _DIGITS and key.search(text + lead):
+            candidates = dict(token.top)
+            candidates.setdefault(token.token, token.logprob)
+            probs: dict[str, float] = {}
+            for tok, logprob in candidates.items():
+                if tok.strip() in _DIGITS:
+                    probs[tok.strip()] = probs.get(tok.strip(), 0.0) + math.exp(logprob)
+            total = sum(probs.values())
+            dist = {d: p / total for d, p in sorted(probs.items())}
+            return sum(int(d) * p for d, p in dist.items()), dist
+        text += token.token
+    return None
+
+
+class GEval(_Baseline):
+    """G-Eval-style precision and recall (1–5, optionally logprob-weighted), F-beta on [0, 1]."""
+
+    name: ClassVar[str] = "geval"
+    metrics: ClassVar[tuple[str, ...]] = ("precision", "recall", "f_beta")
+    prompt_names: ClassVar[tuple[str, ...]] = ("geval",)
+    config: GEvalConfig
+
+    def __init__(self, config: GEvalConfig | None = None) -> None:
+        super().__init__(config or GEvalConfig())
+
+    def render(self, item: Item) -> list[Any]:
+        return self.prompts["geval"].render(expert=str(self.domain["expert"]), query=item.query.strip(),
+                                            reference=self._gold(item), answer=fence("answer", item.response))
+
+    @staticmethod
+    def schema() -> dict[str, Any]:
+        return {"type": "object", "additionalProperties": False, "required": ["precision", "recall", "reason"],
+                "properties": {"precision": {"type": "integer", "enum": [1, 2, 3, 4, 5]},
+                               "recall": {"type": "integer", "enum": [1, 2, 3, 4, 5]},
+                               "reason": {"type": "string", "minLength": 1, "maxLength": 200}}}
+
+    async def evaluate(self, item: Item, client: JudgeClient) -> ItemResult:
+        weighting = self.config.weighting
+        use_logprobs = weighting == "logprobs" or (weighting == "auto" and client.backend.capabilities.logprobs)
+        extra = {"logprobs": True, "top_logprobs": 5} if use_logprobs else {}
+        out = await generate_structured(client, self.render(item), GEvalOutput,
+                                        self._config(96, self.schema(), **extra),
+                                        max_reasks=self.config.max_reasks, metric="f_beta")
+        if out.value is None:
+            assert out.unscored is not None
+            return ItemResult(scores={"precision": None, "recall": None, "f_beta": None},
+                              unscored=[out.unscored.model_copy(update={"metric": m})
+                                        for m in ("precision", "recall", "f_beta")], call_keys=out.keys)
+        details: dict[str, Any] = {"reason": out.value.reason, "weighting": "generated digit"}
+        raw = {"precision": float(out.value.precision), "recall": float(out.value.recall)}
+        if use_logprobs:
+            for axis in ("precision", "recall"):
+                weighted = weighted_digit(out.completion, axis) if out.completion is not None else None
+                if weighted is None:  # asked for logprobs and got none: fail closed, do not fall back
+                    reason = f"the backend returned no logprobs at the {axis} score"
+                    return ItemResult(scores={"precision": None, "recall": None, "f_beta": None},
+                                      unscored=[Unscored(reason=reason, raw_output=out.completion.text
+                                                         if out.completion else None, metric=m)
+                                                for m in ("precision", "recall", "f_beta")], call_keys=out.keys)
+                raw[axis], details[f"{axis}_distribution"] = weighted
+            details["weighting"] = "logprobs"
+        details["precision_1to5"], details["recall_1to5"] = raw["precision"], raw["recall"]
+        precision, recall = (raw["precision"] - 1) / 4, (raw["recall"] - 1) / 4
+        return ItemResult(scores={"precision": precision, "recall": recall,
+                                  "f_beta": f_beta(precision, recall, self.config.beta)},
+                          details=details, call_keys=out.keys)
+
+    def estimate(self, items: list[Item]) -> CallEstimate:
+        return sum((CallEstimate(calls=1, prompt_tokens=_tokens(self.render(i)), completion_tokens=60)
+                    for i in items), CallEstimate())
+
+
+# --- claims (RAGChecker-style) -----------------------------------------------------------------
+class ClaimsOutput(BaseModel):
+    claims: list[str]
+
+
+class ClaimVerdict(BaseModel):
+    claim: int
+    verdict: Literal["entailment", "contradiction", "neutral"]
+
+
+class CheckingOutput(BaseModel):
+    verdicts: list[ClaimVerdict]
+
+
+class ClaimsConfig(BaselineConfig):
+    max_claims: int = 10
+    max_claim_chars: int = 200
+
+
+class Claims(_Baseline):
+    """Claim-level precision and recall by bidirectional entailment against the gold answer."""
+
+    name: ClassVar[str] = "claims"
+    metrics: ClassVar[tuple[str, ...]] = ("precision", "recall", "f1")
+    prompt_names: ClassVar[tuple[str, ...]] = ("claims_extraction", "claims_checking")
+    config: ClaimsConfig
+
+    def __init__(self, config: ClaimsConfig | None = None) -> None:
+        super().__init__(config or ClaimsConfig())
+
+    def render_extraction(self, query: str, tag: str, text: str) -> list[Any]:
+        return self.prompts["claims_extraction"].render(query=query.strip(), text=fence(tag, text))
+
+    def render_checking(self, tag: str, passage: str, claims: list[str]) -> list[Any]:
+        return self.prompts["claims_checking"].render(passage=fence(tag, passage), claims=numbered(claims))
+
+    async def _extract(self, client: JudgeClient, query: str, tag: str, text: str,
+                       metric: str) -> tuple[list[str] | None, Unscored | None, list[str]]:
+        cfg = self.config
+        schema = {"type": "object", "additionalProperties": False, "required": ["claims"],
+                  "properties": {"claims": {"type": "array", "minItems": 1, "maxItems": cfg.max_claims,
+                                            "items": {"type": "string", "minLength": 8,
+                                                      "maxLength": cfg.max_claim_chars}}}}
+        out = await generate_structured(client, self.render_extraction(query, tag, text), ClaimsOutput,
+                                        self._config(48 + cfg.max_claims * cfg.max_claim_chars // 3, schema),
+                                        max_reasks=cfg.max_reasks, metric=metric)
+        if out.value is None:
+            return None, out.unscored, out.keys
+        claims = list(dict.fromkeys(c.strip() for c in out.value.claims if c.strip()))[: cfg.max_claims]
+        if not claims:
+            return None, Unscored(reason=f"no claim in the {tag}", metric=metric), out.keys
+        return claims, None, out.keys
+
+    async def _check(self, client: JudgeClient, tag: str, passage: str, claims: list[str],
+                     metric: str) -> tuple[list[str] | None, Unscored | None, list[str]]:
+        n = len(claims)
+        schema = {"type": "object", "additionalProperties": False, "required": ["verdicts"],
+                  "properties": {"verdicts": {"type": "array", "minItems": n, "maxItems": n, "items": {
+                      "type": "object", "additionalProperties": False, "required": ["claim", "verdict"],
+                      "properties": {"claim": {"type": "integer"},
+                                     "verdict": {"type": "string",
+                                                 "enum": ["entailment", "contradiction", "neutral"]}}}}}}
+
+        def check(output: CheckingOutput) -> None:
+            if [v.claim for v in output.verdicts] != list(range(1, n + 1)):
+                raise OutputInvalid(f"expected verdicts for claims 1..{n} in order")
+
+        out = await generate_structured(client, self.render_checking(tag, passage, claims), CheckingOutput,
+                                        self._config(32 + 16 * n, schema), check=check,
+                                        max_reasks=self.config.max_reasks, metric=metric)
+        if out.value is None:
+            return None, out.unscored, out.keys
+        return [v.verdict for v in out.value.verdicts], None, out.keys
+
+    async def evaluate(self, item: Item, client: JudgeClient) -> ItemResult:
+        assert item.reference is not None
+        gold = item.reference.full_text()
+        keys: list[str] = []
+        unscored: list[Unscored] = []
+        details: dict[str, Any] = {}
+        scores: dict[str, float | None] = {"precision": None, "recall": None, "f1": None}
+        if not item.response.strip():
+            unscored.append(Unscored(reason="the answer is empty", metric="precision"))
+            answer_claims = None
+        else:
+            answer_claims, problem, k = await self._extract(client, item.query, "answer", item.response, "precision")
+            keys += k
+            if problem:
+                unscored.append(problem)
+        gold_claims, problem, k = await self._extract(client, item.query, "reference", gold, "recall")
+        keys += k
+        if problem:
+            unscored.append(problem)
+        if answer_claims:
+            verdicts, problem, k = await self._check(client, "reference", gold, answer_claims, "precision")
+            keys += k
+            if problem:
+                unscored.append(problem)
+            else:
+                assert verdicts is not None
+                details["answer_claims"] = [{"claim": c, "verdict": v} for c, v in zip(answer_claims, verdicts,
+                                                                                        strict=True)]
+                scores["precision"] = sum(v == "entailment" for v in verdicts) / len(verdicts)
+        if gold_claims:
+            if not item.response.strip():
+                scores["recall"] = 0.0  # nothing can entail a claim; no call needed
+                details["gold_claims"] = [{"claim": c, "verdict": "neutral"} for c in gold_claims]
+            else:
+                verdicts, problem, k = await self._check(client, "answer", item.response, gold_claims, "recall")
+                keys += k
+                if problem:
+                    unscored.append(problem)
+                else:
+                    assert verdicts is not None
+                    details["gold_claims"] = [{"claim": c, "verdict": v} for c, v in zip(gold_claims, verdicts,
+                                                                                         strict=True)]
+                    scores["recall"] = sum(v == "entailment" for v in verdicts) / len(verdicts)
+        p, r = scores["precision"], scores["recall"]
+        if p is not None and r is not None:
+            scores["f1"] = f_beta(p, r, 1.0)
+        else:
+            unscored.append(Unscored(reason="needs precision and recall", metric="f1"))
+        return ItemResult(scores=scores, unscored=unscored, details=details, call_keys=keys)
+
+    def estimate(self, items: list[Item]) -> CallEstimate:
+        total = CallEstimate()
+        seen: set[str] = set()
+        for item in items:
+            assert item.reference is not None
+            calls = 3
+            tokens = _tokens(self.render_extraction(item.query, "answer", item.response)) * 3
+            if item.id not in seen:
+                seen.add(item.id)
+                calls += 1
+                tokens += _tokens(self.render_extraction(item.query, "reference", item.reference.full_text()))
+            total += CallEstimate(calls=calls, prompt_tokens=tokens, completion_tokens=calls * 120)
+        return total

@@ -1,0 +1,124 @@
+"""The baseline judges: pointwise (0–4), G-Eval (1–5, logprob-weighted), RAGChecker-style claims."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+import assay
+from assay.backends import Capabilities, JudgeBackend, ScriptedBackend
+from assay.methods.baselines import weighted_digit
+from assay.runner import RunnerConfig
+from assay.types import Completion, GenerateConfig, Message, TokenLogprob, Usage
+from tests.helpers import ITEM
+
+QUIET = RunnerConfig(progress=False)
+
+
+def pointwise_json(score: int, issues: list[str] | None = None) -> str:
+    return json.dumps({"reasoning": "stages 1-6", "issues": issues or [], "score": score, "justification": "ok"})
+
+
+def test_pointwise_grade_and_issue_labels() -> None:
+    backend = ScriptedBackend([pointwise_json(3, ["Missing information", "Missing information"])])
+    row = assay.evaluate([ITEM], "pointwise", backend, runner=QUIET).records()[0]
+    assert row["pointwise"] == 3.0 and row["issues"] == ["Missing information"]
+    prompt = backend.calls[0][0].content
+    assert "0 Irrelevant" in prompt and "Wrong jurisdiction" in prompt
+
+
+def test_pointwise_rejects_an_out_of_scale_grade_then_fails_closed() -> None:
+    backend = ScriptedBackend([pointwise_json(7), pointwise_json(9), '{"score": "great"}'])
+    row = assay.evaluate([ITEM], "pointwise", backend, runner=QUIET).records()[0]
+    assert row["pointwise"] is None and row["status"] == "unscored"
+    assert "unparseable judge output after 3 attempt(s)" in row["unscored_reason"]
+
+
+def test_geval_maps_1_to_5_onto_0_to_1_without_logprobs() -> None:
+    backend = ScriptedBackend(['{"precision": 5, "recall": 3, "reason": "r"}'])
+    row = assay.evaluate([ITEM], "geval", backend, runner=QUIET).records()[0]
+    assert (row["precision"], row["recall"]) == (1.0, 0.5)
+    assert row["f_beta"] == pytest.approx(5 * 1.0 * 0.5 / (4 * 1.0 + 0.5))
+    assert row["weighting"] == "generated digit"
+
+
+def _tokens(text_pieces: list[tuple[str, dict[str, float]]]) -> list[TokenLogprob]:
+    return [TokenLogprob(token=t, logprob=max(top.values()) if top else 0.0, top=top) for t, top in text_pieces]
+
+
+LOGPROB_TOKENS = _tokens([('{"', {}), ("precision", {}), ('":', {}),
+                          (" 4", {" 4": math.log(0.6), " 5": math.log(0.3), " 3": math.log(0.1)}),
+                          (', "', {}), ("recall", {}), ('":', {}),
+                          (" 2", {" 2": math.log(0.5), " 1": math.log(0.25), "x": math.log(0.25)}),
+                          (', "reason": "r"}', {})])
+
+
+def test_weighted_digit_is_the_expected_score() -> None:
+    completion = Completion(text='{"precision": 4, "recall": 2, "reason": "r"}', logprobs=LOGPROB_TOKENS)
+    value, dist = weighted_digit(completion, "precision")  # type: ignore[misc]
+    assert value == pytest.approx(4 * 0.6 + 5 * 0.3 + 3 * 0.1) and dist == pytest.approx({"3": .1, "4": .6, "5": .3})
+    recall, _ = weighted_digit(completion, "recall")  # type: ignore[misc]
+    assert recall == pytest.approx((2 * 0.5 + 1 * 0.25) / 0.75)  # the non-digit alternative is renormalised away
+    assert weighted_digit(Completion(text="{}"), "precision") is None
+
+
+class LogprobJudge(JudgeBackend):
+    name = "fake/logprobs"
+    capabilities = Capabilities(logprobs=True)
+
+    def __init__(self, tokens: list[TokenLogprob] | None) -> None:
+        self.tokens = tokens
+        self.configs: list[GenerateConfig] = []
+
+    async def generate(self, messages: list[Message], config: GenerateConfig) -> Completion:
+        self.configs.append(config)
+        return Completion(text='{"precision": 4, "recall": 2, "reason": "r"}', logprobs=self.tokens,
+                          usage=Usage(prompt_tokens=10, completion_tokens=10), finish_reason="stop")
+
+
+def test_geval_weights_by_logprobs_when_the_backend_has_them() -> None:
+    judge = LogprobJudge(LOGPROB_TOKENS)
+    row = assay.evaluate([ITEM], "geval", judge, runner=QUIET).records()[0]
+    assert judge.configs[0].logprobs and judge.configs[0].top_logprobs == 5
+    assert row["weighting"] == "logprobs"
+    assert row["precision"] == pytest.approx((4.2 - 1) / 4)
+    assert row["precision_1to5"] == pytest.approx(4.2)
+
+
+def test_geval_without_the_logprobs_it_asked_for_fails_closed() -> None:
+    row = assay.evaluate([ITEM], "geval", LogprobJudge(None), runner=QUIET).records()[0]
+    assert row["status"] == "unscored" and "no logprobs at the precision score" in row["unscored_reason"]
+
+
+def claims_rules(answer_claims: list[str], gold_claims: list[str], answer_verdicts: list[str],
+                 gold_verdicts: list[str]) -> list[dict]:
+    def verdicts(values: list[str]) -> str:
+        return json.dumps({"verdicts": [{"claim": i, "verdict": v} for i, v in enumerate(values, 1)]})
+    return [
+        {"match": r"<reference>.*<claims>", "responses": [verdicts(answer_verdicts)], "repeat": True},
+        {"match": r"<answer>.*<claims>", "responses": [verdicts(gold_verdicts)], "repeat": True},
+        {"match": r"<query>.*<answer>", "responses": [json.dumps({"claims": answer_claims})], "repeat": True},
+        {"match": r"<query>.*<reference>", "responses": [json.dumps({"claims": gold_claims})], "repeat": True},
+    ]
+
+
+def test_claims_precision_and_recall_by_bidirectional_entailment() -> None:
+    rules = claims_rules(["It is three years.", "It is under CPLR 214(5).", "Sue in Paris."],
+                         ["Three years.", "CPLR 214(5).", "Notice within 90 days.", "Malpractice 2.5 years."],
+                         ["entailment", "entailment", "neutral"],
+                         ["entailment", "entailment", "entailment", "contradiction"])
+    row = assay.evaluate([ITEM], "claims", ScriptedBackend(rules=rules), runner=QUIET).records()[0]
+    assert row["precision"] == pytest.approx(2 / 3) and row["recall"] == pytest.approx(3 / 4)
+    assert row["f1"] == pytest.approx(2 * (2 / 3) * 0.75 / (2 / 3 + 0.75))
+    assert row["answer_claims"][2] == {"claim": "Sue in Paris.", "verdict": "neutral"}
+    assert row["judge_calls"] == 4
+
+
+def test_claims_verdicts_out_of_order_are_re_asked_then_unscored() -> None:
+    rules = claims_rules(["It is three years."], ["Three years."], ["entailment"], ["entailment"])
+    rules[0]["responses"] = [json.dumps({"verdicts": [{"claim": 2, "verdict": "entailment"}]})]
+    row = assay.evaluate([ITEM], "claims", ScriptedBackend(rules=rules), runner=QUIET).records()[0]
+    assert row["precision"] is None and row["recall"] == 1.0
+    assert "expected verdicts for claims 1..1 in order" in row["unscored_reason"]
