@@ -81,8 +81,10 @@ def correlate(metaset: MetaSet, scores: dict[str, dict[str, float | None]], name
 async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend = "llamacpp/default", *,
                 store: Store | str | Path | None = None, seed: int = 0, resamples: int = 1000,
                 runner: RunnerConfig | None = None, method_options: dict[str, dict[str, Any]] | None = None,
-                judge_options: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Score ``metaset`` with each method (one run each, resumable in ``store``) and correlate."""
+                judge_options: dict[str, Any] | None = None,
+                judge_for: dict[str, JudgeBackend] | None = None) -> dict[str, Any]:
+    """Score ``metaset`` with each method (one run each, resumable in ``store``) and correlate.
+    ``judge_for`` gives a method its own backend instance (e.g. G-Eval on one with logprobs)."""
     store_obj = store if isinstance(store, Store) else Store(store or ":memory:")
     all_rows: list[dict[str, Any]] = []
     all_items: list[dict[str, Any]] = []
@@ -92,7 +94,8 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
     for method in methods:
         method_obj = build_method(method, **(method_options or {}).get(method, {}))
         manifests[method] = method_obj.manifest()
-        result = await aevaluate(metaset.items, method_obj, judge, store=store_obj, resume=True,
+        method_judge = (judge_for or {}).get(method, judge)
+        result = await aevaluate(metaset.items, method_obj, method_judge, store=store_obj, resume=True,
                                  runner=runner or RunnerConfig(progress=False), judge_options=judge_options,
                                  data_source=f"{metaset.kind}:{metaset.source}")
         rows = result.rows

@@ -36,6 +36,7 @@ def test_subset_is_reproducible() -> None:
     a, b = metaset.subset(3, seed=1), metaset.subset(3, seed=1)
     assert [u.id for u in a.units] == [u.id for u in b.units] and len(a.items) == 6
     assert metaset.subset(None) is metaset
+    assert {u.id for u in a.units} < {u.id for u in metaset.subset(5, seed=1).units}  # nested
 
 
 def test_bad_ragchecker_file_names_record_and_field(tmp_path: Path) -> None:

@@ -42,12 +42,16 @@ class MetaSet:
     notes: list[str] = field(default_factory=list)
 
     def subset(self, limit: int | None, seed: int = 0) -> MetaSet:
-        """A reproducible random subset of ``limit`` units (in file order) and their items."""
+        """A reproducible random subset of ``limit`` units (in file order) and their items. Subsets
+        of one seed are nested (the first ``limit`` of one seeded shuffle), so growing ``limit``
+        re-uses every judge call already made for the smaller one."""
         if limit is None or limit >= len(self.units):
             return self
         if limit < 1:
             raise InputError(f"--limit must be at least 1, got {limit}")
-        chosen = sorted(random.Random(seed).sample(range(len(self.units)), limit))
+        order = list(range(len(self.units)))
+        random.Random(seed).shuffle(order)
+        chosen = sorted(order[:limit])
         units = [self.units[i] for i in chosen]
         wanted = {k for u in units for k in u.keys}
         items = [i for i in self.items if i.key in wanted]
