@@ -62,12 +62,18 @@ def eval_dece(
                       "(≈4 characters per token; 5 criteria and 8 elements per answer assumed; "
                       "cached calls will cost nothing)")
         return
-    runner = RunnerConfig(concurrency=concurrency, budget_tokens=budget, timeout_s=timeout,
-                          max_retries=retries, progress=progress)
+    _run(items, "dece", options, judge=judge, judge_opt=judge_opt, out=out, data=data, resume=resume,
+         runner=RunnerConfig(concurrency=concurrency, budget_tokens=budget, timeout_s=timeout, max_retries=retries,
+                             progress=progress))
+
+
+def _run(items: list, method: str, options: dict, *, judge: str, judge_opt: list[str] | None, out: Path,
+         data: Path, resume: bool, runner: RunnerConfig) -> None:
+    """Run, print the summary, and say where things are; budget exhaustion exits 3."""
     store = Store(out)
     import asyncio
     try:
-        result = asyncio.run(aevaluate(items, "dece", judge, store=store, runner=runner, resume=resume,
+        result = asyncio.run(aevaluate(items, method, judge, store=store, runner=runner, resume=resume,
                                        judge_options=parse_options(judge_opt), data_source=str(data),
                                        **options))
     except BudgetExhausted as exc:
@@ -89,3 +95,56 @@ def eval_dece(
                   f"{stats.retries} retries, {result.wall_s:.1f} s")
     console.print(f"saved to {out} (run {result.run_id}). Next: assay export {out} --format jsonl · "
                   f"assay report {out} -o report.html")
+
+
+@app.command("caseaware")
+def eval_caseaware(
+    data: Path = typer.Argument(..., help="turns: .jsonl, .csv or .parquet (SPEC §2.6) with contexts, history, case"),
+    judge: str = JUDGE,
+    judge_opt: list[str] | None = JUDGE_OPT,
+    out: Path = typer.Option(Path("assay-run.db"), "--out", "-o", envvar="ASSAY_OUT",
+                             help="SQLite run store to write (and resume from)"),
+    weights: str = typer.Option("default", "--weights", envvar="ASSAY_WEIGHTS",
+                                help="S_final weights: default, uniform, retrieval-heavy, or a .toml file"),
+    weight: list[str] | None = typer.Option(None, "--weight",
+                                            help="custom weight METRIC=W (repeat for all 8; must sum to 1)"),
+    seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED"),
+    concurrency: int | None = typer.Option(None, "--concurrency", envvar="ASSAY_CONCURRENCY"),
+    budget: int | None = typer.Option(None, "--budget", envvar="ASSAY_BUDGET",
+                                      help="stop making judge calls after this many tokens"),
+    timeout: float = typer.Option(600.0, "--timeout", envvar="ASSAY_TIMEOUT", help="seconds per call"),
+    retries: int = typer.Option(4, "--retries", envvar="ASSAY_RETRIES", help="retries per call"),
+    resume: bool = typer.Option(False, "--resume", envvar="ASSAY_RESUME"),
+    dry_run: bool = typer.Option(False, "--dry-run", help="estimate calls, tokens and cost; call no judge"),
+    price_in: float = typer.Option(3.0, "--price-in", envvar="ASSAY_PRICE_IN",
+                                   help="USD per 1M prompt tokens for --dry-run (paper §6.1: gpt-4.1, $3)"),
+    price_out: float = typer.Option(12.0, "--price-out", envvar="ASSAY_PRICE_OUT",
+                                    help="USD per 1M completion tokens for --dry-run (paper §6.1: $12)"),
+    progress: bool = typer.Option(True, "--progress/--no-progress", envvar="ASSAY_PROGRESS"),
+) -> None:
+    """Case-aware RAG judge: 8 metrics per turn with severity bands, and S_final."""
+    from assay.methods.caseaware import cost_usd
+
+    items = read_items(data)
+    chosen: str | dict[str, float] = weights
+    if weight:
+        chosen = {}
+        for entry in weight:
+            key, sep, value = entry.partition("=")
+            try:
+                chosen[key.strip()] = float(value)
+            except ValueError:
+                raise typer.BadParameter(f"--weight {entry!r}: expected METRIC=NUMBER") from None
+            if not sep:
+                raise typer.BadParameter(f"--weight {entry!r}: expected METRIC=NUMBER")
+    options = {"weights": chosen, "seed": seed}
+    if dry_run:
+        est = estimate(items, "caseaware", **options)
+        cost = cost_usd(est.prompt_tokens, est.completion_tokens, price_in, price_out)
+        console.print(f"dry run: {len(items)} turn(s) → {est.calls} judge calls, ≈{est.prompt_tokens} prompt + "
+                      f"≈{est.completion_tokens} completion tokens (≈4 characters per token) → ≈${cost:.4f} at "
+                      f"${price_in}/1M in, ${price_out}/1M out; cached calls cost nothing")
+        return
+    _run(items, "caseaware", options, judge=judge, judge_opt=judge_opt, out=out, data=data, resume=resume,
+         runner=RunnerConfig(concurrency=concurrency, budget_tokens=budget, timeout_s=timeout, max_retries=retries,
+                             progress=progress))

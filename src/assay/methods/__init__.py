@@ -7,11 +7,12 @@ from typing import Any
 from assay.errors import ConfigError
 from assay.methods._base import CallEstimate, ItemResult, Method
 from assay.methods.baselines import BaselineConfig, Claims, ClaimsConfig, GEval, GEvalConfig, Pointwise
+from assay.methods.caseaware import CaseAware, CaseAwareConfig
 from assay.methods.dece import DeCE, DeCEConfig
 from assay.methods.lexical import Bleu, RougeL
 
 METHODS: dict[str, type[Method]] = {"dece": DeCE, "pointwise": Pointwise, "geval": GEval, "claims": Claims,
-                                    "rougeL": RougeL, "bleu": Bleu}
+                                    "caseaware": CaseAware, "rougeL": RougeL, "bleu": Bleu}
 
 
 def build_method(name: str, **options: Any) -> Method:
@@ -19,6 +20,8 @@ def build_method(name: str, **options: Any) -> Method:
     if name == "dece":
         criteria = options.pop("criteria", None)
         return DeCE(DeCEConfig(**options), criteria=criteria)
+    if name == "caseaware":
+        return CaseAware(CaseAwareConfig(**options))
     if name == "pointwise":
         return Pointwise(BaselineConfig(**options))
     if name == "geval":

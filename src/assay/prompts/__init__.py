@@ -86,11 +86,15 @@ def numbered(lines: list[str]) -> str:
     return "\n".join(f"{i}. {line}" for i, line in enumerate(lines, 1))
 
 
-_TAG_LIKE = re.compile(r"<\s*/?\s*(data|answer|reference|criteria|elements|query|document|context)[^>]*>",
-                       re.I)
+_TAG_LIKE = re.compile(r"<\s*/?\s*(data|answer|reference|criteria|elements|claims|query|document|context|history|"
+                       r"case)[^>]*>", re.I)
+
+
+def defuse(text: str) -> str:
+    """Neutralise anything in evaluated text that imitates our delimiter tags."""
+    return _TAG_LIKE.sub(lambda m: m.group(0).replace("<", "‹").replace(">", "›"), text)
 
 
 def fence(tag: str, text: str) -> str:
     """Delimit evaluated text as ``<tag>…</tag>``, defusing delimiter look-alikes inside it."""
-    safe = _TAG_LIKE.sub(lambda m: m.group(0).replace("<", "‹").replace(">", "›"), text)
-    return f"<{tag}>\n{safe.strip()}\n</{tag}>"
+    return f"<{tag}>\n{defuse(text).strip()}\n</{tag}>"

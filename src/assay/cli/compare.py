@@ -1,0 +1,90 @@
+"""`assay compare RUN_A RUN_B` and `assay gate RUN` (case-aware judge: §8.3–8.4, release gating)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from assay.cli._common import console, err_console
+from assay.compare import compare_runs, gate, judge_robustness, load_run
+
+
+def _f(value: float | None, digits: int = 3) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def compare(
+    run_a: Path = typer.Argument(..., help="run store of system A"),
+    run_b: Path = typer.Argument(..., help="run store of system B"),
+    judge_robustness_runs: tuple[Path, Path] | None = typer.Option(
+        None, "--judge-robustness", help="RUN_A2 RUN_B2: the same systems scored by a second judge"),
+    resamples: int = typer.Option(10000, "--resamples", help="bootstrap resamples"),
+    seed: int = typer.Option(0, "--seed", help="bootstrap seed"),
+    out: Path | None = typer.Option(None, "--out", "-o", help="write the comparison as JSON"),
+) -> None:
+    """Paired comparison of two systems at conversation level: Wilcoxon signed-rank, paired t
+    and a bootstrap 95% CI of the mean difference A − B, per metric and for S_final."""
+    a, b = load_run(run_a), load_run(run_b)
+    result = compare_runs(a, b, resamples=resamples, seed=seed)
+    table = Table(title=f"A = {run_a.name} vs B = {run_b.name} · conversation level")
+    for column in ("metric", "n", "mean A", "mean B", "A − B", "95% CI (bootstrap)", "Wilcoxon p", "paired t p"):
+        table.add_column(column, justify="left" if column == "metric" else "right")
+    for row in result["rows"]:
+        ci = f"[{row['bootstrap_ci'][0]:.3f}, {row['bootstrap_ci'][1]:.3f}]" if row["bootstrap_ci"] else "—"
+        table.add_row(row["metric"], str(row["n"]), _f(row["mean_a"]), _f(row["mean_b"]), _f(row["mean_diff"]), ci,
+                      _f(row["wilcoxon_p"], 4), _f(row["t_p"], 4))
+    console.print(table)
+    unpaired = result["unpaired"]
+    if unpaired["only_a"] or unpaired["only_b"]:
+        console.print(f"left out (not in both runs): {len(unpaired['only_a'])} conversation(s) only in A, "
+                      f"{len(unpaired['only_b'])} only in B")
+    console.print(f"bootstrap: {resamples} resamples, seed {seed}")
+    if judge_robustness_runs is not None:
+        a2, b2 = (load_run(p) for p in judge_robustness_runs)
+        robustness = {"A": judge_robustness(a, a2), "B": judge_robustness(b, b2)}
+        result["judge_robustness"] = robustness
+        for name, r in robustness.items():
+            console.print(f"judge robustness, system {name}: Spearman ρ on S_final = {_f(r['spearman'])} "
+                          f"(n = {r['n']} conversations{', ' + r['note'] if r['note'] else ''})")
+    if out is not None:
+        out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        console.print(f"wrote {out}")
+
+
+def gate_command(
+    run: Path = typer.Argument(..., help="run store to gate"),
+    min_final: float | None = typer.Option(None, "--min-final", help="minimum conversation-level mean S_final"),
+    minimum: list[str] | None = typer.Option(None, "--min", help="METRIC=V minimum (repeatable), e.g. "
+                                                                  "identifier_integrity_score=0.9"),
+    baseline: Path | None = typer.Option(None, "--baseline", help="run store of the last released version"),
+    max_drop: float | None = typer.Option(None, "--max-drop", help="largest allowed drop against --baseline"),
+) -> None:
+    """Release gate for CI pipelines: exit 0 when every check passes, 1 with the reasons when
+    one fails (2 for bad input). Example step: `assay gate run.db --min-final 0.75
+    --baseline released.db --max-drop 0.03`."""
+    minimums: dict[str, float] = {}
+    for entry in minimum or []:
+        key, sep, value = entry.partition("=")
+        try:
+            minimums[key.strip()] = float(value)
+        except ValueError:
+            raise typer.BadParameter(f"--min {entry!r}: expected METRIC=NUMBER") from None
+        if not sep:
+            raise typer.BadParameter(f"--min {entry!r}: expected METRIC=NUMBER")
+    result = gate(load_run(run), min_final=min_final, minimums=minimums,
+                  baseline=load_run(baseline) if baseline else None, max_drop=max_drop)
+    for check in result.checks:
+        mark = "pass" if check["passed"] else "FAIL"
+        if check["check"] == "minimum":
+            console.print(f"{mark}  {check['metric']} = {_f(check['value'])} (minimum {check['threshold']:.3f})")
+        else:
+            console.print(f"{mark}  {check['metric']} drop vs baseline = {_f(check.get('drop'))} "
+                          f"(max {check.get('max_drop')}, {check['n']} conversation(s))")
+    if not result.passed:
+        for reason in result.reasons:
+            err_console.print(f"gate failed: {reason}")
+        raise typer.Exit(1)
+    console.print("gate passed")

@@ -1,0 +1,243 @@
+"""Case-aware multi-turn RAG judge (case-aware-rag-judge.txt §4–6, App. A.2, B, C, H, J, L, M).
+
+One judge call per turn, conditioned on the case subject and description, the earlier turns,
+the query, the retrieved passages, the answer and an optional reference, and restricted to
+them. It returns the 16 fields of the paper's Table 5 (a score in [0, 1] and a justification
+for each of 8 metrics); we add, per metric, the severity band of App. B.1 that the judge chose
+before its score. A score outside its band is re-asked with the reason, then fails closed.
+
+    S_final = Σ w_i s_i   (§5.2, Eq. 1), weights validated to sum to 1.
+
+Readings we chose, so the next person knows:
+
+* Band edges are the paper's two-decimal ranges (severe 0.00–0.30, moderate 0.31–0.60, minor
+  0.61–0.85, none 0.86–1.00); a score in a gap (e.g. 0.305) fits no band and is re-asked.
+* ``retrieval-heavy`` (§6): retrieval correctness and context sufficiency 0.20 each, the other
+  six scaled in proportion to their default weights to share the remaining 0.60.
+* The justification names the most severe issue first (the App. B protocol asks the judge to
+  identify it before mapping it to a band); we order the fields justification → band → score so
+  a left-to-right decoder commits to the issue before the number.
+* Conversation-level aggregation (§8.3) is the mean over a conversation's scored turns, the
+  conversation being ``metadata.conversation_id`` (else the item id).
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, Field, create_model
+
+from assay.errors import ConfigError
+from assay.methods._base import CallEstimate, ItemResult, Method
+from assay.prompts import defuse, fence, load_prompt
+from assay.runner import JudgeClient
+from assay.structured import OutputInvalid, generate_structured
+from assay.types import GenerateConfig, Item
+
+METRICS = ("hallucination", "retrieval_correctness", "context_sufficiency", "answer_helpfulness",
+           "answer_type_fit", "identifier_integrity", "case_issue_identification", "case_resolution_alignment")
+"""The eight metrics in the order of §5.2 (Table 5 field stems)."""
+
+BANDS: dict[str, tuple[float, float]] = {"severe": (0.00, 0.30), "moderate": (0.31, 0.60),
+                                         "minor": (0.61, 0.85), "none": (0.86, 1.00)}
+"""App. B.1 severity bands."""
+
+_DEFAULT = (0.20, 0.15, 0.10, 0.15, 0.10, 0.10, 0.10, 0.10)
+
+
+def _retrieval_heavy() -> dict[str, float]:
+    fixed = {"retrieval_correctness": 0.20, "context_sufficiency": 0.20}
+    rest = {m: w for m, w in zip(METRICS, _DEFAULT, strict=True) if m not in fixed}
+    scale = (1.0 - sum(fixed.values())) / sum(rest.values())
+    weights = {m: fixed.get(m, rest.get(m, 0.0) * scale) for m in METRICS}
+    return weights
+
+
+PROFILES: dict[str, dict[str, float]] = {
+    "default": dict(zip(METRICS, _DEFAULT, strict=True)),
+    "uniform": {m: 1 / 8 for m in METRICS},
+    "retrieval-heavy": _retrieval_heavy(),
+}
+
+
+def validate_weights(weights: dict[str, float], source: str = "weights") -> dict[str, float]:
+    """Exactly the eight metrics, each ≥ 0, summing to 1 (±1e-6)."""
+    unknown = sorted(set(weights) - set(METRICS))
+    missing = [m for m in METRICS if m not in weights]
+    if unknown:
+        raise ConfigError(f"{source}: unknown metric(s) {', '.join(unknown)}; the metrics are {', '.join(METRICS)}")
+    if missing:
+        raise ConfigError(f"{source}: no weight for {', '.join(missing)}")
+    for metric, value in weights.items():
+        if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
+            raise ConfigError(f"{source}: weight of {metric} must be a non-negative number, got {value!r}")
+    total = sum(weights.values())
+    if abs(total - 1.0) > 1e-6:
+        raise ConfigError(f"{source}: weights sum to {total:.6g}, not 1")
+    return {m: float(weights[m]) for m in METRICS}
+
+
+def resolve_weights(spec: str | Path | dict[str, float]) -> tuple[str, dict[str, float]]:
+    """A profile name, a TOML file (top-level keys or a ``[weights]`` table), or a mapping."""
+    if isinstance(spec, dict):
+        return "custom", validate_weights(spec)
+    if str(spec) in PROFILES:
+        return str(spec), dict(PROFILES[str(spec)])
+    path = Path(spec)
+    if path.suffix == ".toml" or path.is_file():
+        if not path.is_file():
+            raise ConfigError(f"weights file not found: {path}")
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+        table = data.get("weights", data)
+        return f"file:{path.name}", validate_weights(dict(table), str(path))
+    raise ConfigError(f"unknown weight profile {str(spec)!r}; use {', '.join(PROFILES)} or a .toml file")
+
+
+def band_of(score: float) -> str | None:
+    for name, (lo, hi) in BANDS.items():
+        if lo - 1e-9 <= score <= hi + 1e-9:
+            return name
+    return None
+
+
+class CaseAwareConfig(BaseModel):
+    weights: str | dict[str, float] = "default"
+    """Profile (default, uniform, retrieval-heavy), a .toml path, or a mapping metric → weight."""
+    temperature: float = 0.0
+    seed: int = 0
+    max_justification_chars: int = Field(default=200, ge=20)
+    max_reasks: int = 2
+
+
+def _turn_model() -> type[BaseModel]:
+    fields: dict[str, Any] = {}
+    for metric in METRICS:
+        fields[f"{metric}_justification"] = (str, ...)
+        fields[f"{metric}_band"] = (Literal["severe", "moderate", "minor", "none"], ...)
+        fields[f"{metric}_score"] = (float, ...)
+    return create_model("CaseAwareTurn", **fields)
+
+
+TurnOutput = _turn_model()
+
+
+def _check_turn(output: Any) -> None:
+    problems = []
+    for metric in METRICS:
+        score = getattr(output, f"{metric}_score")
+        band = getattr(output, f"{metric}_band")
+        lo, hi = BANDS[band]
+        if not 0.0 <= score <= 1.0:
+            problems.append(f"{metric}_score {score} is outside [0, 1]")
+        elif not lo - 1e-9 <= score <= hi + 1e-9:
+            problems.append(f"{metric}_score {score} is outside its band '{band}' ({lo:.2f}-{hi:.2f})")
+        if not getattr(output, f"{metric}_justification").strip():
+            problems.append(f"{metric}_justification is empty")
+    if problems:
+        raise OutputInvalid("; ".join(problems[:4]) + (f" (and {len(problems) - 4} more)" if len(problems) > 4 else ""))
+
+
+def conversation_of(item: dict[str, Any]) -> str:
+    """The conversation an item (as stored) belongs to: ``metadata.conversation_id``, else its id."""
+    metadata = item.get("metadata") or {}
+    return str(metadata.get("conversation_id") or item["id"])
+
+
+class CaseAware(Method):
+    """Eight case-aware metrics per turn with severity bands and a weighted S_final."""
+
+    name: ClassVar[str] = "caseaware"
+    metrics: ClassVar[tuple[str, ...]] = (*(f"{m}_score" for m in METRICS), "s_final")
+
+    def __init__(self, config: CaseAwareConfig | None = None) -> None:
+        self.config = config or CaseAwareConfig()
+        self.profile, self.weights = resolve_weights(self.config.weights)
+        self.prompt = load_prompt("caseaware/turn")
+
+    def manifest(self) -> dict[str, Any]:
+        return {"config": self.config.model_dump(), "weight_profile": self.profile, "weights": self.weights,
+                "prompt_sha256": {"turn": self.prompt.sha256}}
+
+    def check_item(self, item: Item) -> str | None:
+        if not item.contexts:
+            return "the case-aware judge needs the retrieved passages (field 'contexts')"
+        if not item.query.strip():
+            return "the query is empty (field 'query')"
+        return None
+
+    def order_key(self, item: Item) -> Any:
+        return (str(item.metadata.get("conversation_id") or item.id), item.id)
+
+    def render(self, item: Item) -> list[Any]:
+        history = "\n".join(f"{turn.role}: {turn.content.strip()}" for turn in item.history) or "(no earlier turns)"
+        contexts = "\n\n".join(f"[{n}]{f' ({c.id})' if c.id else ''} {c.text.strip()}"
+                               for n, c in enumerate(item.contexts, 1))
+        reference = (fence("reference", item.reference.full_text()) if item.reference is not None
+                     else "<reference>\n(no reference answer given)\n</reference>")
+        case = item.case
+        return self.prompt.render(subject=defuse((case.subject if case else "") or "(none given)"),
+                                  description=defuse((case.description if case else "") or "(none given)"),
+                                  history=defuse(history), query=defuse(item.query.strip()),
+                                  contexts=defuse(contexts), reference=reference,
+                                  answer=fence("answer", item.response))
+
+    def schema(self) -> dict[str, Any]:
+        properties: dict[str, Any] = {}
+        for metric in METRICS:
+            properties[f"{metric}_justification"] = {"type": "string", "minLength": 1,
+                                                     "maxLength": self.config.max_justification_chars}
+            properties[f"{metric}_band"] = {"type": "string", "enum": list(BANDS)}
+            properties[f"{metric}_score"] = {"type": "number"}
+        return {"type": "object", "additionalProperties": False, "required": list(properties),
+                "properties": properties}
+
+    def _max_tokens(self) -> int:
+        return 32 + len(METRICS) * (self.config.max_justification_chars // 3 + 24)
+
+    async def evaluate(self, item: Item, client: JudgeClient) -> ItemResult:
+        config = GenerateConfig(temperature=self.config.temperature, max_tokens=self._max_tokens(),
+                                seed=self.config.seed, json_schema=self.schema())
+        out = await generate_structured(client, self.render(item), TurnOutput, config, check=_check_turn,
+                                        max_reasks=self.config.max_reasks)
+        details: dict[str, Any] = {"weight_profile": self.profile, "weights": self.weights,
+                                   "conversation_id": str(item.metadata.get("conversation_id") or item.id)}
+        if out.value is None:
+            assert out.unscored is not None
+            reason = out.unscored
+            return ItemResult(scores=dict.fromkeys(self.metrics), details=details, call_keys=out.keys,
+                              unscored=[reason.model_copy(update={"metric": m}) for m in self.metrics])
+        scores: dict[str, float | None] = {}
+        for metric in METRICS:
+            scores[f"{metric}_score"] = float(getattr(out.value, f"{metric}_score"))
+            details[f"{metric}_justification"] = getattr(out.value, f"{metric}_justification")
+            details[f"{metric}_band"] = getattr(out.value, f"{metric}_band")
+        scores["s_final"] = s_final({m: scores[f"{m}_score"] for m in METRICS}, self.weights)
+        return ItemResult(scores=scores, details=details, call_keys=out.keys)
+
+    def estimate(self, items: list[Item]) -> CallEstimate:
+        total = CallEstimate()
+        for item in items:
+            prompt = sum(len(m.content) for m in self.render(item)) // 4 + 16
+            total += CallEstimate(calls=1, prompt_tokens=prompt,
+                                  completion_tokens=len(METRICS) * (self.config.max_justification_chars // 5 + 16))
+        return total
+
+
+def s_final(scores: dict[str, float | None], weights: dict[str, float]) -> float | None:
+    """Σ w_i s_i over the eight metrics; None if any metric is unscored."""
+    values = [scores.get(m) for m in METRICS]
+    if any(v is None for v in values):
+        return None
+    return float(sum(weights[m] * float(v) for m, v in zip(METRICS, values, strict=True) if v is not None))
+
+
+def cost_usd(prompt_tokens: int, completion_tokens: int, price_in: float = 3.0, price_out: float = 12.0) -> float:
+    """§6.1: cost ≈ p_in·T_in + p_out·T_out, prices in USD per million tokens (default: the
+    paper's gpt-4.1 list prices, $3 in / $12 out)."""
+    return (price_in * prompt_tokens + price_out * completion_tokens) / 1_000_000

@@ -1,0 +1,175 @@
+"""Case-aware judge: Table 5 fields, severity bands, S_final weights, compare and gate."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from scipy import stats as sps
+from typer.testing import CliRunner
+
+import assay
+from assay.backends import ScriptedBackend
+from assay.cli import app
+from assay.compare import compare_runs, gate, load_run
+from assay.errors import ConfigError
+from assay.methods.caseaware import METRICS, PROFILES, CaseAware, CaseAwareConfig, band_of, resolve_weights
+from assay.runner import RunnerConfig
+
+QUIET = RunnerConfig(progress=False)
+TURN = {"id": "c1-t1", "query": "How do I fix VPN error 809?", "response": "Set the value to 2 and restart.",
+        "contexts": [{"id": "KB-412", "text": "Error 809: set AssumeUDPEncapsulationContextOnSendRule to 2."}],
+        "history": [{"role": "user", "content": "VPN fails."}, {"role": "assistant", "content": "Which error?"}],
+        "case": {"subject": "VPN error 809", "description": "Windows 11 client"}, "system": "a",
+        "metadata": {"conversation_id": "c1"}}
+
+
+def turn_json(scores: dict[str, float] | float = 0.9, bands: dict[str, str] | None = None) -> str:
+    out = {}
+    for metric in METRICS:
+        score = scores if isinstance(scores, float) else scores.get(metric, 0.9)
+        out[f"{metric}_justification"] = f"{metric}: none"
+        out[f"{metric}_band"] = (bands or {}).get(metric) or band_of(score)
+        out[f"{metric}_score"] = score
+    return json.dumps(out)
+
+
+def test_profiles_sum_to_one_and_retrieval_heavy_scales_the_rest() -> None:
+    for weights in PROFILES.values():
+        assert sum(weights.values()) == pytest.approx(1.0)
+    heavy = PROFILES["retrieval-heavy"]
+    assert heavy["retrieval_correctness"] == heavy["context_sufficiency"] == 0.20
+    assert heavy["hallucination"] == pytest.approx(0.16) and heavy["answer_helpfulness"] == pytest.approx(0.12)
+
+
+def test_custom_weights_are_validated(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"sum to 0\.9"):
+        resolve_weights({**PROFILES["uniform"], "hallucination": 0.025})
+    with pytest.raises(ConfigError, match="no weight for case_resolution_alignment"):
+        resolve_weights({m: 1 / 7 for m in METRICS[:-1]})
+    with pytest.raises(ConfigError, match="unknown metric"):
+        resolve_weights({**PROFILES["uniform"], "speed": 0.0})
+    path = tmp_path / "w.toml"
+    path.write_text("[weights]\n" + "\n".join(f"{m} = 0.125" for m in METRICS))
+    assert resolve_weights(path) == ("file:w.toml", PROFILES["uniform"])
+    with pytest.raises(ConfigError, match="unknown weight profile"):
+        resolve_weights("heavy")
+
+
+def test_a_turn_gives_the_table_5_fields_bands_and_s_final() -> None:
+    scores = {m: 0.9 for m in METRICS} | {"identifier_integrity": 0.2, "hallucination": 0.5}
+    backend = ScriptedBackend([turn_json(scores)])
+    row = assay.evaluate([TURN], "caseaware", backend, runner=QUIET).records()[0]
+    for metric in METRICS:
+        assert f"{metric}_score" in row and f"{metric}_justification" in row and f"{metric}_band" in row
+    assert row["identifier_integrity_band"] == "severe" and row["hallucination_band"] == "moderate"
+    expected = sum(PROFILES["default"][m] * scores[m] for m in METRICS)
+    assert row["s_final"] == pytest.approx(expected) and row["weights"] == PROFILES["default"]
+    prompt = backend.calls[0][-1].content
+    assert "KB-412" in prompt and "Which error?" in prompt and "Windows 11 client" in prompt
+
+
+def test_a_score_outside_its_band_is_re_asked_then_fails_closed() -> None:
+    bad = turn_json(0.9, bands={"hallucination": "severe"})
+    backend = ScriptedBackend([bad, turn_json(0.9)])
+    row = assay.evaluate([TURN], "caseaware", backend, runner=QUIET).records()[0]
+    assert row["status"] == "scored"
+    assert "hallucination_score 0.9 is outside its band 'severe' (0.00-0.30)" in backend.calls[1][-1].content
+
+    failing = ScriptedBackend([bad, bad, bad])
+    row = assay.evaluate([TURN], "caseaware", failing, runner=QUIET).records()[0]
+    assert row["status"] == "unscored" and row["s_final"] is None
+    assert len(row["unscored"]) == 9 and all(u["raw_output"] == bad for u in row["unscored"])
+
+
+def test_items_without_contexts_are_rejected_by_name() -> None:
+    with pytest.raises(assay.AssayError, match=r"id 'c1-t1'.*'contexts'"):
+        assay.evaluate([{**TURN, "contexts": []}], "caseaware", ScriptedBackend([]), runner=QUIET)
+
+
+def test_weight_profile_changes_s_final_not_scores() -> None:
+    scores = {m: 0.9 for m in METRICS} | {"retrieval_correctness": 0.1}
+    default = assay.evaluate([TURN], "caseaware", ScriptedBackend([turn_json(scores)]), runner=QUIET).records()[0]
+    heavy = assay.evaluate([TURN], "caseaware", ScriptedBackend([turn_json(scores)]), runner=QUIET,
+                           weights="retrieval-heavy").records()[0]
+    assert heavy["retrieval_correctness_score"] == default["retrieval_correctness_score"]
+    assert heavy["s_final"] < default["s_final"]
+
+
+def make_run(tmp_path: Path, name: str, per_conversation: dict[str, list[float]]) -> Path:
+    """A run store with turns whose every metric is the given score."""
+    items, responses = [], []
+    for conversation, turn_scores in per_conversation.items():
+        for n, score in enumerate(turn_scores):
+            items.append({**TURN, "id": f"{conversation}-t{n}", "metadata": {"conversation_id": conversation},
+                          "system": name})
+            responses.append((f"{conversation}-t{n}", turn_json(score)))
+    rules = [{"match": f"<query>.*{cid}-MARK", "responses": [text]} for cid, text in responses]
+    for item in items:
+        item["query"] = f"{item['query']} {item['id']}-MARK"
+    path = tmp_path / f"{name}.db"
+    assay.evaluate(items, "caseaware", ScriptedBackend(rules=rules), store=path, runner=QUIET)
+    return path
+
+
+def test_compare_is_conversation_level_and_matches_scipy(tmp_path: Path) -> None:
+    a = {f"c{i}": [0.9, 0.8 - 0.02 * i] for i in range(8)}
+    b = {f"c{i}": [0.7 + 0.01 * i] for i in range(8)}
+    run_a, run_b = load_run(make_run(tmp_path, "a", a)), load_run(make_run(tmp_path, "b", b))
+    assert len(run_a.conversations) == 8 and run_a.turns == 16
+    result = compare_runs(run_a, run_b, resamples=2000, seed=5)
+    row = next(r for r in result["rows"] if r["metric"] == "hallucination_score")
+    xs = [sum(a[c]) / 2 for c in sorted(a)]
+    ys = [b[c][0] for c in sorted(b)]
+    assert row["n"] == 8
+    assert row["wilcoxon_p"] == pytest.approx(sps.wilcoxon(xs, ys).pvalue)
+    assert row["t_p"] == pytest.approx(sps.ttest_rel(xs, ys).pvalue)
+    assert compare_runs(run_a, run_b, resamples=2000, seed=5)["rows"] == result["rows"]
+
+
+def test_gate_thresholds_and_regression(tmp_path: Path) -> None:
+    good = load_run(make_run(tmp_path, "good", {"c1": [0.9], "c2": [0.88]}))
+    worse = load_run(make_run(tmp_path, "worse", {"c1": [0.9], "c2": [0.7]}))
+    assert gate(good, min_final=0.75).passed
+    failed = gate(worse, min_final=0.85)
+    assert not failed.passed and "s_final = 0.800 is below the minimum 0.850" in failed.reasons[0]
+    regression = gate(worse, min_final=0.5, baseline=good, max_drop=0.03)
+    assert not regression.passed and "dropped by 0.090" in regression.reasons[0]
+    assert gate(worse, minimums={"identifier_integrity_score": 0.5}).passed
+    with pytest.raises(ConfigError, match="unknown metric"):
+        gate(good, minimums={"speed": 1.0})
+
+
+def test_gate_and_compare_cli_exit_codes(tmp_path: Path) -> None:
+    good = make_run(tmp_path, "good", {"c1": [0.9], "c2": [0.88], "c3": [0.95]})
+    worse = make_run(tmp_path, "worse", {"c1": [0.7], "c2": [0.7], "c3": [0.6]})
+    runner = CliRunner()
+    assert runner.invoke(app, ["gate", str(good), "--min-final", "0.75"]).exit_code == 0
+    failed = runner.invoke(app, ["gate", str(worse), "--min-final", "0.75"])
+    assert failed.exit_code == 1 and "gate failed: s_final" in failed.output
+    regressed = runner.invoke(app, ["gate", str(worse), "--min", "s_final=0.1", "--baseline", str(good),
+                                    "--max-drop", "0.03"])
+    assert regressed.exit_code == 1 and "dropped by" in regressed.output
+    bad = subprocess.run([sys.executable, "-m", "assay", "gate", str(good), "--min", "speed=1"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "unknown metric(s) speed" in bad.stderr
+    out = tmp_path / "cmp.json"
+    compared = runner.invoke(app, ["compare", str(good), str(worse), "--judge-robustness", str(good), str(worse),
+                                   "--resamples", "500", "--out", str(out)])
+    assert compared.exit_code == 0, compared.output
+    saved = json.loads(out.read_text())
+    assert saved["judge_robustness"]["A"]["n"] == 3 and saved["rows"][-1]["metric"] == "s_final"
+
+
+def test_dry_run_prices_tokens(tmp_path: Path) -> None:
+    data = tmp_path / "turns.jsonl"
+    data.write_text(json.dumps(TURN) + "\n")
+    result = CliRunner().invoke(app, ["eval", "caseaware", str(data), "--dry-run", "--price-in", "3",
+                                      "--price-out", "12"])
+    assert result.exit_code == 0 and "1 judge calls" in result.output and "$" in result.output
+    method = CaseAware(CaseAwareConfig())
+    est = method.estimate([assay.Item.model_validate(TURN)])
+    assert est.calls == 1 and est.prompt_tokens > 200
