@@ -85,9 +85,12 @@ def test_a_score_outside_its_band_is_re_asked_then_fails_closed() -> None:
     assert len(row["unscored"]) == 9 and all(u["raw_output"] == bad for u in row["unscored"])
 
 
-def test_items_without_contexts_are_rejected_by_name() -> None:
-    with pytest.raises(assay.AssayError, match=r"id 'c1-t1'.*'contexts'"):
-        assay.evaluate([{**TURN, "contexts": []}], "caseaware", ScriptedBackend([]), runner=QUIET)
+def test_a_turn_without_passages_is_judged_as_such_and_an_empty_query_is_rejected() -> None:
+    backend = ScriptedBackend([turn_json(0.5)])
+    assay.evaluate([{**TURN, "contexts": []}], "caseaware", backend, runner=QUIET)
+    assert "(no passages were retrieved)" in backend.calls[0][-1].content
+    with pytest.raises(assay.AssayError, match=r"id 'c1-t1'.*'query'"):
+        assay.evaluate([{**TURN, "query": " "}], "caseaware", ScriptedBackend([]), runner=QUIET)
 
 
 def test_weight_profile_changes_s_final_not_scores() -> None:

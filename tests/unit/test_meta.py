@@ -15,6 +15,7 @@ from assay.cli import app
 from assay.datasets.adapters import read_labelled, read_ragchecker
 from assay.errors import InputError
 from assay.meta import markdown_table, meta
+from assay.backends import ScriptedBackend
 from assay.runner import RunnerConfig
 
 SLICE = Path(__file__).parents[1] / "data" / "ragchecker_slice.json"
@@ -107,3 +108,30 @@ def test_meta_cli_writes_meta_json(tmp_path: Path) -> None:
     again = CliRunner().invoke(app, ["meta", "ragchecker", str(SLICE), "--method", "rougeL", "--method", "bleu",
                                      "--limit", "4", "--seed", "1", "--resamples", "50", "--out", str(out)])
     assert again.exit_code == 0 and json.loads(out.read_text())["rows"] == saved["rows"]
+
+
+MTRAG = Path(__file__).parents[1] / "data" / "mtrag_slice.json"
+
+
+def test_mtrag_items_carry_history_passages_and_three_raters() -> None:
+    metaset = read_labelled("mtrag", MTRAG)
+    assert not metaset.pairwise and len(metaset.items) == 6 and len(metaset.units) == 6
+    turn2 = next(i for i in metaset.items if i.id.endswith("<::>2"))
+    assert [t.role for t in turn2.history] == ["user", "assistant"]
+    assert turn2.contexts and turn2.reference is not None
+    assert turn2.metadata["conversation_id"] == turn2.id.split("<::>")[0]
+    unit = metaset.units[0]
+    assert set(unit.human) == {"faithfulness", "appropriateness", "completeness", "naturalness", "win_rate"}
+    assert all(v in (1.0, 2.0, 3.0, 4.0) for v in unit.human["faithfulness"]) and len(unit.human["faithfulness"]) == 3
+
+
+def test_caseaware_meta_on_mtrag_with_a_scripted_judge() -> None:
+    from tests.unit.test_caseaware import turn_json
+
+    metaset = read_labelled("mtrag", MTRAG)
+    scores = [0.2, 0.5, 0.7, 0.9, 0.95, 0.4]
+    backend = ScriptedBackend([turn_json(s) for s in scores])
+    result = meta(metaset, ["caseaware"], backend, resamples=50)
+    row = next(r for r in result["rows"] if r["method"] == "caseaware.s_final" and r["human_label"] == "win_rate")
+    assert row["n"] == 6 and row["unscored"] == 0
+    assert {r["human_label"] for r in result["rows"]} == set(metaset.labels)

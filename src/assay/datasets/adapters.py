@@ -150,7 +150,87 @@ def read_assay_labelled(path: str | Path) -> MetaSet:
     return MetaSet("assay", str(path), False, labels, items, units)
 
 
-ADAPTERS = {"ragchecker": read_ragchecker, "assay": read_assay_labelled}
+MTRAG_LABELS = ["faithfulness", "appropriateness", "completeness", "naturalness", "win_rate"]
+
+
+def read_mtrag(path: str | Path) -> MetaSet:
+    """IBM MT-RAG human evaluations (``reference_subset_with_human_evaluations.json``): tasks
+    (one conversation turn each, ``<conversation>::<turn>``) with their passages, and for each
+    of 3 responses per task (reference, Llama-3.1-405B, GPT-4o) the 1–4 ratings of 3 annotators
+    on faithfulness, appropriateness, completeness and naturalness, plus win-rate (0–100).
+    Each response becomes an item: earlier turns as history, the task's passages as contexts,
+    the task's target answer as reference, ``metadata.conversation_id`` from the task id."""
+    path = Path(path)
+    source = str(path)
+    data = _load_json(path)
+    if not isinstance(data, dict):
+        raise InputError("expected the MT-RAG evaluation object (with tasks, documents, evaluations)", source=source)
+    documents = {str(_need(d, "document_id", source, n, str)): _need(d, "text", source, n, str)
+                 for n, d in enumerate(_need(data, "documents", source, 0, list), 1)}
+    scales: dict[str, dict[str, float]] = {}
+    for metric in _need(data, "metrics", source, 0, list):
+        if isinstance(metric, dict) and metric.get("type") == "categorical":
+            scales[str(metric.get("name"))] = {str(v["value"]): float(v["numeric_value"])
+                                              for v in metric.get("values", [])}
+    tasks: dict[str, dict[str, Any]] = {}
+    for n, task in enumerate(_need(data, "tasks", source, 0, list), 1):
+        task_id = str(_need(task, "task_id", source, n, str))
+        turns = _need(task, "input", source, n, list)
+        if not turns or turns[-1].get("speaker") != "user":
+            raise InputError(f"task {n} ({task_id}): the last input turn is not the user's", source=source,
+                             field="input")
+        contexts = []
+        for ref in task.get("contexts") or []:
+            doc_id = str(ref.get("document_id"))
+            if doc_id not in documents:
+                raise InputError(f"task {n} ({task_id}) cites unknown document {doc_id}", source=source,
+                                 field="contexts")
+            contexts.append({"id": doc_id, "text": documents[doc_id]})
+        targets = task.get("targets") or []
+        tasks[task_id] = {"query": str(turns[-1].get("text", "")),
+                          "history": [{"role": "user" if t.get("speaker") == "user" else "assistant",
+                                       "content": str(t.get("text", ""))} for t in turns[:-1]],
+                          "contexts": contexts,
+                          "reference": str(targets[0].get("text", "")) if targets else None,
+                          "metadata": {"conversation_id": task_id.split("<::>")[0], "turn": task.get("Turn"),
+                                       "answerability": (task.get("Answerability") or [None])[0],
+                                       "collection": task.get("Collection")}}
+    items, units = [], []
+    for n, ev in enumerate(_need(data, "evaluations", source, 0, list), 1):
+        task_id = str(_need(ev, "task_id", source, n, str))
+        if task_id not in tasks:
+            raise InputError(f"evaluation {n} names unknown task {task_id}", source=source, field="task_id")
+        model = str(_need(ev, "model_id", source, n, str))
+        task = tasks[task_id]
+        item = Item(id=task_id, query=task["query"], response=str(ev.get("model_response") or ""), system=model,
+                    history=task["history"], contexts=task["contexts"],
+                    reference=Reference(required=task["reference"]) if task["reference"] else None,
+                    metadata=dict(task["metadata"]))
+        annotations = _need(ev, "annotations", source, n, dict)
+        human: dict[str, list[float]] = {}
+        for label in MTRAG_LABELS:
+            raw = annotations.get(label.replace("_", "-"), {})
+            values = []
+            for annotator in sorted(raw):
+                value = raw[annotator].get("value") if isinstance(raw[annotator], dict) else None
+                if value is None:
+                    continue
+                scale = scales.get(label)
+                if scale is not None:
+                    if str(value) not in scale:
+                        raise InputError(f"evaluation {n}: {label} value {value!r} is not on its scale",
+                                         source=source, field=f"annotations.{label}")
+                    values.append(scale[str(value)])
+                else:
+                    values.append(float(value))
+            if values:
+                human[label] = values
+        items.append(item)
+        units.append(MetaUnit(id=item.key, keys=(item.key,), human=human))
+    return MetaSet("mtrag", source, False, MTRAG_LABELS, items, units)
+
+
+ADAPTERS = {"ragchecker": read_ragchecker, "mtrag": read_mtrag, "assay": read_assay_labelled}
 
 
 def read_labelled(kind: str, path: str | Path) -> MetaSet:

@@ -165,8 +165,6 @@ class CaseAware(Method):
                 "prompt_sha256": {"turn": self.prompt.sha256}}
 
     def check_item(self, item: Item) -> str | None:
-        if not item.contexts:
-            return "the case-aware judge needs the retrieved passages (field 'contexts')"
         if not item.query.strip():
             return "the query is empty (field 'query')"
         return None
@@ -177,7 +175,7 @@ class CaseAware(Method):
     def render(self, item: Item) -> list[Any]:
         history = "\n".join(f"{turn.role}: {turn.content.strip()}" for turn in item.history) or "(no earlier turns)"
         contexts = "\n\n".join(f"[{n}]{f' ({c.id})' if c.id else ''} {c.text.strip()}"
-                               for n, c in enumerate(item.contexts, 1))
+                               for n, c in enumerate(item.contexts, 1)) or "(no passages were retrieved)"
         reference = (fence("reference", item.reference.full_text()) if item.reference is not None
                      else "<reference>\n(no reference answer given)\n</reference>")
         case = item.case
