@@ -11,11 +11,11 @@ from scipy import stats as sps
 from typer.testing import CliRunner
 
 import assay
+from assay.backends import ScriptedBackend
 from assay.cli import app
 from assay.datasets.adapters import read_labelled, read_ragchecker
 from assay.errors import InputError
 from assay.meta import markdown_table, meta
-from assay.backends import ScriptedBackend
 from assay.runner import RunnerConfig
 
 SLICE = Path(__file__).parents[1] / "data" / "ragchecker_slice.json"
