@@ -1,7 +1,7 @@
 """Meta-evaluation: how far each automatic score agrees with human labels (DeCE Table 2 style).
 
-For every method and each of its metrics, and every human label: Pearson (with a seeded
-bootstrap CI and p-value), Spearman and Kendall (with p-values), n, and how many units could
+For every method and each of its metrics, and every human label: Pearson and Spearman (each
+with a p-value and a seeded bootstrap CI), Kendall (with p-value), n, and how many units could
 not be used because a score was unscored.
 
 * Pointwise sets: the score of each answer against the mean of its annotators' values.
@@ -69,11 +69,12 @@ def correlate(metaset: MetaSet, scores: dict[str, dict[str, float | None]], name
                 xs.append(float(values[0]))  # type: ignore[arg-type]
                 ys.append(statistics.fmean(human))
         pearson = correlation(xs, ys, "pearson", resamples=resamples, seed=seed)
-        spearman = correlation(xs, ys, "spearman", resamples=0)
+        spearman = correlation(xs, ys, "spearman", resamples=resamples, seed=seed)
         kendall = correlation(xs, ys, "kendall", resamples=0)
         rows.append({"method": name, "human_label": label, "pearson": pearson.r, "pearson_p": pearson.p,
                      "pearson_ci": list(pearson.ci) if pearson.ci else None, "spearman": spearman.r,
-                     "spearman_p": spearman.p, "kendall": kendall.r, "kendall_p": kendall.p,
+                     "spearman_p": spearman.p, "spearman_ci": list(spearman.ci) if spearman.ci else None,
+                     "kendall": kendall.r, "kendall_p": kendall.p,
                      "n": len(xs), "unscored": unscored, "note": pearson.note})
     return rows, records
 
