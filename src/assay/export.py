@@ -28,6 +28,9 @@ def export_rows(store: Store, run_id: str) -> list[dict[str, Any]]:
         record["unscored"] = result["unscored"]
         record["unscored_reason"] = "; ".join(
             f"{u.get('metric') or 'item'}: {u['reason']}" for u in result["unscored"]) or None
+        for key in ("case", "history", "contexts"):
+            if item.get(key):
+                record[key] = item[key]
         if item.get("metadata"):
             record["metadata"] = item["metadata"]
         if item.get("human"):
@@ -37,12 +40,20 @@ def export_rows(store: Store, run_id: str) -> list[dict[str, Any]]:
     return rows
 
 
-def export_run(store: Store, run_id: str, out: Path, fmt: str) -> int:
+COMPACT = ("run_id", "id", "system", "conversation_id", "status", "case", "query", "response", "contexts", "s_final",
+           "f_beta", "unscored_reason")
+"""Columns of the compact output (case-aware App. A.2: case fields, response, retrieved
+contexts and the aggregate, for monitoring dashboards); the granular output is everything."""
+
+
+def export_run(store: Store, run_id: str, out: Path, fmt: str, compact: bool = False) -> int:
     """Write the run to ``out``; returns the number of rows. Written to a temporary file first,
-    so a failed export leaves nothing half-written."""
+    so a failed export leaves nothing half-written. ``compact`` keeps only :data:`COMPACT`."""
     if fmt not in FORMATS:
         raise ConfigError(f"unknown export format {fmt!r}; use one of {', '.join(FORMATS)}")
     rows = export_rows(store, run_id)
+    if compact:
+        rows = [{k: row[k] for k in COMPACT if k in row} for row in rows]
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     if fmt == "jsonl":

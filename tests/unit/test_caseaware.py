@@ -176,3 +176,24 @@ def test_dry_run_prices_tokens(tmp_path: Path) -> None:
     method = CaseAware(CaseAwareConfig())
     est = method.estimate([assay.Item.model_validate(TURN)])
     assert est.calls == 1 and est.prompt_tokens > 200
+
+
+def test_report_and_exports_of_a_caseaware_run(tmp_path: Path) -> None:
+    path = make_run(tmp_path, "r", {"c1": [0.9, 0.2], "c2": [0.5], "c3": [0.7]})
+    runner = CliRunner()
+    html = tmp_path / "r.html"
+    assert runner.invoke(app, ["report", str(path), "-o", str(html)], catch_exceptions=False).exit_code == 0
+    page = html.read_text()
+    for marker in ("Case-aware metrics", "Fig. 6", "Fig. 4", "Fig. 3", "Worst turns", "<svg"):
+        assert marker in page
+    out = tmp_path / "r.jsonl"
+    assert runner.invoke(app, ["export", str(path), "-o", str(out)], catch_exceptions=False).exit_code == 0
+    row = json.loads(out.read_text().splitlines()[0])
+    assert {"hallucination_score", "hallucination_justification", "hallucination_band",
+            "case_resolution_alignment_score", "case_resolution_alignment_justification", "s_final", "weights",
+            "contexts", "case"} <= set(row)
+    compact = tmp_path / "c.jsonl"
+    assert runner.invoke(app, ["export", str(path), "-o", str(compact), "--compact"]).exit_code == 0
+    small = json.loads(compact.read_text().splitlines()[0])
+    assert set(small) <= {"run_id", "id", "system", "conversation_id", "status", "case", "query", "response",
+                          "contexts", "s_final", "f_beta", "unscored_reason"} and "s_final" in small

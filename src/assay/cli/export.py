@@ -16,6 +16,8 @@ def export(
     fmt: str = typer.Option("jsonl", "--format", "-f", help="jsonl, csv or parquet"),
     output: Path | None = typer.Option(None, "--output", "-o", help="default: RUN.<format>"),
     run_id: str | None = typer.Option(None, "--run-id", help="which run (default: the latest)"),
+    compact: bool = typer.Option(False, "--compact", help="only case fields, query, response, contexts and the "
+                                                          "aggregate score (dashboards); default: everything"),
 ) -> None:
     """Export one run's results, with the evidence behind every score."""
     if not run.is_file():
@@ -23,5 +25,5 @@ def export(
     store = Store(run)
     rid = store.resolve_run(run_id)
     out = output or run.with_suffix(f".{fmt}")
-    count = export_run(store, rid, out, fmt)
+    count = export_run(store, rid, out, fmt, compact=compact)
     console.print(f"wrote {count} row(s) of run {rid} to {out}")
