@@ -197,3 +197,24 @@ def test_report_and_exports_of_a_caseaware_run(tmp_path: Path) -> None:
     small = json.loads(compact.read_text().splitlines()[0])
     assert set(small) <= {"run_id", "id", "system", "conversation_id", "status", "case", "query", "response",
                           "contexts", "s_final", "f_beta", "unscored_reason"} and "s_final" in small
+
+
+def test_identifiers_are_tokens_with_digits_or_paths() -> None:
+    from assay.methods.caseaware import identifiers
+
+    text = "1. Run `fw-tool --apply 3.2.1` for E-7731 on port 8443, then delete /var/lib/app/cache/*.\n2. Wait 5 s."
+    assert identifiers(text) == ["3.2.1", "E-7731", "8443", "/var/lib/app/cache/*"]
+
+
+def test_an_identifier_absent_from_the_inputs_caps_identifier_integrity() -> None:
+    corrupted = {**TURN, "response": "Error 806: set the value to 2 and restart."}
+    judge = ScriptedBackend([turn_json(0.95), turn_json(0.95), turn_json(0.95)])
+    row = assay.evaluate([corrupted], "caseaware", judge, runner=QUIET).records()[0]
+    assert row["identifier_check"] == {"unsupported": ["806"], "policy": "cap", "capped": True}
+    assert (row["identifier_integrity_score"], row["identifier_integrity_band"]) == (0.30, "severe")
+    assert (row["identifier_integrity_judge_score"], row["identifier_integrity_judge_band"]) == (0.95, "none")
+    assert row["s_final"] == pytest.approx(0.95 - 0.10 * (0.95 - 0.30))
+    flagged = assay.evaluate([corrupted], "caseaware", judge, runner=QUIET, identifier_check="flag").records()[0]
+    assert flagged["identifier_integrity_score"] == 0.95 and flagged["identifier_check"]["unsupported"] == ["806"]
+    clean = assay.evaluate([TURN], "caseaware", judge, runner=QUIET).records()[0]
+    assert clean["identifier_check"]["unsupported"] == [] and clean["identifier_integrity_score"] == 0.95

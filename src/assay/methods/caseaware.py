@@ -19,11 +19,22 @@ Readings we chose, so the next person knows:
   a left-to-right decoder commits to the issue before the number.
 * Conversation-level aggregation (§8.3) is the mean over a conversation's scored turns, the
   conversation being ``metadata.conversation_id`` (else the item id).
+* Identifier check (our addition, for App. J.4 "corruption is high severity"): identifiers in
+  the answer (tokens with a digit such as error codes, versions, IDs, "E-7731", "3.2.1", "806";
+  and paths with two or more separators) that occur nowhere in the inputs (query, case, history,
+  passages, reference) are listed in ``identifier_check``. With ``identifier_check="cap"`` (the
+  default) a judge's identifier_integrity score above the severe band is capped at 0.30 (band
+  severe) when there is such an identifier; the judge's own score and band are kept as
+  ``identifier_integrity_judge_score`` / ``_judge_band``. "flag" only lists them; "off" skips
+  the check. Weak judges call a corrupted "error 806" (for 809) "kept exactly"; this catches it.
+  The check is literal: an identifier the answer derives correctly but that no input spells out
+  (a computed port number, say) is capped too, and the record says which one.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -113,6 +124,9 @@ class CaseAwareConfig(BaseModel):
     seed: int = 0
     max_justification_chars: int = Field(default=200, ge=20)
     max_reasks: int = 2
+    identifier_check: Literal["cap", "flag", "off"] = "cap"
+    """Identifiers in the answer that no input contains: cap identifier_integrity at 0.30, only
+    flag them, or skip the check (module docstring)."""
 
 
 def _turn_model() -> type[BaseModel]:
@@ -141,6 +155,45 @@ def _check_turn(output: Any) -> None:
             problems.append(f"{metric}_justification is empty")
     if problems:
         raise OutputInvalid("; ".join(problems[:4]) + (f" (and {len(problems) - 4} more)" if len(problems) > 4 else ""))
+
+
+_TOKEN = re.compile(r"[/\\]?[A-Za-z0-9_][A-Za-z0-9_.\-:/\\*]*")
+_LIST_MARKER = re.compile(r"^\s*\d+[.)]\s", re.M)
+
+
+def identifiers(text: str) -> list[str]:
+    """Identifier-like tokens: with a digit and either 3+ characters or a non-digit character
+    (error codes, versions, IDs, "E-7731", "3.2.1", "806"), or paths with 2+ separators."""
+    found = []
+    for token in _TOKEN.findall(_LIST_MARKER.sub(" ", text)):
+        token = token.rstrip(".:,;-")
+        has_digit = any(ch.isdigit() for ch in token)
+        is_path = token.count("/") + token.count("\\") >= 2
+        if (has_digit and (len(token) >= 3 or not token.isdigit())) or is_path:
+            if token not in found:
+                found.append(token)
+    return found
+
+
+def unsupported_identifiers(item: Item) -> list[str]:
+    """The answer's identifiers that occur nowhere in the turn's inputs (case-insensitive;
+    whole tokens for pure numbers, substrings otherwise)."""
+    parts = [item.query, *(t.content for t in item.history), *(c.text for c in item.contexts)]
+    if item.case is not None:
+        parts += [item.case.subject, item.case.description]
+    if item.reference is not None:
+        parts.append(item.reference.full_text())
+    haystack = "\n".join(parts).lower()
+    missing = []
+    for token in identifiers(item.response):
+        needle = token.lower().rstrip("*")
+        if token.isdigit():
+            present = re.search(rf"(?<![0-9]){re.escape(needle)}(?![0-9])", haystack) is not None
+        else:
+            present = needle in haystack
+        if not present:
+            missing.append(token)
+    return missing
 
 
 def conversation_of(item: dict[str, Any]) -> str:
@@ -215,6 +268,17 @@ class CaseAware(Method):
             scores[f"{metric}_score"] = float(getattr(out.value, f"{metric}_score"))
             details[f"{metric}_justification"] = getattr(out.value, f"{metric}_justification")
             details[f"{metric}_band"] = getattr(out.value, f"{metric}_band")
+        if self.config.identifier_check != "off":
+            missing = unsupported_identifiers(item)
+            details["identifier_check"] = {"unsupported": missing, "policy": self.config.identifier_check,
+                                           "capped": False}
+            judged = scores["identifier_integrity_score"]
+            if missing and self.config.identifier_check == "cap" and judged is not None and judged > 0.30:
+                details["identifier_integrity_judge_score"] = judged
+                details["identifier_integrity_judge_band"] = details["identifier_integrity_band"]
+                scores["identifier_integrity_score"] = 0.30
+                details["identifier_integrity_band"] = "severe"
+                details["identifier_check"]["capped"] = True
         scores["s_final"] = s_final({m: scores[f"{m}_score"] for m in METRICS}, self.weights)
         return ItemResult(scores=scores, details=details, call_keys=out.keys)
 

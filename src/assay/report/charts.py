@@ -45,16 +45,16 @@ def scatter(series: dict[str, list[tuple[float, float, str]]], x_label: str, y_l
                     'stroke-dasharray="4 3"/>')
         body.append(f'<line x1="{pad}" y1="{py(qy)}" x2="{size - pad}" y2="{py(qy)}" stroke="#bbb" '
                     'stroke-dasharray="4 3"/>')
-    legend_y = 14
+    legend_y = 4
     for index, (name, points) in enumerate(series.items()):
         color = PALETTE[index % len(PALETTE)]
         for x, y, tip in points:
             body.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="4" fill="{color}" fill-opacity="0.65">'
                         f'<title>{escape(tip)}</title></circle>')
-        body.append(f'<circle cx="{pad + 6}" cy="{legend_y - 4}" r="4" fill="{color}"/>'
-                    f'<text x="{pad + 14}" y="{legend_y}">{escape(name)}</text>')
+        body.append(f'<circle cx="{size - pad + 14}" cy="{pad + legend_y - 4}" r="4" fill="{color}"/>'
+                    f'<text x="{size - pad + 22}" y="{pad + legend_y}">{escape(name[:18])}</text>')
         legend_y += 14
-    return _svg(size, size, body, f"{y_label} against {x_label}")
+    return _svg(size + 110, size, body, f"{y_label} against {x_label}")
 
 
 def radar(profiles: dict[str, dict[str, float | None]], axes: list[str], size: int = 360) -> str:
