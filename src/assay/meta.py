@@ -7,6 +7,8 @@ not be used because a score was unscored.
 * Pointwise sets: the score of each answer against the mean of its annotators' values.
 * Pairwise sets (RAGChecker): the score difference second − first against each annotator's
   label, the difference repeated once per annotator, as RAGChecker's ``meta_eval.py`` does.
+  Pairwise rows also carry ``agreement``: over (pair, annotator) labels that are not ties, the
+  share where the score difference has the label's sign (a zero difference counts half).
 
 ``meta.json`` keeps ``signature``, ``rows`` and ``items`` (each unit's scores and human labels
 as read), so anyone can recompute the table.
@@ -68,6 +70,11 @@ def correlate(metaset: MetaSet, scores: dict[str, dict[str, float | None]], name
             else:
                 xs.append(float(values[0]))  # type: ignore[arg-type]
                 ys.append(statistics.fmean(human))
+        agreement = None
+        decided = [(x, y) for x, y in zip(xs, ys, strict=True) if y != 0]
+        if metaset.pairwise and decided:
+            # pairwise accuracy: the score difference points the annotator's way (a tie counts half)
+            agreement = sum(1.0 if x * y > 0 else 0.5 if x == 0 else 0.0 for x, y in decided) / len(decided)
         pearson = correlation(xs, ys, "pearson", resamples=resamples, seed=seed)
         spearman = correlation(xs, ys, "spearman", resamples=resamples, seed=seed)
         kendall = correlation(xs, ys, "kendall", resamples=0)
@@ -75,7 +82,8 @@ def correlate(metaset: MetaSet, scores: dict[str, dict[str, float | None]], name
                      "pearson_ci": list(pearson.ci) if pearson.ci else None, "spearman": spearman.r,
                      "spearman_p": spearman.p, "spearman_ci": list(spearman.ci) if spearman.ci else None,
                      "kendall": kendall.r, "kendall_p": kendall.p,
-                     "n": len(xs), "unscored": unscored, "note": pearson.note})
+                     "n": len(xs), "unscored": unscored, "agreement": agreement,
+                     "agreement_n": len(decided) if metaset.pairwise else None, "note": pearson.note})
     return rows, records
 
 
@@ -140,13 +148,14 @@ def markdown_table(result: dict[str, Any]) -> str:
     def f(value: Any) -> str:
         return "–" if value is None else f"{value:.2f}"
 
-    lines = ["| method | human label | Pearson r [95% CI] | p | Spearman ρ | Kendall τ | n | unscored |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| method | human label | Pearson r [95% CI] | p | Spearman ρ | Kendall τ | pairwise agreement | n "
+             "| unscored |", "|---|---|---|---|---|---|---|---|---|"]
     for row in result["rows"]:
         ci = f" [{row['pearson_ci'][0]:.2f}, {row['pearson_ci'][1]:.2f}]" if row["pearson_ci"] else ""
         p = "–" if row["pearson_p"] is None else f"{row['pearson_p']:.3g}"
         lines.append(f"| {row['method']} | {row['human_label']} | {f(row['pearson'])}{ci} | {p} | "
-                     f"{f(row['spearman'])} | {f(row['kendall'])} | {row['n']} | {row['unscored']} |")
+                     f"{f(row['spearman'])} | {f(row['kendall'])} | {f(row.get('agreement'))} | {row['n']} | "
+                     f"{row['unscored']} |")
     lines.append("")
     lines.append(f"`{result['signature']['line']}`")
     return "\n".join(lines)

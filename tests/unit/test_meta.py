@@ -135,3 +135,47 @@ def test_caseaware_meta_on_mtrag_with_a_scripted_judge() -> None:
     row = next(r for r in result["rows"] if r["method"] == "caseaware.s_final" and r["human_label"] == "win_rate")
     assert row["n"] == 6 and row["unscored"] == 0
     assert {r["human_label"] for r in result["rows"]} == set(metaset.labels)
+
+
+DATA = Path(__file__).parents[1] / "data"
+
+
+def test_pandalm_preferences_per_annotator_and_upstream_booleans() -> None:
+    metaset = read_labelled("pandalm", DATA / "pandalm_slice.json")
+    assert metaset.pairwise and len(metaset.units) == 4
+    assert metaset.units[0].human == {"preference": [1.0, 1.0, 1.0]}  # all three chose response2
+    assert metaset.units[3].human == {"preference": [-1.0, -1.0, 0.0]}
+    boolean = next(i for i in metaset.items if i.id == "pandalm157" and i.metadata["side"] == "response1")
+    assert boolean.response == "True" and "record 4 response1: True" in metaset.notes[0]
+
+
+def test_expertqa_claim_shares_and_usefulness() -> None:
+    metaset = read_labelled("expertqa", DATA / "expertqa_slice.jsonl")
+    assert len(metaset.items) == 2
+    unit, item = metaset.units[0], metaset.items[0]
+    claims = item.metadata["claims"]
+    judged = [c for c in claims if c["correctness"]]
+    assert unit.human["correct_share"] == [sum(c["correctness"] in ("Definitely correct", "Probably correct")
+                                               for c in judged) / len(judged)]
+    assert unit.human["usefulness"] == [2.0] and item.reference is not None
+
+
+def test_haluquestqa_spans_and_preferences() -> None:
+    spans = read_labelled("haluquestqa", DATA / "haluquestqa_spans_slice.tsv")
+    assert spans.pairwise and len(spans.units) == 3 and "factuality" in spans.labels
+    first = spans.units[0]
+    assert first.human["preference"] == [1.0] and first.human["factuality"] == [pytest.approx(0.14)]
+    assert spans.items[0].metadata["expert_spans"]["factuality"]["label"] == "['answer1']"
+    prefs = read_labelled("haluquestqa", DATA / "haluquestqa_preferences_slice.tsv")
+    for unit in prefs.units:
+        preferred = next(i for i in prefs.items if i.key in unit.keys and i.metadata["role"] == "preferred")
+        assert unit.human["preference"] == [1.0 if preferred.key == unit.keys[1] else -1.0]
+    assert read_labelled("haluquestqa", DATA / "haluquestqa_preferences_slice.tsv").units == prefs.units
+
+
+def test_pairwise_rows_report_agreement() -> None:
+    result = meta(read_ragchecker(SLICE), ["rougeL"], "none/unused", resamples=50)
+    row = next(r for r in result["rows"] if r["human_label"] == "overall")
+    decided = [(rec["score_b"] - rec["score_a"], v) for rec in result["items"] for v in rec["human"]["overall"] if v]
+    expected = sum(1.0 if d * v > 0 else 0.5 if d == 0 else 0.0 for d, v in decided) / len(decided)
+    assert row["agreement"] == pytest.approx(expected) and row["agreement_n"] == len(decided)

@@ -39,7 +39,8 @@ def meta(
     result = asyncio.run(ameta(metaset, list(method), judge, store=store or out.with_suffix(".db"), seed=seed,
                                resamples=resamples, runner=runner))
     table = Table(title=f"agreement with human labels · {kind}")
-    for column in ("method", "human label", "Pearson r", "95% CI", "p", "Spearman", "Kendall", "n", "unscored"):
+    for column in ("method", "human label", "Pearson r", "95% CI", "p", "Spearman", "Kendall", "agreement", "n",
+                   "unscored"):
         table.add_column(column, justify="left" if column in ("method", "human label") else "right")
 
     def f(value: float | None) -> str:
@@ -49,7 +50,7 @@ def meta(
         ci = f"[{row['pearson_ci'][0]:.2f}, {row['pearson_ci'][1]:.2f}]" if row["pearson_ci"] else "—"
         p = "—" if row["pearson_p"] is None else f"{row['pearson_p']:.2g}"
         table.add_row(row["method"], row["human_label"], f(row["pearson"]), ci, p, f(row["spearman"]),
-                      f(row["kendall"]), str(row["n"]), str(row["unscored"]))
+                      f(row["kendall"]), f(row.get("agreement")), str(row["n"]), str(row["unscored"]))
     console.print(table)
     console.print(result["signature"]["line"])
     console.print(f"wrote {write_meta(result, out)}")

@@ -5,8 +5,10 @@ humans labelled. A unit is one answer (pointwise) or two answers to the same que
 (pairwise: ``keys[0]`` is the first response, ``keys[1]`` the second), with each label's values
 as given by each annotator, in file order.
 
-Kinds: ``ragchecker`` (amazon-science/RAGChecker meta-evaluation pairs) and ``assay`` (our own
-JSONL with a ``human`` field). Point an adapter at the full upstream file to use all of it.
+Kinds: ``ragchecker`` (amazon-science/RAGChecker meta-evaluation pairs), ``mtrag`` (IBM MT-RAG
+human evaluations), ``pandalm`` (PandaLM pairwise test set), ``expertqa`` (ExpertQA claim
+labels), ``haluquestqa`` (HaluQuestQA spans or preferences), and ``assay`` (our own JSONL with a
+``human`` field). Point an adapter at the full upstream file to use all of it.
 """
 
 from __future__ import annotations
@@ -230,7 +232,193 @@ def read_mtrag(path: str | Path) -> MetaSet:
     return MetaSet("mtrag", source, False, MTRAG_LABELS, items, units)
 
 
-ADAPTERS = {"ragchecker": read_ragchecker, "mtrag": read_mtrag, "assay": read_assay_labelled}
+def read_pandalm(path: str | Path) -> MetaSet:
+    """PandaLM test set: pairs of responses to an instruction (+ input), each judged by three
+    annotators as 0 tie, 1 response1 better, 2 response2 better. Label ``preference`` is per
+    annotator −1 (first better), 0 (tie), +1 (second better). There is no reference answer."""
+    path = Path(path)
+    source = str(path)
+    data = _load_json(path)
+    if not isinstance(data, list) or not data:
+        raise InputError("expected a non-empty JSON list of PandaLM records", source=source)
+    mapping = {0: 0.0, 1: -1.0, 2: 1.0}
+    items, units = [], []
+    coerced: list[str] = []
+    for n, record in enumerate(data, 1):
+        idx = str(_need(record, "idx", source, n, (int, str)))
+        instruction = _need(record, "instruction", source, n, str)
+        extra = record.get("input") or ""
+        query = f"{instruction}\n\n{extra}".strip()
+        systems = str(_need(record, "cmp_key", source, n, str)).split("_", 1)
+        if len(systems) != 2:
+            raise InputError(f"record {n}: cmp_key {record['cmp_key']!r} does not name two models", source=source,
+                             field="cmp_key")
+        keys = []
+        for side, system in zip(("response1", "response2"), systems, strict=True):
+            response = record.get(side) if isinstance(record, dict) else None
+            if response is None or isinstance(response, list | dict):
+                raise InputError(f"record {n} has no text in '{side}'", source=source, field=side)
+            if not isinstance(response, str):  # the upstream file has a few JSON booleans/numbers as responses
+                coerced.append(f"record {n} {side}: {response!r}")
+                response = str(response)
+            item = Item(id=f"pandalm{idx}", query=query, response=response,
+                        system=system if systems[0] != systems[1] else f"{system}-{side}",
+                        metadata={"motivation_app": record.get("motivation_app"), "side": side})
+            items.append(item)
+            keys.append(item.key)
+        labels = []
+        for annotator in ("annotator1", "annotator2", "annotator3"):
+            value = record.get(annotator)
+            if value is None:
+                continue
+            if value not in mapping:
+                raise InputError(f"record {n}: {annotator} is {value!r}, expected 0, 1 or 2", source=source,
+                                 field=annotator)
+            labels.append(mapping[value])
+        units.append(MetaUnit(id=f"pandalm{idx}", keys=tuple(keys), human={"preference": labels}))
+    notes = [f"{len(coerced)} non-text response(s) read as text: {', '.join(coerced[:5])}"] if coerced else []
+    return MetaSet("pandalm", source, True, ["preference"], items, units, notes)
+
+
+_CORRECT = {"Definitely correct", "Probably correct"}
+_USEFUL = {"Useful": 2.0, "Partially useful": 1.0, "Not useful at all": 0.0}
+
+
+def read_expertqa(path: str | Path) -> MetaSet:
+    """ExpertQA (``rand_test.jsonl``): long-form answers whose claims an expert labelled for
+    correctness (5 levels), support by the cited evidence, worthiness and informativeness, plus
+    the answer's usefulness. Labels per answer: ``correct_share`` (claims judged definitely or
+    probably correct / claims with a correctness label), ``supported_share`` (claims with
+    complete support / claims with a support label other than N/A) and ``usefulness`` (0–2).
+    The expert's revised answer is the reference: it is an edit of the same answer, so it shares
+    its wording (lexical baselines profit). Claim labels are kept in ``metadata.claims``."""
+    path = Path(path)
+    source = str(path)
+    try:
+        lines = _decode(path.read_bytes(), source).splitlines()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=source) from exc
+    items, units = [], []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"malformed JSON: {exc.msg}", source=source, line=n) from exc
+        question = _need(record, "question", source, n, str)
+        for system, answer in _need(record, "answers", source, n, dict).items():
+            text = _need(answer, "answer_string", source, n, str)
+            claims = answer.get("claims") or []
+            judged = [c for c in claims if c.get("correctness")]
+            supported = [c for c in claims if c.get("support") and c.get("support") != "N/A"]
+            human: dict[str, list[float]] = {}
+            if judged:
+                human["correct_share"] = [sum(c["correctness"] in _CORRECT for c in judged) / len(judged)]
+            if supported:
+                human["supported_share"] = [sum(c["support"] == "Complete" for c in supported) / len(supported)]
+            if answer.get("usefulness") in _USEFUL:
+                human["usefulness"] = [_USEFUL[answer["usefulness"]]]
+            revised = answer.get("revised_answer_string") or ""
+            item = Item(id=f"expertqa{n}", query=question, response=text, system=system,
+                        reference=Reference(required=revised) if revised.strip() else None,
+                        metadata={**(record.get("metadata") or {}),
+                                  "claims": [{k: c.get(k) for k in ("claim_string", "correctness", "support",
+                                                                    "worthiness", "informativeness")}
+                                             for c in claims]})
+            items.append(item)
+            units.append(MetaUnit(id=item.key, keys=(item.key,), human=human))
+    if not items:
+        raise InputError("no ExpertQA record", source=source)
+    return MetaSet("expertqa", source, False, ["correct_share", "supported_share", "usefulness"], items, units)
+
+
+def _read_tsv(path: Path) -> list[dict[str, str]]:
+    import csv
+    import io
+
+    source = str(path)
+    try:
+        text = _decode(path.read_bytes(), source)
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=source) from exc
+    csv.field_size_limit(1 << 30)
+    rows = list(csv.DictReader(io.StringIO(text), delimiter="\t"))
+    if not rows:
+        raise InputError("no rows", source=source)
+    return rows
+
+
+HALU_CRITERIA = ["factuality", "relevance", "completeness", "reference", "overall"]
+
+
+def read_haluquestqa(path: str | Path) -> MetaSet:
+    """HaluQuestQA, either file. The span file (``HaluQuestQA.csv``, tab-separated): a question
+    with a human and a GPT-4 answer, the experts' preference, error spans with reasons, and
+    per-criterion scores of each answer; pairwise labels are ``preference`` (−1 answer 1
+    preferred, +1 answer 2) and, per criterion, score(answer 2) − score(answer 1). Spans and
+    reasons are kept in each pair's first item's ``metadata.expert_spans``. The preference file
+    (``preference_data.csv``): preferred and rejected answers; the order of each pair is set by
+    a seeded coin (seed 0) so that the label is not constant, and ``preference`` is +1 when the
+    second is the preferred one."""
+    path = Path(path)
+    source = str(path)
+    rows = _read_tsv(path)
+    items, units = [], []
+    if "preferred_response" in rows[0]:
+        coin = random.Random(0)
+        for n, row in enumerate(rows, 2):
+            for column in ("question_text", "preferred_response", "rejected_response"):
+                if not (row.get(column) or "").strip():
+                    raise InputError(f"row {n}: empty {column}", source=source, line=n, field=column)
+            pid = f"hqpref{row.get('') or n}"
+            swap = coin.random() < 0.5
+            order = [("rejected", row["rejected_response"]), ("preferred", row["preferred_response"])]
+            if swap:
+                order.reverse()
+            keys = []
+            for position, (role, text) in enumerate(order, 1):
+                item = Item(id=pid, query=row["question_text"], response=text, system=f"answer{position}",
+                            metadata={"role": role, "source_file": row.get("source_file")})
+                items.append(item)
+                keys.append(item.key)
+            units.append(MetaUnit(id=pid, keys=tuple(keys), human={"preference": [-1.0 if swap else 1.0]}))
+        return MetaSet("haluquestqa", source, True, ["preference"], items, units)
+    for n, row in enumerate(rows, 2):
+        for column in ("question_text", "ans1_text", "ans2_text", "ans_preference", "ans1_label", "ans2_label"):
+            if not (row.get(column) or "").strip():
+                raise InputError(f"row {n}: empty {column}", source=source, line=n, field=column)
+        pid = f"hq{row.get('') or n}"
+        keys = []
+        for k in (1, 2):
+            metadata: dict[str, Any] = {"answer_label": row[f"ans{k}_label"], "category": row.get("category"),
+                                        "annotator": row.get("annotator")}
+            if k == 1:
+                metadata["expert_spans"] = {c: {"label": row.get(f"{c}_label"), "span": row.get(f"{c}_span"),
+                                                "reason": row.get(f"{c}_reason")}
+                                            for c in ("factuality", "irrelevance", "incomplete_ans",
+                                                      "ques_misconception", "reference_example")}
+            item = Item(id=pid, query=row["question_text"], response=row[f"ans{k}_text"].strip().strip('"'),
+                        system=row[f"ans{k}_label"], metadata=metadata)
+            items.append(item)
+            keys.append(item.key)
+        preference = row["ans_preference"].strip()
+        if preference not in ("Answer 1", "Answer 2"):
+            raise InputError(f"row {n}: ans_preference {preference!r}", source=source, line=n, field="ans_preference")
+        human = {"preference": [-1.0 if preference == "Answer 1" else 1.0]}
+        for criterion in HALU_CRITERIA:
+            try:
+                first = float(row[f"{criterion}_{row['ans1_label'].split('_')[0]}_score"])
+                second = float(row[f"{criterion}_{row['ans2_label'].split('_')[0]}_score"])
+            except (KeyError, ValueError):
+                continue
+            human[criterion] = [second - first]
+        units.append(MetaUnit(id=pid, keys=tuple(keys), human=human))
+    return MetaSet("haluquestqa", source, True, ["preference", *HALU_CRITERIA], items, units)
+
+
+ADAPTERS = {"ragchecker": read_ragchecker, "mtrag": read_mtrag, "pandalm": read_pandalm, "expertqa": read_expertqa,
+            "haluquestqa": read_haluquestqa, "assay": read_assay_labelled}
 
 
 def read_labelled(kind: str, path: str | Path) -> MetaSet:
