@@ -57,9 +57,9 @@ def scatter(series: dict[str, list[tuple[float, float, str]]], x_label: str, y_l
     return _svg(size + 110, size, body, f"{y_label} against {x_label}")
 
 
-def radar(profiles: dict[str, dict[str, float | None]], axes: list[str], size: int = 360) -> str:
-    """One polygon per system over the axes (values in [0, 1]; None drawn as 0 and marked)."""
-    center, radius = size / 2, size / 2 - 70
+def radar(profiles: dict[str, dict[str, float | None]], axes: list[str], size: int = 460) -> str:
+    """One polygon per system over the axes (values in [0, 1]; None drawn as 0)."""
+    center, radius = size / 2, size / 2 - 125
     n = len(axes)
 
     def point(i: int, r: float) -> tuple[float, float]:
@@ -87,7 +87,7 @@ def radar(profiles: dict[str, dict[str, float | None]], axes: list[str], size: i
     return _svg(size, size, body, "metric profile per system")
 
 
-def histograms(values: dict[str, list[float]], bins: int = 10, width: int = 180, height: int = 90) -> str:
+def histograms(values: dict[str, list[float]], bins: int = 10, width: int = 230, height: int = 90) -> str:
     """Small multiples: one histogram over [0, 1] per metric."""
     cells = []
     for name, data in values.items():
