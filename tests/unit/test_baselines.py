@@ -122,3 +122,20 @@ def test_claims_verdicts_out_of_order_are_re_asked_then_unscored() -> None:
     row = assay.evaluate([ITEM], "claims", ScriptedBackend(rules=rules), runner=QUIET).records()[0]
     assert row["precision"] is None and row["recall"] == 1.0
     assert "expected verdicts for claims 1..1 in order" in row["unscored_reason"]
+
+
+def test_eval_cli_runs_baselines(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from typer.testing import CliRunner
+
+    from assay.cli import app
+
+    data = tmp_path / "items.jsonl"
+    data.write_text(json.dumps(ITEM) + "\n")
+    script = tmp_path / "judge.json"
+    script.write_text(json.dumps({"responses": [pointwise_json(2)]}))
+    result = CliRunner().invoke(app, ["eval", "pointwise", str(data), "--judge", f"scripted/{script}",
+                                      "--out", str(tmp_path / "p.db"), "--no-progress"], catch_exceptions=False)
+    assert result.exit_code == 0 and "2.000" in result.output
+    lexical = CliRunner().invoke(app, ["eval", "rougeL", str(data), "--out", str(tmp_path / "r.db"), "--no-progress"],
+                                 catch_exceptions=False)
+    assert lexical.exit_code == 0 and "rougeL" in lexical.output

@@ -148,3 +148,42 @@ def eval_caseaware(
     _run(items, "caseaware", options, judge=judge, judge_opt=judge_opt, out=out, data=data, resume=resume,
          runner=RunnerConfig(concurrency=concurrency, budget_tokens=budget, timeout_s=timeout, max_retries=retries,
                              progress=progress))
+
+
+def _baseline_command(method: str, doc: str, takes_domain: bool) -> None:
+    def command(
+        data: Path = typer.Argument(..., help="items: .jsonl, .csv or .parquet (SPEC §2.6) with a reference"),
+        judge: str = JUDGE,
+        judge_opt: list[str] | None = JUDGE_OPT,
+        out: Path = typer.Option(Path("assay-run.db"), "--out", "-o", envvar="ASSAY_OUT"),
+        domain: str = typer.Option("general", "--domain", envvar="ASSAY_DOMAIN",
+                                   help="domain pack (LLM baselines): general, legal, medical, financial"),
+        seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED"),
+        concurrency: int | None = typer.Option(None, "--concurrency", envvar="ASSAY_CONCURRENCY"),
+        budget: int | None = typer.Option(None, "--budget", envvar="ASSAY_BUDGET"),
+        timeout: float = typer.Option(600.0, "--timeout", envvar="ASSAY_TIMEOUT"),
+        retries: int = typer.Option(4, "--retries", envvar="ASSAY_RETRIES"),
+        resume: bool = typer.Option(False, "--resume", envvar="ASSAY_RESUME"),
+        dry_run: bool = typer.Option(False, "--dry-run", help="estimate calls and tokens; call no judge"),
+        progress: bool = typer.Option(True, "--progress/--no-progress", envvar="ASSAY_PROGRESS"),
+    ) -> None:
+        items = read_items(data)
+        options: dict = {"domain": domain, "seed": seed} if takes_domain else {}
+        if dry_run:
+            est = estimate(items, method, **options)
+            console.print(f"dry run: {len(items)} item(s) → ≈{est.calls} judge calls, ≈{est.prompt_tokens} prompt + "
+                          f"≈{est.completion_tokens} completion tokens")
+            return
+        _run(items, method, options, judge=judge, judge_opt=judge_opt, out=out, data=data, resume=resume,
+             runner=RunnerConfig(concurrency=concurrency, budget_tokens=budget, timeout_s=timeout,
+                                 max_retries=retries, progress=progress))
+
+    command.__doc__ = doc
+    app.command(method)(command)
+
+
+_baseline_command("pointwise", "Baseline: pointwise 0–4 grade against the reference (DeCE App. C.1–C.3).", True)
+_baseline_command("geval", "Baseline: G-Eval-style precision and recall 1–5 (logprob-weighted when available).", True)
+_baseline_command("claims", "Baseline: RAGChecker-style claim precision and recall by bidirectional entailment.", True)
+_baseline_command("rougeL", "Lexical baseline: ROUGE-L F-measure against the reference (no judge).", False)
+_baseline_command("bleu", "Lexical baseline: sentence BLEU against the reference (no judge).", False)
