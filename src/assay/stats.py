@@ -56,9 +56,24 @@ class CorrelationResult:
     seed: int
     confidence: float = 0.95
     note: str | None = None
+    missing: int = 0
+    """Pairs left out because a value was None or NaN."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _complete(x: Sequence[float | None], y: Sequence[float | None]) -> tuple[list[float], list[float], int]:
+    """Drop pairs with a missing value (None or NaN); return the rest and how many were dropped."""
+    if len(x) != len(y):
+        raise ValueError(f"paired series must be of equal length, got {len(x)} and {len(y)}")
+    xs, ys = [], []
+    for a, b in zip(x, y, strict=True):
+        if a is None or b is None or math.isnan(float(a)) or math.isnan(float(b)):
+            continue
+        xs.append(float(a))
+        ys.append(float(b))
+    return xs, ys, len(x) - len(xs)
 
 
 def _corr_value(method: Correlation, a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
@@ -77,17 +92,21 @@ def _corr_value(method: Correlation, a: np.ndarray, b: np.ndarray) -> tuple[floa
     return float(res.statistic), float(res.pvalue)
 
 
-def correlation(x: Sequence[float], y: Sequence[float], method: Correlation = "pearson", *,
+def correlation(x: Sequence[float | None], y: Sequence[float | None], method: Correlation = "pearson", *,
                 resamples: int = 1000, seed: int = 0, confidence: float = 0.95) -> CorrelationResult:
     """Correlation with scipy's p-value and a seeded paired percentile-bootstrap CI
-    (scipy.stats.bootstrap, ``paired=True``). ``resamples=0`` skips the CI."""
-    a, b = _paired(x, y)
+    (scipy.stats.bootstrap, ``paired=True``). ``resamples=0`` skips the CI. Pairs with a missing
+    value (None/NaN) are dropped and counted in ``missing``; fewer than 3 pairs or a constant
+    series give ``r=None`` with a ``note`` saying the correlation is undefined."""
+    xs, ys, missing = _complete(x, y)
+    a, b = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
     n = len(a)
     if n < 3:
-        return CorrelationResult(method, None, None, None, n, resamples, seed, confidence, "fewer than 3 pairs")
+        return CorrelationResult(method, None, None, None, n, resamples, seed, confidence,
+                                 "undefined: fewer than 3 complete pairs", missing)
     if np.ptp(a) == 0 or np.ptp(b) == 0:
         return CorrelationResult(method, None, None, None, n, resamples, seed, confidence,
-                                 "a constant series has no correlation")
+                                 "undefined: a constant series has no correlation", missing)
     r, p = _corr_value(method, a, b)
     ci = None
     if resamples > 0:
@@ -107,7 +126,7 @@ def correlation(x: Sequence[float], y: Sequence[float], method: Correlation = "p
         if len(dist):
             tail = (1 - confidence) / 2
             ci = (float(np.quantile(dist, tail)), float(np.quantile(dist, 1 - tail)))
-    return CorrelationResult(method, r, p, ci, n, resamples, seed, confidence)
+    return CorrelationResult(method, r, p, ci, n, resamples, seed, confidence, None, missing)
 
 
 def cohen_kappa(a: Sequence[Any], b: Sequence[Any],

@@ -25,13 +25,36 @@ def test_correlation_matches_scipy_with_a_seeded_ci(method: stats.Correlation, r
 
 
 def test_degenerate_correlations_say_why() -> None:
-    assert stats.correlation([1, 2], [2, 1]).note == "fewer than 3 pairs"
+    assert stats.correlation([1, 2], [2, 1]).note == "undefined: fewer than 3 complete pairs"
     constant = stats.correlation([1, 1, 1, 1], [1, 2, 3, 4])
-    assert constant.r is None and "constant" in (constant.note or "")
+    assert constant.r is None and constant.note == "undefined: a constant series has no correlation"
     with pytest.raises(ValueError, match="equal length"):
         stats.correlation([1, 2, 3], [1, 2])
-    with pytest.raises(ValueError, match="NaN"):
-        stats.correlation([1, 2, float("nan")], [1, 2, 3])
+
+
+def test_missing_values_are_dropped_and_counted() -> None:
+    x = [1.0, 2.0, None, 4.0, 5.0, float("nan"), 7.0]
+    y = [2.0, 1.0, 3.0, 3.5, None, 6.0, 8.0]
+    result = stats.correlation(x, y, "spearman", resamples=0)
+    assert result.missing == 3 and result.n == 4
+    assert result.r == pytest.approx(sps.spearmanr([1, 2, 4, 7], [2, 1, 3.5, 8]).statistic)
+
+
+@pytest.mark.parametrize("method, reference", [("spearman", sps.spearmanr), ("kendall", sps.kendalltau)])
+def test_rank_correlations_with_ties_match_scipy(method: stats.Correlation, reference) -> None:  # type: ignore[no-untyped-def]
+    x = [1, 2, 2, 3, 3, 3, 4, 5]
+    y = [0, 1, 1, 1, 2, 2, 2, 2]
+    result = stats.correlation(x, y, method, resamples=0)
+    expected = reference(x, y)
+    assert result.r == pytest.approx(expected.statistic) and result.p == pytest.approx(expected.pvalue)
+
+
+def test_weighted_kappa_matches_sklearn_on_ordinal_labels() -> None:
+    from sklearn.metrics import cohen_kappa_score
+
+    a, b = [1, 2, 3, 4, 4, 2, 1, 3, 3], [1, 3, 3, 4, 3, 2, 2, 3, 4]
+    for weights in (None, "linear", "quadratic"):
+        assert stats.cohen_kappa(a, b, weights) == pytest.approx(cohen_kappa_score(a, b, weights=weights))
 
 
 def test_kappa_weighted_and_plain() -> None:
