@@ -204,6 +204,7 @@ def test_identifiers_are_tokens_with_digits_or_paths() -> None:
 
     text = "1. Run `fw-tool --apply 3.2.1` for E-7731 on port 8443, then delete /var/lib/app/cache/*.\n2. Wait 5 s."
     assert identifiers(text) == ["3.2.1", "E-7731", "8443", "/var/lib/app/cache/*"]
+    assert identifiers("Support is 24/7; expect 1-3 days, or 3-3.5 hours, for KB-2201.") == ["KB-2201"]
 
 
 def test_an_identifier_absent_from_the_inputs_caps_identifier_integrity() -> None:

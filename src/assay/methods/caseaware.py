@@ -159,16 +159,20 @@ def _check_turn(output: Any) -> None:
 
 _TOKEN = re.compile(r"[/\\]?[A-Za-z0-9_][A-Za-z0-9_.\-:/\\*]*")
 _LIST_MARKER = re.compile(r"^\s*\d+[.)]\s", re.M)
+_NUMERIC_RANGE = re.compile(r"^\d+(?:\.\d+)?(?:[-–/]\d+(?:\.\d+)?)+$")  # "1-3", "3-3.5", "24/7": amounts, not IDs
 
 
 def identifiers(text: str) -> list[str]:
     """Identifier-like tokens: with a digit and either 3+ characters or a non-digit character
-    (error codes, versions, IDs, "E-7731", "3.2.1", "806"), or paths with 2+ separators."""
+    (error codes, versions, IDs, "E-7731", "3.2.1", "806"), or paths with 2+ separators.
+    Numeric ranges and ratios ("1-3", "3-3.5", "24/7") are amounts, not identifiers."""
     found = []
     for token in _TOKEN.findall(_LIST_MARKER.sub(" ", text)):
         token = token.rstrip(".:,;-")
         has_digit = any(ch.isdigit() for ch in token)
         is_path = token.count("/") + token.count("\\") >= 2
+        if _NUMERIC_RANGE.match(token):
+            continue
         if (has_digit and (len(token) >= 3 or not token.isdigit())) or is_path:
             if token not in found:
                 found.append(token)
