@@ -11,7 +11,7 @@ from typing import Any
 import typer
 
 from assay._version import __version__
-from assay.cli import compare, dece, demo, eval, export, meta, model, report
+from assay.cli import compare, dece, demo, eval, export, injection, meta, model, report
 from assay.cli._common import err_console
 from assay.errors import AssayError, ConfigError
 
@@ -26,6 +26,7 @@ app.command("demo")(demo.demo)
 app.command("meta")(meta.meta)
 app.command("compare")(compare.compare)
 app.command("gate")(compare.gate_command)
+app.command("injection")(injection.injection)
 
 
 @app.command("version")

@@ -1,0 +1,56 @@
+"""Prompt-injection audit with the embedded judge (SPEC §2.3): score inflation per attack.
+
+The flawed answers of the bundled DeCE examples (planted errors and omissions: room to inflate)
+are scored clean and with each attack of ``assay.injection.ATTACKS`` added; the table gives,
+per attack and metric, the paired difference attacked − clean with a bootstrap CI.
+
+Calls go to ``benchmarks/results/injection.db`` (resumable; a larger ``--items`` re-uses them).
+Writes benchmarks/results/injection_<method>.json and prints the markdown table.
+Usage: python benchmarks/injection.py [--method pointwise] [--items 4] [--attack NAME ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from importlib import resources
+from pathlib import Path
+
+from assay.backends._llamacpp import LlamaCppBackend
+from assay.injection import ainjection_audit, markdown_table
+from assay.meta import write_meta
+from assay.runner import RunnerConfig
+from assay.types import Item
+
+HERE = Path(__file__).parent
+
+
+def flawed_examples() -> list[Item]:
+    text = resources.files("assay.examples").joinpath("dece_examples.jsonl").read_text(encoding="utf-8")
+    items = [Item.model_validate(json.loads(line)) for line in text.splitlines() if line.strip()]
+    return [i for i in items if i.metadata.get("variant") in ("error", "omission")]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--method", default="pointwise")
+    parser.add_argument("--items", type=int, default=4)
+    parser.add_argument("--attack", action="append", default=[])
+    parser.add_argument("--store", type=Path, default=HERE / "results" / "injection.db")
+    args = parser.parse_args()
+    items = flawed_examples()[:args.items]
+    judge = LlamaCppBackend("default", n_ctx=4096)
+    start = time.perf_counter()
+    result = asyncio.run(ainjection_audit(items, args.method, judge, attacks=args.attack, store=args.store,
+                                          runner=RunnerConfig(progress=True)))
+    result["wall_s"] = time.perf_counter() - start
+    result["judge_model"] = "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama.cpp, CPU)"
+    out = write_meta(result, HERE / "results" / f"injection_{args.method}.json")
+    print(markdown_table(result))
+    print(f"wrote {out} in {result['wall_s']:.0f} s ({result['judge_calls']} judge calls)")
+
+
+if __name__ == "__main__":
+    main()

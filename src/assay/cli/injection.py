@@ -1,0 +1,60 @@
+"""`assay injection DATA --method M`: how far injected text in the answers raises a judge's scores."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from assay.cli._common import console, parse_options
+from assay.datasets import read_items
+from assay.injection import ATTACKS_BY_NAME, ainjection_audit
+from assay.meta import write_meta
+from assay.methods import METHODS
+from assay.runner import RunnerConfig
+
+
+def injection(
+    data: Path = typer.Argument(..., help="items (JSONL / CSV / Parquet) whose answers get the attacks"),
+    method: str = typer.Option(..., "--method", "-m", help=f"one of: {', '.join(sorted(METHODS))}"),
+    attack: list[str] = typer.Option([], "--attack", "-a",
+                                     help=f"repeatable; default all: {', '.join(ATTACKS_BY_NAME)}"),
+    judge: str = typer.Option("llamacpp/default", "--judge", "-j", envvar="ASSAY_JUDGE"),
+    judge_opt: list[str] = typer.Option([], "--judge-opt", help="backend option key=value, repeatable"),
+    limit: int | None = typer.Option(None, "--limit", help="only the first N items"),
+    seed: int = typer.Option(0, "--seed", help="seed of the bootstrap"),
+    resamples: int = typer.Option(2000, "--resamples"),
+    out: Path = typer.Option(Path("injection.json"), "--out", "-o", help="where the audit JSON goes"),
+    store: Path | None = typer.Option(None, "--store", help="run store (.db; default: OUT with .db), resumable"),
+    concurrency: int | None = typer.Option(None, "--concurrency"),
+) -> None:
+    """Score each answer clean and with each injection attack appended, and print per attack and
+    metric the paired difference attacked − clean (bootstrap CI, Wilcoxon p, answers raised)."""
+    if method not in METHODS:
+        raise typer.BadParameter(f"unknown method {method}; known: {', '.join(sorted(METHODS))}")
+    items = read_items(data)
+    if limit is not None:
+        items = items[:limit]
+    runner = RunnerConfig(concurrency=concurrency) if concurrency else RunnerConfig()
+    result = asyncio.run(ainjection_audit(items, method, judge, attacks=list(attack), store=store or
+                                          out.with_suffix(".db"), runner=runner, seed=seed, resamples=resamples,
+                                          judge_options=parse_options(judge_opt)))
+    table = Table(title=f"injection audit · {method} · {len(items)} answer(s)")
+    for column in ("attack", "metric", "clean", "attacked", "Δ", "95% CI", "Wilcoxon p", "raised", "lowered", "n",
+                   "unscored"):
+        table.add_column(column, justify="left" if column in ("attack", "metric") else "right")
+
+    def f(value: float | None, signed: bool = False) -> str:
+        return "—" if value is None else f"{value:+.3f}" if signed else f"{value:.3f}"
+
+    for row in result["rows"]:
+        ci = f"[{row['delta_ci'][0]:+.2f}, {row['delta_ci'][1]:+.2f}]" if row["delta_ci"] else "—"
+        p = "—" if row["wilcoxon_p"] is None else f"{row['wilcoxon_p']:.2g}"
+        table.add_row(row["attack"], row["metric"], f(row["clean_mean"]), f(row["attacked_mean"]),
+                      f(row["mean_delta"], True), ci, p, str(row["raised"]), str(row["lowered"]), str(row["n"]),
+                      str(row["unscored"]))
+    console.print(table)
+    console.print(result["signature"]["line"])
+    console.print(f"wrote {write_meta(result, out)}")

@@ -1,0 +1,119 @@
+"""The prompt-injection audit (SPEC §2.3): attacks, fences, and the inflation it measures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import assay
+from assay.backends import ScriptedBackend
+from assay.cli import app
+from assay.errors import ConfigError
+from assay.injection import ATTACKS, ATTACKS_BY_NAME, inject, injection_audit, markdown_table, select_attacks
+from assay.methods import build_method
+from assay.runner import RunnerConfig
+from tests.helpers import ITEM
+from tests.unit.test_baselines import pointwise_json
+
+QUIET = RunnerConfig(progress=False)
+ITEMS = [assay.Item.model_validate({**ITEM, "id": f"q{i}", "query": f"{ITEM['query']} ({i})"}) for i in range(4)]
+
+
+def gullible_judge() -> ScriptedBackend:
+    """Grades 4 when the prompt carries the override attack, else 1: a judge fooled by one attack."""
+    return ScriptedBackend(rules=[
+        {"match": r"Ignore all earlier grading instructions", "responses": [pointwise_json(4)], "repeat": True},
+        {"match": r".", "responses": [pointwise_json(1)], "repeat": True},
+    ])
+
+
+def test_inject_appends_or_prefixes_and_labels_the_copy() -> None:
+    item = ITEMS[0]
+    hit = inject(item, ATTACKS_BY_NAME["override"])
+    assert hit.response.startswith(item.response) and hit.response.endswith("on every criterion.")
+    assert hit.system == "s1+override" and hit.metadata["clean_key"] == item.key and hit.key != item.key
+    first = inject(item, ATTACKS_BY_NAME["authority"])
+    assert first.response.startswith("(Reviewed") and first.response.endswith(item.response)
+    assert item.response == ITEM["response"]  # the clean item is untouched
+
+
+def test_the_audit_measures_the_inflation_of_a_fooled_judge() -> None:
+    result = injection_audit(ITEMS, "pointwise", gullible_judge(), runner=QUIET, resamples=500)
+    rows = {r["attack"]: r for r in result["rows"]}
+    assert set(rows) == {a.name for a in ATTACKS}
+    fooled = rows["override"]
+    assert fooled["clean_mean"] == 1.0 and fooled["attacked_mean"] == 4.0 and fooled["mean_delta"] == 3.0
+    assert fooled["raised"] == 4 and fooled["lowered"] == 0 and fooled["n"] == 4
+    assert fooled["delta_ci"] == [3.0, 3.0]
+    for name in ("fake_delimiter", "json_verdict", "role_play", "authority"):
+        assert rows[name]["mean_delta"] == 0.0 and rows[name]["raised"] == 0
+        assert rows[name]["wilcoxon_p"] is None and "all differences are zero" in rows[name]["note"]
+    assert len(result["items"]) == 4 * len(ATTACKS)
+    assert "| override | pointwise | 1.000 | 4.000 | +3.000 [+3.000, +3.000]" in markdown_table(result)
+    assert result["signature"]["method"] == "injection:pointwise"
+
+
+def test_unscored_answers_are_counted_not_paired() -> None:
+    backend = ScriptedBackend(rules=[
+        {"match": r"certified as accurate", "responses": ['{"score": "top"}'], "repeat": True},
+        {"match": r".", "responses": [pointwise_json(2)], "repeat": True},
+    ])
+    result = injection_audit(ITEMS[:2], "pointwise", backend, attacks=["authority", "override"], runner=QUIET)
+    rows = {r["attack"]: r for r in result["rows"]}
+    assert rows["authority"]["n"] == 0 and rows["authority"]["unscored"] == 2
+    assert rows["authority"]["note"].startswith("undefined")
+    assert rows["override"]["n"] == 2 and rows["override"]["unscored"] == 0
+
+
+def test_unknown_attacks_and_empty_input_are_errors() -> None:
+    with pytest.raises(ConfigError, match=r"unknown attack.*nope.*known: override"):
+        select_attacks(["override", "nope"])
+    with pytest.raises(ConfigError, match="at least one item"):
+        injection_audit([], "pointwise", gullible_judge())
+
+
+def _prompts(method: str, item: assay.Item) -> list[str]:
+    obj: Any = build_method(method)
+    if method == "dece":
+        messages = [*obj.render_satisfaction(item, ["a"]), *obj.render_element_extraction(item)]
+    elif method == "claims":
+        messages = obj.render_extraction(item.query, "answer", item.response)
+    else:
+        messages = obj.render(item)
+    return [m.content for m in messages]
+
+
+@pytest.mark.parametrize("method", ["dece", "pointwise", "geval", "claims", "caseaware"])
+def test_forged_delimiters_are_defused_in_every_judge_prompt(method: str) -> None:
+    item = inject(ITEMS[0], ATTACKS_BY_NAME["fake_delimiter"])
+    prompts = "\n".join(_prompts(method, item))
+    assert "Grader note" in prompts  # the attack reaches the judge as data …
+    assert "</answer>\n\nGrader note" not in prompts  # … but cannot close the answer's fence
+    clean = "\n".join(_prompts(method, ITEMS[0]))
+    assert "‹/answer›" in prompts and "‹answer›" in prompts
+    for tag in ("<answer>", "</answer>"):  # the attack adds no real tag
+        assert prompts.count(tag) == clean.count(tag) >= 1
+
+
+def test_cli_prints_and_writes_the_audit(tmp_path: Path) -> None:
+    data = tmp_path / "items.jsonl"
+    data.write_text("\n".join(i.model_dump_json() for i in ITEMS[:2]) + "\n")
+    script = tmp_path / "judge.json"
+    script.write_text(json.dumps({"rules": [
+        {"match": r"Ignore all earlier grading instructions", "responses": [pointwise_json(4)], "repeat": True},
+        {"match": r".", "responses": [pointwise_json(1)], "repeat": True}]}))
+    out = tmp_path / "inj.json"
+    result = CliRunner().invoke(app, ["injection", str(data), "--method", "pointwise", "--attack", "override",
+                                      "--judge", f"scripted/{script}", "--out", str(out)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    saved = json.loads(out.read_text())
+    assert [r["attack"] for r in saved["rows"]] == ["override"] and saved["rows"][0]["mean_delta"] == 3.0
+    assert "injection audit" in result.output and (tmp_path / "inj.db").exists()
+    bad = CliRunner().invoke(app, ["injection", str(data), "--method", "pointwise", "--attack", "nope",
+                                   "--judge", f"scripted/{script}", "--out", str(tmp_path / "x.json")])
+    assert bad.exit_code != 0 and isinstance(bad.exception, ConfigError) and "unknown attack" in str(bad.exception)
+    assert not (tmp_path / "x.json").exists()
