@@ -64,3 +64,30 @@ def test_smollm2_runs_in_process() -> None:
     data = json.loads(completion.text)
     assert set(data) == {"reasoning", "total"} and isinstance(data["total"], int)
     assert completion.usage.completion_tokens > 0
+
+
+def test_check_first_grammar_sampling_matches_the_stock_chain() -> None:
+    # Greedy: the check-first sampler must give the stock chain's exact output; sampled: valid JSON.
+    schema = {"type": "object", "additionalProperties": False, "required": ["facts"],
+              "properties": {"facts": {"type": "array", "maxItems": 3,
+                                       "items": {"type": "object", "additionalProperties": False,
+                                                 "required": ["text", "ok"],
+                                                 "properties": {"text": {"type": "string", "maxLength": 40},
+                                                                "ok": {"type": "integer", "enum": [0, 1]}}}}}}
+    prompts = ["List three facts about the Moon as JSON.", "Rate: water boils at 100 C at sea level."]
+    fast = get_backend("llamacpp/smollm2", n_ctx=1024)
+    stock = get_backend("llamacpp/smollm2", n_ctx=1024, grammar_sampling="stock")
+    assert stock.identity()["grammar_sampling"] == "stock" and "grammar_sampling" not in fast.identity()
+
+    def run(backend, prompt: str, temperature: float) -> str:  # type: ignore[no-untyped-def]
+        config = GenerateConfig(max_tokens=120, json_schema=schema, seed=3, temperature=temperature)
+        return asyncio.run(backend.generate([Message(role="user", content=prompt)], config)).text
+
+    for prompt in prompts:
+        assert run(fast, prompt, 0.0) == run(stock, prompt, 0.0)
+        data = json.loads(run(fast, prompt, 0.7))
+        assert set(data) == {"facts"} and all(f["ok"] in (0, 1) for f in data["facts"])
+    sampler = fast.load().last_sampler
+    assert sampler is not None and sampler.checked > 0
+    asyncio.run(fast.aclose())
+    asyncio.run(stock.aclose())
