@@ -87,10 +87,10 @@ def check_first_llama_class() -> type:
     from llama_cpp import Llama
     from llama_cpp import _internals as internals
 
-    class CheckFirstLlama(Llama):  # type: ignore[misc]
+    class CheckFirstLlama(Llama):
         last_sampler: CheckFirstSampler | None = None
 
-        def _init_sampler(self, **kwargs: Any) -> Any:
+        def _init_sampler(self, **kwargs: Any) -> Any:  # type: ignore[override]  # called with keywords only
             grammar = kwargs.get("grammar")
             if grammar is None or not _neutral(kwargs):
                 return super()._init_sampler(**kwargs)

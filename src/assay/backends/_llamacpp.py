@@ -83,12 +83,12 @@ class LlamaCppBackend(JudgeBackend):
                     from llama_cpp import Llama
                 except ImportError as exc:
                     raise ConfigError("the embedded judge needs: pip install 'assay[embedded]'") from exc
+                factory: Any = Llama
                 if self.grammar_sampling == "check-first":
                     from assay.backends._fastgrammar import check_first_llama_class
-                    Llama = check_first_llama_class()
-                self._llama = Llama(model_path=str(self._resolve()), n_ctx=self.n_ctx,
-                                    n_threads=self.n_threads, logits_all=self.logits_all,
-                                    verbose=False)
+                    factory = check_first_llama_class()
+                self._llama = factory(model_path=str(self._resolve()), n_ctx=self.n_ctx,
+                                      n_threads=self.n_threads, logits_all=self.logits_all, verbose=False)
             return self._llama
 
     def _generate_sync(self, messages: list[Message], config: GenerateConfig) -> Completion:
