@@ -91,3 +91,34 @@ def test_check_first_grammar_sampling_matches_the_stock_chain() -> None:
     assert sampler is not None and sampler.checked > 0
     asyncio.run(fast.aclose())
     asyncio.run(stock.aclose())
+
+
+def test_strict_grammar_keeps_raw_control_characters_out_of_json_strings() -> None:
+    # llama-cpp-python's own schema grammar lets a raw newline into a string (invalid JSON);
+    # ours must not, and must refuse a schema it cannot convert instead of falling back.
+    from llama_cpp import Llama, LlamaGrammar
+    from llama_cpp import _internals as internals
+
+    from assay.backends._fastgrammar import CheckFirstSampler, json_schema_grammar
+    from assay.errors import ConfigError
+    from assay.model import smollm_path
+
+    schema = {"type": "object", "required": ["elements"], "additionalProperties": False,
+              "properties": {"elements": {"type": "array", "items": {"type": "string", "maxLength": 40}}}}
+    vocab = Llama(model_path=str(smollm_path()), vocab_only=True, verbose=False)
+    prefix = vocab.tokenize(b'{"elements": ["abc', add_bos=False)
+    newline, letter = vocab.tokenize(b"\n", add_bos=False)[0], vocab.tokenize(b"d", add_bos=False)[0]
+
+    def allows(grammar: LlamaGrammar) -> list[bool]:
+        check = internals.LlamaSampler()
+        check.add_grammar(vocab._model, grammar)
+        sampler = CheckFirstSampler(None, None, check, greedy=True, n_vocab=vocab.n_vocab())
+        for token in prefix:
+            assert sampler._allowed([token]) == [True]
+            check.accept(token)
+        return sampler._allowed([newline, letter])
+
+    assert allows(LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)) == [True, True]
+    assert allows(json_schema_grammar(schema)) == [False, True]
+    with pytest.raises(ConfigError, match="cannot turn this JSON schema into a grammar"):
+        json_schema_grammar({"type": "frobnicate"})

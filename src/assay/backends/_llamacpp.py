@@ -9,8 +9,10 @@ One model instance is not re-entrant, so calls run one at a time in a worker thr
 calls; methods lay their prompts out to profit from that. A call cannot be interrupted once
 started, so the runner's timeout abandons the wait but the thread finishes its generation.
 
-JSON-schema output is sampled with :mod:`assay.backends._fastgrammar` (the grammar checks the
-chosen token first instead of the whole vocabulary: same greedy output, fewer grammar passes);
+JSON-schema output is constrained by a grammar built in :mod:`assay.backends._fastgrammar`
+(strings cannot hold raw control characters, unlike llama-cpp-python's own) and sampled there
+too (the grammar checks the chosen token first instead of the whole vocabulary: same greedy
+output, fewer grammar passes);
 ``grammar_sampling="stock"`` (``--judge-opt grammar_sampling=stock``) uses llama-cpp-python's
 own chain.
 """
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.backends._base import Capabilities, JudgeBackend
+from assay.backends._fastgrammar import json_schema_grammar
 from assay.backends._registry import register_backend
 from assay.errors import ConfigError
 from assay.model import MODEL_SHA256, SMOLLM_SHA256, resolve_model, smollm_path
@@ -101,8 +104,8 @@ class LlamaCppBackend(JudgeBackend):
         }
         if config.seed is not None:
             kwargs["seed"] = config.seed
-        if config.json_schema is not None:
-            kwargs["response_format"] = {"type": "json_object", "schema": config.json_schema}
+        if config.json_schema is not None:  # our grammar, not response_format: see _fastgrammar
+            kwargs["grammar"] = json_schema_grammar(config.json_schema)
         if config.logprobs:
             if not self.logits_all:
                 raise ConfigError(f"{self.name} was loaded without logits_all; build it with "
