@@ -125,6 +125,9 @@ class EvalResult:
         return write_report(self.store, self.run_id, Path(path))
 
 
+ITEM_WINDOW = 4
+
+
 async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method = "dece",
                     judge: str | JudgeBackend = "llamacpp/default", *, store: Store | str | Path | None = None,
                     runner: RunnerConfig | None = None, resume: bool = False,
@@ -181,7 +184,12 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
     store_obj.set_status(run_id, "running")
     try:
         with progress:
-            await gather_in_order([job(i) for i in pending], client.concurrency, on_done=finished)
+            # More items in flight than calls: the client's semaphore queues their calls in FIFO
+            # order, so a method's calls run breadth-first (every item's first step, then every
+            # item's second step, ...). Consecutive calls then share their prompt's instructions
+            # (and, for items of one question, the reference), which llama.cpp reuses as a cached
+            # prefix (SPEC §2.2). At most ITEM_WINDOW x concurrency items are in flight.
+            await gather_in_order([job(i) for i in pending], ITEM_WINDOW * client.concurrency, on_done=finished)
     except BudgetExhausted:
         store_obj.set_status(run_id, "incomplete: budget exhausted")
         raise

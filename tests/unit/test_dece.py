@@ -237,3 +237,19 @@ def test_negative_verdicts_need_no_quote() -> None:
     rules[1]["responses"] = [verdicts_json("criterion", [0], [[]])]
     row = assay.evaluate([ITEM], "dece", ScriptedBackend(rules=rules), runner=QUIET).records()[0]
     assert row["criteria"][0]["downgraded"] is None and row["recall"] == 0.0
+
+
+def test_calls_run_breadth_first_so_consecutive_prompts_share_a_prefix() -> None:
+    # A one-call-at-a-time judge (like llama.cpp): every answer's satisfaction call comes before
+    # any element extraction, so consecutive calls share their instructions (SPEC §2.2).
+    rules = dece_rules(["a", "b"], ["x"], sat=[1, 0], ver=[1])
+    backend = ScriptedBackend(rules=rules, max_concurrency=1)
+    items = [{**ITEM, "system": f"s{i}", "response": f"{ITEM['response']} ({i})"} for i in range(3)]
+    assay.evaluate(items, "dece", backend, runner=QUIET)
+    kinds = []
+    for call in backend.calls:
+        user = call[-1].content
+        kinds.append("verify" if "<elements>" in user else "satisfy" if "<criteria>" in user
+                     else "criteria" if "<reference>" in user else "elements")
+    # (the three verifications are one prompt — same elements, same reference — so one call)
+    assert kinds == ["criteria"] + ["satisfy"] * 3 + ["elements"] * 3 + ["verify"]
