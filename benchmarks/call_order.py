@@ -45,7 +45,7 @@ async def run(items: list[Item], judge: LlamaCppBackend, window: int) -> dict:
         wall = time.perf_counter() - start
         rows = result.records()
     return {"item_window": window, "wall_s": wall, "judge_calls": result.client_stats.calls if result.client_stats
-            else None, "scores": {r["item_key"]: [r["precision"], r["recall"]] for r in rows}}
+            else None, "scores": {f"{r['id']}::{r['system']}": [r["precision"], r["recall"]] for r in rows}}
 
 
 async def main_async(questions: int) -> dict:

@@ -98,7 +98,7 @@ class CheckFirstSampler:
         if self.greedy:
             logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(ctx.ctx, idx), shape=(self.n_vocab,))
             top = np.argpartition(logits, -TOP_K)[-TOP_K:]
-            ranked = [int(t) for t in top[np.argsort(-logits[top], kind="stable")]]
+            ranked = [int(t) for t in top[np.lexsort((top, -logits[top]))]]  # ties: lowest id, as greedy
             for token, ok in zip(ranked, self._allowed(ranked), strict=True):
                 if ok:
                     return token
