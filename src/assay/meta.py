@@ -9,6 +9,15 @@ not be used because a score was unscored.
   label, the difference repeated once per annotator, as RAGChecker's ``meta_eval.py`` does.
   Pairwise rows also carry ``agreement``: over (pair, annotator) labels that are not ties, the
   share where the score difference has the label's sign (a zero difference counts half).
+  The bootstrap CIs resample pairs, not (pair, annotator) points: a pair's points share one score
+  difference, and resampling them one by one would make the intervals too narrow. (scipy's
+  p-values treat the points as independent, as RAGChecker's script does: read the CI.)
+
+``comparisons``: is one metric closer to the humans than another? For each human label, the
+difference in Pearson r between a reference metric (``versus``; by default ``dece.f_beta`` when
+DeCE ran, else the first metric) and every other metric, on the units both scored, with a paired
+bootstrap CI over the same resampled units (the two correlations share the human labels, so their
+separate CIs overlap even when one is reliably higher).
 
 ``meta.json`` keeps ``signature``, ``rows`` and ``items`` (each unit's scores and human labels
 as read), so anyone can recompute the table.
@@ -26,9 +35,10 @@ from typing import Any
 from assay._eval import aevaluate
 from assay.backends import JudgeBackend
 from assay.datasets.adapters import MetaSet
+from assay.errors import InputError
 from assay.methods import build_method
 from assay.runner import RunnerConfig, canonical_json
-from assay.stats import Signature, correlation
+from assay.stats import Signature, correlation, correlation_difference
 from assay.store import Store
 
 
@@ -53,6 +63,7 @@ def correlate(metaset: MetaSet, scores: dict[str, dict[str, float | None]], name
     for label in metaset.labels:
         xs: list[float] = []
         ys: list[float] = []
+        groups: list[str] = []
         unscored = 0
         for unit in metaset.units:
             human = unit.human.get(label) or []
@@ -67,16 +78,18 @@ def correlate(metaset: MetaSet, scores: dict[str, dict[str, float | None]], name
                 for value in human:
                     xs.append(diff)
                     ys.append(value)
+                    groups.append(unit.id)
             else:
                 xs.append(float(values[0]))  # type: ignore[arg-type]
                 ys.append(statistics.fmean(human))
+                groups.append(unit.id)
         agreement = None
         decided = [(x, y) for x, y in zip(xs, ys, strict=True) if y != 0]
         if metaset.pairwise and decided:
             # pairwise accuracy: the score difference points the annotator's way (a tie counts half)
             agreement = sum(1.0 if x * y > 0 else 0.5 if x == 0 else 0.0 for x, y in decided) / len(decided)
-        pearson = correlation(xs, ys, "pearson", resamples=resamples, seed=seed)
-        spearman = correlation(xs, ys, "spearman", resamples=resamples, seed=seed)
+        pearson = correlation(xs, ys, "pearson", resamples=resamples, seed=seed, groups=groups)
+        spearman = correlation(xs, ys, "spearman", resamples=resamples, seed=seed, groups=groups)
         kendall = correlation(xs, ys, "kendall", resamples=0)
         rows.append({"method": name, "human_label": label, "pearson": pearson.r, "pearson_p": pearson.p,
                      "pearson_ci": list(pearson.ci) if pearson.ci else None, "spearman": spearman.r,
@@ -87,21 +100,71 @@ def correlate(metaset: MetaSet, scores: dict[str, dict[str, float | None]], name
     return rows, records
 
 
+def _points(metaset: MetaSet, scores: dict[str, dict[str, float | None]], metric: str,
+            label: str) -> list[tuple[str, float | None, float]]:
+    """(unit id, automatic value, human value) per point, as :func:`correlate` pairs them."""
+    out: list[tuple[str, float | None, float]] = []
+    for unit in metaset.units:
+        human = unit.human.get(label) or []
+        if not human:
+            continue
+        values = [scores.get(k, {}).get(metric) for k in unit.keys]
+        if any(v is None for v in values):
+            auto = None
+        elif metaset.pairwise:
+            auto = float(values[1]) - float(values[0])  # type: ignore[arg-type]
+        else:
+            auto = float(values[0])  # type: ignore[arg-type]
+        if metaset.pairwise:
+            out += [(unit.id, auto, value) for value in human]
+        else:
+            out.append((unit.id, auto, statistics.fmean(human)))
+    return out
+
+
+def compare_metrics(metaset: MetaSet, per_metric: dict[str, tuple[dict[str, dict[str, float | None]], str]],
+                    versus: str, resamples: int, seed: int) -> list[dict[str, Any]]:
+    """Pearson r of ``versus`` minus Pearson r of every other metric, per human label, on the
+    units both scored, with a paired (unit-resampling) bootstrap CI and a bootstrap p."""
+    if versus not in per_metric:
+        raise InputError(f"--versus {versus!r} is not one of the metrics: {', '.join(per_metric)}")
+    ref_scores, ref_metric = per_metric[versus]
+    rows = []
+    for label in metaset.labels:
+        ref = _points(metaset, ref_scores, ref_metric, label)
+        for name, (scores, metric) in per_metric.items():
+            if name == versus:
+                continue
+            other = _points(metaset, scores, metric, label)
+            diff = correlation_difference([p[1] for p in ref], [p[1] for p in other], [p[2] for p in ref],
+                                          "pearson", resamples=resamples, seed=seed, groups=[p[0] for p in ref])
+            rows.append({"versus": versus, "method": name, "human_label": label, "r_versus": diff.r1,
+                         "r_method": diff.r2, "delta": diff.delta, "delta_ci": list(diff.ci) if diff.ci else None,
+                         "p_boot": diff.p_boot, "n": diff.n, "note": diff.note})
+    return rows
+
+
 async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend = "llamacpp/default", *,
                 store: Store | str | Path | None = None, seed: int = 0, resamples: int = 1000,
                 runner: RunnerConfig | None = None, method_options: dict[str, dict[str, Any]] | None = None,
                 judge_options: dict[str, Any] | None = None,
-                judge_for: dict[str, JudgeBackend] | None = None) -> dict[str, Any]:
+                judge_for: dict[str, JudgeBackend] | None = None, versus: str | None = None) -> dict[str, Any]:
     """Score ``metaset`` with each method (one run each, resumable in ``store``) and correlate.
-    ``judge_for`` gives a method its own backend instance (e.g. G-Eval on one with logprobs)."""
+    ``judge_for`` gives a method its own backend instance (e.g. G-Eval on one with logprobs);
+    ``versus`` names the metric the others are compared with (see the module docstring)."""
     store_obj = store if isinstance(store, Store) else Store(store or ":memory:")
     all_rows: list[dict[str, Any]] = []
     all_items: list[dict[str, Any]] = []
     manifests: dict[str, Any] = {}
     runs: dict[str, Any] = {}
     judge_name = judge.name if isinstance(judge, JudgeBackend) else judge
+    per_metric: dict[str, tuple[dict[str, dict[str, float | None]], str]] = {}
+    built = {method: build_method(method, **(method_options or {}).get(method, {})) for method in methods}
+    names = [metric_name(m, metric, obj.metrics) for m, obj in built.items() for metric in obj.metrics]
+    if versus is not None and versus not in names:  # before any judge call
+        raise InputError(f"--versus {versus!r} is not one of the metrics of this run: {', '.join(names)}")
     for method in methods:
-        method_obj = build_method(method, **(method_options or {}).get(method, {}))
+        method_obj = built[method]
         manifests[method] = method_obj.manifest()
         method_judge = (judge_for or {}).get(method, judge)
         result = await aevaluate(metaset.items, method_obj, method_judge, store=store_obj, resume=True,
@@ -115,9 +178,13 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
                         "wall_s": result.wall_s}
         for metric in method_obj.metrics:
             name = metric_name(method, metric, method_obj.metrics)
+            per_metric[name] = (scores, metric)
             table, records = correlate(metaset, scores, name, metric, resamples, seed)
             all_rows += table
             all_items += records
+    if versus is None:
+        versus = "dece.f_beta" if "dece.f_beta" in per_metric else next(iter(per_metric))
+    comparisons = compare_metrics(metaset, per_metric, versus, resamples, seed) if len(per_metric) > 1 else []
     prompt_hash = hashlib.sha256(canonical_json(manifests).encode()).hexdigest()
     used = sorted({run["judge"] for run in runs.values()})
     signature = Signature(method="+".join(methods), judge="+".join(used), n=len(metaset.units),
@@ -125,7 +192,7 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
     return {"signature": signature.to_dict(), "dataset": {"kind": metaset.kind, "source": metaset.source,
                                                           "pairwise": metaset.pairwise, "units": len(metaset.units),
                                                           "items": len(metaset.items), "notes": metaset.notes},
-            "runs": runs, "rows": all_rows, "items": all_items}
+            "runs": runs, "rows": all_rows, "comparisons": comparisons, "items": all_items}
 
 
 def meta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend = "llamacpp/default",
@@ -158,4 +225,16 @@ def markdown_table(result: dict[str, Any]) -> str:
                      f"{row['unscored']} |")
     lines.append("")
     lines.append(f"`{result['signature']['line']}`")
+    comparisons = result.get("comparisons") or []
+    if comparisons:
+        lines += ["", f"Δ Pearson r, {comparisons[0]['versus']} minus each other metric (paired bootstrap over "
+                  "units; positive = the reference agrees more with the humans):", "",
+                  "| metric | human label | r (reference) | r (metric) | Δr [95% CI] | bootstrap p | n |",
+                  "|---|---|---|---|---|---|---|"]
+        for row in comparisons:
+            ci = f" [{row['delta_ci'][0]:+.2f}, {row['delta_ci'][1]:+.2f}]" if row["delta_ci"] else ""
+            delta = "–" if row["delta"] is None else f"{row['delta']:+.2f}"
+            p = "–" if row["p_boot"] is None else f"{row['p_boot']:.3g}"
+            lines.append(f"| {row['method']} | {row['human_label']} | {f(row['r_versus'])} | {f(row['r_method'])} "
+                         f"| {delta}{ci} | {p} | {row['n']} |")
     return "\n".join(lines)

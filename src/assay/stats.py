@@ -92,13 +92,69 @@ def _corr_value(method: Correlation, a: np.ndarray, b: np.ndarray) -> tuple[floa
     return float(res.statistic), float(res.pvalue)
 
 
+def _complete_groups(x: Sequence[float | None], y: Sequence[float | None],
+                     groups: Sequence[Any] | None) -> tuple[list[float], list[float], list[Any] | None, int]:
+    """:func:`_complete`, keeping each kept pair's group label."""
+    if groups is None:
+        xs, ys, missing = _complete(x, y)
+        return xs, ys, None, missing
+    if len(groups) != len(x):
+        raise ValueError(f"groups must label every pair: {len(groups)} labels for {len(x)} pairs")
+    keep = [i for i, (a, b) in enumerate(zip(x, y, strict=True))
+            if not (a is None or b is None or math.isnan(float(a)) or math.isnan(float(b)))]
+    return ([float(x[i]) for i in keep], [float(y[i]) for i in keep],  # type: ignore[arg-type]
+            [groups[i] for i in keep], len(x) - len(keep))
+
+
+def _cluster_bootstrap(statistic: Any, n_points: int, groups: list[Any] | None, resamples: int, seed: int,
+                       confidence: float) -> np.ndarray:
+    """The bootstrap distribution of ``statistic(index array)`` (NaNs dropped). Without groups the
+    points are resampled (scipy.stats.bootstrap, paired); with groups the groups are resampled and
+    each drawn group brings all its points (a cluster bootstrap: points of one group — e.g. two
+    annotators' labels of one pair — are not independent, and resampling them one by one makes
+    the interval too narrow)."""
+    from scipy import stats
+
+    if groups is None:
+        units = [np.array([i]) for i in range(n_points)]
+    else:
+        members: dict[Any, list[int]] = {}
+        for i, g in enumerate(groups):
+            members.setdefault(g, []).append(i)
+        units = [np.array(v) for v in members.values()]
+
+    def over_units(chosen: np.ndarray) -> float:
+        return float(statistic(np.concatenate([units[int(u)] for u in chosen])))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        boot = stats.bootstrap((np.arange(len(units)),), over_units, vectorized=False, n_resamples=resamples,
+                               confidence_level=confidence, method="percentile",
+                               random_state=np.random.default_rng(seed))
+    dist = np.asarray(boot.bootstrap_distribution, dtype=float)
+    return dist[~np.isnan(dist)]
+
+
+def _interval(dist: np.ndarray, confidence: float) -> tuple[float, float] | None:
+    if not len(dist):
+        return None
+    tail = (1 - confidence) / 2
+    return float(np.quantile(dist, tail)), float(np.quantile(dist, 1 - tail))
+
+
 def correlation(x: Sequence[float | None], y: Sequence[float | None], method: Correlation = "pearson", *,
-                resamples: int = 1000, seed: int = 0, confidence: float = 0.95) -> CorrelationResult:
-    """Correlation with scipy's p-value and a seeded paired percentile-bootstrap CI
-    (scipy.stats.bootstrap, ``paired=True``). ``resamples=0`` skips the CI. Pairs with a missing
-    value (None/NaN) are dropped and counted in ``missing``; fewer than 3 pairs or a constant
-    series give ``r=None`` with a ``note`` saying the correlation is undefined."""
-    xs, ys, missing = _complete(x, y)
+                resamples: int = 1000, seed: int = 0, confidence: float = 0.95,
+                groups: Sequence[Any] | None = None) -> CorrelationResult:
+    """Correlation with scipy's p-value and a seeded percentile-bootstrap CI (scipy.stats.bootstrap).
+    ``resamples=0`` skips the CI. Pairs with a missing value (None/NaN) are dropped and counted in
+    ``missing``; fewer than 3 pairs or a constant series give ``r=None`` with a ``note`` saying the
+    correlation is undefined.
+
+    ``groups`` labels pairs that belong together (e.g. one response pair's difference repeated for
+    each annotator, RAGChecker's protocol): the CI then resamples groups, not pairs. scipy's p-value
+    still treats the pairs as independent; with groups it is optimistic, and the CI is the figure
+    to read."""
+    xs, ys, kept_groups, missing = _complete_groups(x, y, groups)
     a, b = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
     n = len(a)
     if n < 3:
@@ -110,23 +166,73 @@ def correlation(x: Sequence[float | None], y: Sequence[float | None], method: Co
     r, p = _corr_value(method, a, b)
     ci = None
     if resamples > 0:
-        from scipy import stats
-
-        def statistic(u: np.ndarray, v: np.ndarray) -> float:
+        def statistic(idx: np.ndarray) -> float:
+            u, v = a[idx], b[idx]
             if np.ptp(u) == 0 or np.ptp(v) == 0:
                 return float("nan")  # a resample with no spread: left out of the interval
             return _corr_value(method, u, v)[0]
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            boot = stats.bootstrap((a, b), statistic, paired=True, vectorized=False, n_resamples=resamples,
-                                   confidence_level=confidence, method="percentile",
-                                   random_state=np.random.default_rng(seed))
-        dist = boot.bootstrap_distribution[~np.isnan(boot.bootstrap_distribution)]
-        if len(dist):
-            tail = (1 - confidence) / 2
-            ci = (float(np.quantile(dist, tail)), float(np.quantile(dist, 1 - tail)))
+        ci = _interval(_cluster_bootstrap(statistic, n, kept_groups, resamples, seed, confidence), confidence)
     return CorrelationResult(method, r, p, ci, n, resamples, seed, confidence, None, missing)
+
+
+@dataclass(frozen=True)
+class CorrelationDifference:
+    """r(x1, y) − r(x2, y) over the pairs where both scores exist, with a paired bootstrap CI."""
+
+    method: str
+    r1: float | None
+    r2: float | None
+    delta: float | None
+    ci: tuple[float, float] | None
+    p_boot: float | None
+    """Two-sided bootstrap p: twice the share of resamples whose difference falls on the other
+    side of zero (at least 1/resamples); a rough guide, the CI is the figure to read."""
+    n: int
+    resamples: int
+    seed: int
+    confidence: float = 0.95
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def correlation_difference(x1: Sequence[float | None], x2: Sequence[float | None], y: Sequence[float | None],
+                           method: Correlation = "pearson", *, resamples: int = 1000, seed: int = 0,
+                           confidence: float = 0.95, groups: Sequence[Any] | None = None) -> CorrelationDifference:
+    """Does score 1 agree with the human label ``y`` more than score 2 does? Both correlations are
+    computed on the same resampled units in every bootstrap round (they share ``y``, so their
+    errors are correlated and two separate CIs would mislead). ``groups`` as in :func:`correlation`."""
+    if not len(x1) == len(x2) == len(y):
+        raise ValueError(f"series must be of equal length, got {len(x1)}, {len(x2)} and {len(y)}")
+    if groups is not None and len(groups) != len(y):
+        raise ValueError(f"groups must label every pair: {len(groups)} labels for {len(y)} pairs")
+    keep = [i for i in range(len(y)) if all(v is not None and not math.isnan(float(v)) for v in (x1[i], x2[i], y[i]))]
+    a1 = np.asarray([float(x1[i]) for i in keep])  # type: ignore[arg-type]
+    a2 = np.asarray([float(x2[i]) for i in keep])  # type: ignore[arg-type]
+    b = np.asarray([float(y[i]) for i in keep])  # type: ignore[arg-type]
+    kept_groups = [groups[i] for i in keep] if groups is not None else None
+    n = len(keep)
+    if n < 3 or np.ptp(a1) == 0 or np.ptp(a2) == 0 or np.ptp(b) == 0:
+        why = "fewer than 3 complete pairs" if n < 3 else "a constant series has no correlation"
+        return CorrelationDifference(method, None, None, None, None, None, n, resamples, seed, confidence,
+                                     f"undefined: {why}")
+    r1, r2 = _corr_value(method, a1, b)[0], _corr_value(method, a2, b)[0]
+    ci = p_boot = None
+    if resamples > 0:
+        def statistic(idx: np.ndarray) -> float:
+            u1, u2, v = a1[idx], a2[idx], b[idx]
+            if np.ptp(u1) == 0 or np.ptp(u2) == 0 or np.ptp(v) == 0:
+                return float("nan")
+            return _corr_value(method, u1, v)[0] - _corr_value(method, u2, v)[0]
+
+        dist = _cluster_bootstrap(statistic, n, kept_groups, resamples, seed, confidence)
+        ci = _interval(dist, confidence)
+        if len(dist):
+            other_side = float(np.mean(dist <= 0)) if r1 - r2 > 0 else float(np.mean(dist >= 0))
+            p_boot = min(1.0, max(2 * other_side, 1 / len(dist)))
+    return CorrelationDifference(method, r1, r2, r1 - r2, ci, p_boot, n, resamples, seed, confidence)
 
 
 def cohen_kappa(a: Sequence[Any], b: Sequence[Any],

@@ -179,3 +179,42 @@ def test_pairwise_rows_report_agreement() -> None:
     decided = [(rec["score_b"] - rec["score_a"], v) for rec in result["items"] for v in rec["human"]["overall"] if v]
     expected = sum(1.0 if d * v > 0 else 0.5 if d == 0 else 0.0 for d, v in decided) / len(decided)
     assert row["agreement"] == pytest.approx(expected) and row["agreement_n"] == len(decided)
+
+
+def test_comparisons_pair_two_metrics_on_the_same_units() -> None:
+    result = meta(read_ragchecker(SLICE), ["rougeL", "bleu"], "none/unused", resamples=200, seed=0)
+    rows = {(r["method"], r["human_label"]): r for r in result["rows"]}
+    comparisons = {(c["method"], c["human_label"]): c for c in result["comparisons"]}
+    assert set(comparisons) == {("bleu", label) for label in ("correctness", "completeness", "overall")}
+    c = comparisons[("bleu", "overall")]
+    assert c["versus"] == "rougeL"  # no DeCE in this run: the first metric is the reference
+    assert c["r_versus"] == pytest.approx(rows[("rougeL", "overall")]["pearson"])
+    assert c["r_method"] == pytest.approx(rows[("bleu", "overall")]["pearson"])
+    assert c["delta"] == pytest.approx(c["r_versus"] - c["r_method"]) and c["n"] == rows[("bleu", "overall")]["n"]
+    lo, hi = c["delta_ci"]
+    assert lo <= c["delta"] <= hi
+    assert "Δ Pearson r, rougeL minus each other metric" in markdown_table(result)
+    other = meta(read_ragchecker(SLICE), ["rougeL", "bleu"], "none/unused", resamples=200, seed=0, versus="bleu")
+    assert {c["method"] for c in other["comparisons"]} == {"rougeL"}
+
+
+def test_pairwise_cis_resample_pairs_not_annotator_points() -> None:
+    result = meta(read_ragchecker(SLICE), ["rougeL"], "none/unused", resamples=300, seed=0)
+    row = next(r for r in result["rows"] if r["human_label"] == "completeness")
+    xs, ys, groups = [], [], []
+    for record in result["items"]:
+        for value in record["human"]["completeness"]:
+            xs.append(record["score_b"] - record["score_a"])
+            ys.append(value)
+            groups.append(record["id"])
+    from assay.stats import correlation
+    assert row["pearson_ci"] == list(correlation(xs, ys, resamples=300, seed=0, groups=groups).ci)
+    assert row["pearson_ci"] != list(correlation(xs, ys, resamples=300, seed=0).ci)
+
+
+def test_unknown_versus_metric_stops_before_any_call(tmp_path: Path) -> None:
+    judge = ScriptedBackend([])
+    with pytest.raises(InputError, match=r"--versus 'dece.f2' is not one of the metrics of this run: rougeL, "
+                                         r"pointwise"):
+        meta(read_ragchecker(SLICE), ["rougeL", "pointwise"], judge, versus="dece.f2")
+    assert judge.calls == []

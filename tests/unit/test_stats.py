@@ -99,3 +99,44 @@ def test_calibration() -> None:
 def test_signature_line_names_everything() -> None:
     line = stats.Signature("dece", "llamacpp/default", 40, 1000, 0, "abcdef0123456789").line()
     assert line.startswith("method=dece|prompt=abcdef012345|judge=llamacpp/default|n=40|resamples=1000|seed=0|assay=")
+
+
+def test_grouped_bootstrap_resamples_groups_not_points() -> None:
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=30)
+    y = x + rng.normal(size=30)
+    # each pair's score repeated for two annotators (RAGChecker's protocol)
+    xx, yy = np.repeat(x, 2), np.repeat(y, 2) + rng.normal(scale=0.2, size=60)
+    groups = np.repeat(np.arange(30), 2).tolist()
+    points = stats.correlation(xx, yy, resamples=400, seed=1)
+    grouped = stats.correlation(xx, yy, resamples=400, seed=1, groups=groups)
+    assert grouped.r == points.r and grouped.p == points.p  # the point estimate does not change
+    assert grouped.ci is not None and points.ci is not None
+    assert grouped.ci[1] - grouped.ci[0] > points.ci[1] - points.ci[0]  # dependent points: a wider interval
+    # one point per group is the plain paired bootstrap
+    singletons = stats.correlation(x, y, resamples=400, seed=1, groups=list(range(30)))
+    assert singletons.ci == stats.correlation(x, y, resamples=400, seed=1).ci
+    with pytest.raises(ValueError, match="groups must label every pair"):
+        stats.correlation(x, y, groups=[0, 1])
+    # a missing value drops its point and its group label together
+    with_missing = stats.correlation([*x, None], [*y, 1.0], resamples=400, seed=1, groups=[*range(30), 99])
+    assert with_missing.missing == 1 and with_missing.ci == singletons.ci
+
+
+def test_correlation_difference_is_paired_over_the_same_units() -> None:
+    rng = np.random.default_rng(2)
+    human = rng.normal(size=50)
+    good = human + rng.normal(scale=0.5, size=50)
+    weak = human + rng.normal(scale=3.0, size=50)
+    diff = stats.correlation_difference(good, weak, human, resamples=500, seed=0)
+    assert diff.r1 == pytest.approx(sps.pearsonr(good, human).statistic)
+    assert diff.r2 == pytest.approx(sps.pearsonr(weak, human).statistic)
+    assert diff.delta == pytest.approx(diff.r1 - diff.r2)
+    assert diff.ci is not None and diff.ci[0] > 0 and diff.p_boot is not None and diff.p_boot < 0.05
+    same = stats.correlation_difference(good, good, human, resamples=200, seed=0)
+    assert same.delta == 0 and same.ci == (0.0, 0.0)
+    # a unit missing in either score is left out of both
+    partial = stats.correlation_difference([None, *good[1:]], weak, human, resamples=0)
+    assert partial.n == 49 and partial.r2 == pytest.approx(sps.pearsonr(weak[1:], human[1:]).statistic)
+    assert stats.correlation_difference([1, 1, 1, 1], weak[:4], human[:4]).note == \
+        "undefined: a constant series has no correlation"

@@ -26,6 +26,8 @@ def meta(
     out: Path = typer.Option(Path("meta.json"), "--out", "-o", help="where meta.json goes"),
     store: Path | None = typer.Option(None, "--store", help="run store (.db; default: OUT with .db), resumable"),
     concurrency: int | None = typer.Option(None, "--concurrency"),
+    versus: str | None = typer.Option(None, "--versus", help="metric the others are compared with, e.g. "
+                                      "dece.f_beta (the default when DeCE runs) or rougeL"),
 ) -> None:
     """Run methods on a human-labelled set and print a Table-2-style comparison: correlation of
     each automatic score with each human label, with CIs, p-values, n and unscored counts."""
@@ -37,7 +39,7 @@ def meta(
                   f"{' (pairwise)' if metaset.pairwise else ''}")
     runner = RunnerConfig(concurrency=concurrency) if concurrency else RunnerConfig()
     result = asyncio.run(ameta(metaset, list(method), judge, store=store or out.with_suffix(".db"), seed=seed,
-                               resamples=resamples, runner=runner))
+                               resamples=resamples, runner=runner, versus=versus))
     table = Table(title=f"agreement with human labels · {kind}")
     for column in ("method", "human label", "Pearson r", "95% CI", "p", "Spearman", "Kendall", "agreement", "n",
                    "unscored"):
@@ -52,5 +54,17 @@ def meta(
         table.add_row(row["method"], row["human_label"], f(row["pearson"]), ci, p, f(row["spearman"]),
                       f(row["kendall"]), f(row.get("agreement")), str(row["n"]), str(row["unscored"]))
     console.print(table)
+    if result["comparisons"]:
+        versus_table = Table(title=f"Δ Pearson r: {result['comparisons'][0]['versus']} minus each metric "
+                                   "(paired bootstrap over units)")
+        for column in ("metric", "human label", "r ref", "r metric", "Δr", "95% CI", "boot p", "n"):
+            versus_table.add_column(column, justify="left" if column in ("metric", "human label") else "right")
+        for row in result["comparisons"]:
+            ci = f"[{row['delta_ci'][0]:+.2f}, {row['delta_ci'][1]:+.2f}]" if row["delta_ci"] else "—"
+            delta = "—" if row["delta"] is None else f"{row['delta']:+.3f}"
+            p_boot = "—" if row["p_boot"] is None else f"{row['p_boot']:.2g}"
+            versus_table.add_row(row["method"], row["human_label"], f(row["r_versus"]), f(row["r_method"]), delta,
+                                 ci, p_boot, str(row["n"]))
+        console.print(versus_table)
     console.print(result["signature"]["line"])
     console.print(f"wrote {write_meta(result, out)}")
