@@ -49,6 +49,13 @@ def test_bad_ragchecker_file_names_record_and_field(tmp_path: Path) -> None:
         read_ragchecker(bad)
     with pytest.raises(InputError, match="unknown dataset kind 'nope'"):
         read_labelled("nope", bad)
+    records = json.loads(SLICE.read_text())
+    records[0]["model1"]["response"] = None  # a system with no answer: empty text, and a note saying so
+    records[1]["model1"]["response"] = None
+    bad.write_text(json.dumps(records))
+    metaset = read_ragchecker(bad)
+    assert metaset.items[0].response == "" and metaset.notes == [
+        "2 null response(s) read as empty text: record 1 model1, record 2 model1"]
 
 
 def test_lexical_baselines_score_against_the_reference() -> None:

@@ -97,6 +97,7 @@ def read_ragchecker(path: str | Path) -> MetaSet:
         raise InputError("expected a non-empty JSON list of labelled pairs", source=source)
     items: dict[str, Item] = {}
     units: dict[str, MetaUnit] = {}
+    empty: list[str] = []
     for n, record in enumerate(data, 1):
         instance = str(_need(record, "instance_id", source, n, (int, str)))
         query = _need(record, "query", source, n, str)
@@ -105,6 +106,9 @@ def read_ragchecker(path: str | Path) -> MetaSet:
         for side in ("model1", "model2"):
             model = _need(record, side, source, n, dict)
             name = _need(model, "model_name", source, n, str)
+            if model.get("response", "") is None:  # a system that gave no answer: scored as empty, and said so
+                model = {**model, "response": ""}
+                empty.append(f"record {n} {side}")
             response = _need(model, "response", source, n, str)
             item = Item(id=f"rc{instance}", query=query, response=response, reference=Reference(required=gt),
                         system=name, metadata={"dataset": record.get("dataset"), "query_id": record.get("query_id"),
@@ -126,7 +130,8 @@ def read_ragchecker(path: str | Path) -> MetaSet:
             raise InputError(f"record {n}: pair {instance} names other systems than before", source=source)
         for label, value in labels.items():
             unit.human[label].append(value)
-    return MetaSet("ragchecker", source, True, RAGCHECKER_LABELS, list(items.values()), list(units.values()))
+    notes = [f"{len(empty)} null response(s) read as empty text: {', '.join(empty[:5])}"] if empty else []
+    return MetaSet("ragchecker", source, True, RAGCHECKER_LABELS, list(items.values()), list(units.values()), notes)
 
 
 def read_assay_labelled(path: str | Path) -> MetaSet:
