@@ -13,6 +13,9 @@ not be used because a score was unscored.
   difference, and resampling them one by one would make the intervals too narrow. (scipy's
   p-values treat the points as independent, as RAGChecker's script does: read the CI.)
 
+``human_agreement``: how far the annotators agree with each other (Krippendorff's alpha, and
+Pearson r of the first two ratings of each unit), the ceiling a judge's correlation is read against.
+
 ``comparisons``: is one metric closer to the humans than another? For each human label, the
 difference in Pearson r between a reference metric (``versus``; by default ``dece.f_beta`` when
 DeCE ran, else the first metric) and every other metric, on the units both scored, with a paired
@@ -38,7 +41,7 @@ from assay.datasets.adapters import MetaSet
 from assay.errors import InputError
 from assay.methods import build_method
 from assay.runner import RunnerConfig, canonical_json
-from assay.stats import Signature, correlation, correlation_difference
+from assay.stats import Signature, correlation, correlation_difference, krippendorff_alpha
 from assay.store import Store
 
 
@@ -98,6 +101,35 @@ def correlate(metaset: MetaSet, scores: dict[str, dict[str, float | None]], name
                      "n": len(xs), "unscored": unscored, "agreement": agreement,
                      "agreement_n": len(decided) if metaset.pairwise else None, "note": pearson.note})
     return rows, records
+
+
+def human_agreement(metaset: MetaSet, resamples: int = 1000, seed: int = 0) -> list[dict[str, Any]]:
+    """How far the annotators agree with each other, per label: the ceiling a judge can be read
+    against. Krippendorff's alpha (interval and ordinal) over the units with two or more values,
+    and Pearson r between the first and second value of each unit (annotators in file order; the
+    same position need not be the same person, which alpha does not assume and r does)."""
+    rows = []
+    for label in metaset.labels:
+        multi = [u.human[label] for u in metaset.units if len(u.human.get(label) or []) >= 2]
+        row: dict[str, Any] = {"human_label": label, "units": len(multi),
+                               "raters_max": max((len(v) for v in multi), default=0), "alpha_interval": None,
+                               "alpha_ordinal": None, "pearson_1v2": None, "pearson_1v2_ci": None, "note": None}
+        values = sorted({v for vs in multi for v in vs})
+        if len(multi) < 2 or len(values) < 2:
+            row["note"] = "undefined: fewer than 2 units with two ratings, or a single value"
+            rows.append(row)
+            continue
+        width = row["raters_max"]
+        matrix = [[vs[i] if i < len(vs) else None for vs in multi] for i in range(width)]
+        row["alpha_interval"] = krippendorff_alpha(matrix, "interval")
+        row["alpha_ordinal"] = krippendorff_alpha(matrix, "ordinal")
+        first_two = correlation([vs[0] for vs in multi], [vs[1] for vs in multi], "pearson", resamples=resamples,
+                                seed=seed)
+        row["pearson_1v2"] = first_two.r
+        row["pearson_1v2_ci"] = list(first_two.ci) if first_two.ci else None
+        row["note"] = first_two.note
+        rows.append(row)
+    return rows
 
 
 def _points(metaset: MetaSet, scores: dict[str, dict[str, float | None]], metric: str,
@@ -192,7 +224,8 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
     return {"signature": signature.to_dict(), "dataset": {"kind": metaset.kind, "source": metaset.source,
                                                           "pairwise": metaset.pairwise, "units": len(metaset.units),
                                                           "items": len(metaset.items), "notes": metaset.notes},
-            "runs": runs, "rows": all_rows, "comparisons": comparisons, "items": all_items}
+            "runs": runs, "rows": all_rows, "comparisons": comparisons,
+            "human_agreement": human_agreement(metaset, resamples, seed), "items": all_items}
 
 
 def meta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend = "llamacpp/default",
@@ -225,6 +258,15 @@ def markdown_table(result: dict[str, Any]) -> str:
                      f"{row['unscored']} |")
     lines.append("")
     lines.append(f"`{result['signature']['line']}`")
+    agreement = [row for row in result.get("human_agreement") or [] if row["alpha_interval"] is not None]
+    if agreement:
+        lines += ["", "Agreement between the annotators themselves (the ceiling to read the table against):", "",
+                  "| human label | units with ≥2 ratings | Krippendorff α interval | α ordinal "
+                  "| Pearson r 1st vs 2nd [95% CI] |", "|---|---|---|---|---|"]
+        for row in agreement:
+            ci = f" [{row['pearson_1v2_ci'][0]:.2f}, {row['pearson_1v2_ci'][1]:.2f}]" if row["pearson_1v2_ci"] else ""
+            lines.append(f"| {row['human_label']} | {row['units']} | {f(row['alpha_interval'])} | "
+                         f"{f(row['alpha_ordinal'])} | {f(row['pearson_1v2'])}{ci} |")
     comparisons = result.get("comparisons") or []
     if comparisons:
         lines += ["", f"Δ Pearson r, {comparisons[0]['versus']} minus each other metric (paired bootstrap over "

@@ -225,3 +225,27 @@ def test_unknown_versus_metric_stops_before_any_call(tmp_path: Path) -> None:
                                          r"pointwise"):
         meta(read_ragchecker(SLICE), ["rougeL", "pointwise"], judge, versus="dece.f2")
     assert judge.calls == []
+
+
+def test_human_agreement_is_the_annotators_ceiling(tmp_path: Path) -> None:
+    import krippendorff
+
+    metaset = read_ragchecker(SLICE)
+    result = meta(metaset, ["rougeL"], "none/unused", resamples=100)
+    row = next(r for r in result["human_agreement"] if r["human_label"] == "correctness")
+    pairs = [u.human["correctness"] for u in metaset.units]
+    assert row["units"] == 6 and row["raters_max"] == 2
+    data = np.array(pairs, dtype=float).T
+    assert row["alpha_interval"] == pytest.approx(krippendorff.alpha(reliability_data=data,
+                                                                     level_of_measurement="interval"))
+    assert row["pearson_1v2"] == pytest.approx(sps.pearsonr(data[0], data[1]).statistic)
+    assert "Agreement between the annotators themselves" in markdown_table(result)
+    # one rating per unit: nothing to agree on, and the row says so
+    path = tmp_path / "single.jsonl"
+    path.write_text("".join(json.dumps({"id": f"q{i}", "query": "q", "response": r, "reference": "a b c",
+                                        "human": {"quality": i}}) + "\n" for i, r in enumerate(["a b", "a", "c"])))
+    single = meta(read_labelled("assay", path), ["rougeL"], "none/unused", resamples=50)
+    assert single["human_agreement"] == [{"human_label": "quality", "units": 0, "raters_max": 0,
+                                          "alpha_interval": None, "alpha_ordinal": None, "pearson_1v2": None,
+                                          "pearson_1v2_ci": None,
+                                          "note": "undefined: fewer than 2 units with two ratings, or a single value"}]

@@ -54,6 +54,11 @@ def meta(
         table.add_row(row["method"], row["human_label"], f(row["pearson"]), ci, p, f(row["spearman"]),
                       f(row["kendall"]), f(row.get("agreement")), str(row["n"]), str(row["unscored"]))
     console.print(table)
+    for row in result["human_agreement"]:
+        if row["alpha_interval"] is not None:
+            console.print(f"annotators among themselves · {row['human_label']}: Krippendorff α (interval) "
+                          f"{row['alpha_interval']:.3f}, Pearson r 1st vs 2nd {f(row['pearson_1v2'])} "
+                          f"over {row['units']} unit(s)")
     if result["comparisons"]:
         versus_table = Table(title=f"Δ Pearson r: {result['comparisons'][0]['versus']} minus each metric "
                                    "(paired bootstrap over units)")
