@@ -224,7 +224,7 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
     return {"signature": signature.to_dict(), "dataset": {"kind": metaset.kind, "source": metaset.source,
                                                           "pairwise": metaset.pairwise, "units": len(metaset.units),
                                                           "items": len(metaset.items), "notes": metaset.notes},
-            "runs": runs, "rows": all_rows, "comparisons": comparisons,
+            "runs": runs, "methods": manifests, "rows": all_rows, "comparisons": comparisons,
             "human_agreement": human_agreement(metaset, resamples, seed), "items": all_items}
 
 

@@ -14,7 +14,7 @@ import assay
 from assay.backends import ScriptedBackend
 from assay.cli import app
 from assay.datasets.adapters import read_labelled, read_ragchecker
-from assay.errors import InputError
+from assay.errors import ConfigError, InputError
 from assay.meta import markdown_table, meta
 from assay.runner import RunnerConfig
 
@@ -249,3 +249,25 @@ def test_human_agreement_is_the_annotators_ceiling(tmp_path: Path) -> None:
                                           "alpha_interval": None, "alpha_ordinal": None, "pearson_1v2": None,
                                           "pearson_1v2_ci": None,
                                           "note": "undefined: fewer than 2 units with two ratings, or a single value"}]
+
+
+def test_meta_cli_method_options_are_checked_before_anything_runs(tmp_path: Path) -> None:
+    out = tmp_path / "meta.json"
+    base = ["meta", "ragchecker", str(SLICE), "--method", "rougeL", "--method", "dece", "--out", str(out)]
+    typo = CliRunner().invoke(app, [*base, "--method-opt", "dece.domian=legal"])
+    assert isinstance(typo.exception, ConfigError) and "method 'dece' has no option 'domian'" in str(typo.exception)
+    wrong_type = CliRunner().invoke(app, [*base, "--method-opt", "dece.beta=two"])
+    assert isinstance(wrong_type.exception, ConfigError)
+    assert "method 'dece': beta: Input should be a valid number" in str(wrong_type.exception)
+    not_run = CliRunner().invoke(app, [*base, "--method-opt", "geval.weighting=none"])
+    assert not_run.exit_code != 0 and "METHOD one of the --method values (rougeL, dece)" in not_run.output
+    assert not out.exists() and not out.with_suffix(".db").exists()  # nothing half-written
+
+
+def test_meta_passes_method_options_to_the_method() -> None:
+    judge = ScriptedBackend(rules=[{"match": ".", "responses": ["not json"], "repeat": True}])
+    result = meta(read_ragchecker(SLICE).subset(1), ["geval"], judge, resamples=0,
+                  method_options={"geval": {"weighting": "none", "beta": "1"}})
+    config = result["methods"]["geval"]["config"]
+    assert config["weighting"] == "none" and config["beta"] == 1.0
+    assert result["runs"]["geval"]["unscored_items"] == 2  # unparseable output: unscored, never a default

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
 
-from assay.cli._common import console
+from assay.cli._common import console, parse_options
 from assay.datasets.adapters import ADAPTERS, read_labelled
 from assay.meta import ameta, write_meta
-from assay.methods import METHODS
+from assay.methods import METHODS, build_method
 from assay.runner import RunnerConfig
 
 
@@ -20,6 +21,9 @@ def meta(
     path: Path = typer.Argument(..., help="the labelled file, in its source's own format"),
     method: list[str] = typer.Option(..., "--method", "-m", help=f"repeatable: {', '.join(sorted(METHODS))}"),
     judge: str = typer.Option("llamacpp/default", "--judge", "-j", envvar="ASSAY_JUDGE"),
+    judge_opt: list[str] | None = typer.Option(None, "--judge-opt", help="backend option key=value (repeatable)"),
+    method_opt: list[str] | None = typer.Option(None, "--method-opt", help="METHOD.key=value (repeatable), e.g. "
+                                                "dece.domain=legal, dece.beta=1, geval.weighting=none"),
     limit: int | None = typer.Option(None, "--limit", help="a reproducible random subset of N labelled units"),
     seed: int = typer.Option(0, "--seed", help="seed of the subset and of the bootstrap"),
     resamples: int = typer.Option(1000, "--resamples", help="bootstrap resamples for the Pearson CI"),
@@ -34,12 +38,22 @@ def meta(
     unknown = [m for m in method if m not in METHODS]
     if unknown:
         raise typer.BadParameter(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(sorted(METHODS))}")
+    method_options: dict[str, dict[str, Any]] = {}
+    for key, value in parse_options(method_opt, "--method-opt").items():
+        name, dot, option = key.partition(".")
+        if not dot or not option or name not in method:
+            raise typer.BadParameter(f"--method-opt {key}={value}: expected METHOD.key=value with METHOD one of "
+                                     f"the --method values ({', '.join(method)})")
+        method_options.setdefault(name, {})[option] = value
+    for name in method:  # a bad option stops here, before the data is read or any judge is called
+        build_method(name, **method_options.get(name, {}))
     metaset = read_labelled(kind, path).subset(limit, seed)
     console.print(f"{kind}: {len(metaset.units)} labelled unit(s), {len(metaset.items)} answer(s) to score"
                   f"{' (pairwise)' if metaset.pairwise else ''}")
     runner = RunnerConfig(concurrency=concurrency) if concurrency else RunnerConfig()
     result = asyncio.run(ameta(metaset, list(method), judge, store=store or out.with_suffix(".db"), seed=seed,
-                               resamples=resamples, runner=runner, versus=versus))
+                               resamples=resamples, runner=runner, versus=versus,
+                               method_options=method_options, judge_options=parse_options(judge_opt)))
     table = Table(title=f"agreement with human labels · {kind}")
     for column in ("method", "human label", "Pearson r", "95% CI", "p", "Spearman", "Kendall", "agreement", "n",
                    "unscored"):
