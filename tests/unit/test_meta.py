@@ -271,3 +271,28 @@ def test_meta_passes_method_options_to_the_method() -> None:
     config = result["methods"]["geval"]["config"]
     assert config["weighting"] == "none" and config["beta"] == 1.0
     assert result["runs"]["geval"]["unscored_items"] == 2  # unparseable output: unscored, never a default
+
+
+def test_report_shows_the_meta_evaluation_of_a_pairwise_set(tmp_path: Path) -> None:
+    out = tmp_path / "meta.json"
+    ran = CliRunner().invoke(app, ["meta", "ragchecker", str(SLICE), "-m", "bleu", "-m", "rougeL",
+                                   "--resamples", "50", "--out", str(out)])
+    assert ran.exit_code == 0, ran.output
+    saved = json.loads(out.read_text())
+    html_path = tmp_path / "report.html"
+    made = CliRunner().invoke(app, ["report", str(out.with_suffix(".db")), "-o", str(html_path), "--meta", str(out)])
+    assert made.exit_code == 0, made.output
+    html = html_path.read_text()
+    assert "Meta-evaluation: agreement with human labels (ragchecker, 6 labelled units, pairwise)" in html
+    row = next(r for r in saved["rows"] if r["method"] == "rougeL" and r["human_label"] == "completeness")
+    # the latest run in the store is rougeL's: its rows are bold, with the value from meta.json
+    assert (f'<tr style="font-weight:bold"><td>rougeL</td><td>completeness</td><td class="num">'
+            f'{row["pearson"]:.3f}</td>') in html
+    assert "Δ Pearson r: bleu minus each other metric" in html and "The annotators among themselves" in html
+    bad = tmp_path / "not-meta.json"
+    bad.write_text('{"rows": []}')
+    html_path.unlink()
+    refused = CliRunner().invoke(app, ["report", str(out.with_suffix(".db")), "-o", str(html_path), "--meta",
+                                       str(bad)])
+    assert isinstance(refused.exception, InputError) and "no 'signature'" in str(refused.exception)
+    assert not html_path.exists()

@@ -106,8 +106,29 @@ def _caseaware_section(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "helpfulness": charts.scatter(helpful, "answer_helpfulness", "S_final"), "worst": worst_view}
 
 
-def render_report(store: Store, run_id: str) -> str:
-    """The report page as a string."""
+def read_meta_json(path: Path) -> dict[str, Any]:
+    """A meta.json written by ``assay meta``, checked enough to render (one clear error if not)."""
+    from assay.errors import InputError
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=str(path)) from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"not a meta.json (malformed JSON: {exc})", source=str(path)) from exc
+    if not isinstance(data, dict):
+        raise InputError("not a meta.json: expected a JSON object", source=str(path))
+    for key, kind in (("signature", dict), ("dataset", dict), ("rows", list)):
+        if not isinstance(data.get(key), kind):
+            raise InputError(f"not a meta.json written by assay meta: no '{key}'", source=str(path), field=key)
+    data.setdefault("comparisons", [])
+    data.setdefault("human_agreement", [])
+    return data
+
+
+def render_report(store: Store, run_id: str, meta: Path | None = None) -> str:
+    """The report page as a string; ``meta`` adds the Table-2-style meta-evaluation of an
+    ``assay meta`` result (a pairwise set's labels live there, not on the items)."""
     result = EvalResult(store, run_id)
     env = Environment(loader=PackageLoader("assay", "report"), autoescape=select_autoescape(["j2", "html"]))
     env.filters["fmt"] = _fmt
@@ -122,13 +143,15 @@ def render_report(store: Store, run_id: str) -> str:
     if result.method == "caseaware":
         sections["caseaware"] = _caseaware_section(rows)
     human = _human_table(rows, result.metrics) if any(r.get("human") for r in rows) else []
+    meta_data = read_meta_json(meta) if meta is not None else None
     return template.render(run=run, created=created, summary=result.summary(), rows=rows,
-                           metrics=result.metrics, sections=sections, human=human)
+                           metrics=result.metrics, sections=sections, human=human, meta=meta_data,
+                           meta_source=meta.name if meta is not None else None)
 
 
-def write_report(store: Store, run_id: str, out: Path) -> Path:
+def write_report(store: Store, run_id: str, out: Path, meta: Path | None = None) -> Path:
     """Write the report to ``out`` (via a temporary file) and return the path."""
-    html = render_report(store, run_id)
+    html = render_report(store, run_id, meta)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(html, encoding="utf-8")
