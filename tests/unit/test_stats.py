@@ -140,3 +140,59 @@ def test_correlation_difference_is_paired_over_the_same_units() -> None:
     assert partial.n == 49 and partial.r2 == pytest.approx(sps.pearsonr(weak[1:], human[1:]).statistic)
     assert stats.correlation_difference([1, 1, 1, 1], weak[:4], human[:4]).note == \
         "undefined: a constant series has no correlation"
+
+
+def test_elo_follows_the_standard_update() -> None:
+    assert stats.elo_expected(1500, 1500) == 0.5
+    assert stats.elo_expected(1900, 1500) == pytest.approx(1 / (1 + 10 ** (-1)))
+    # DICE eq. 5: the match score is the mean over its questions; zero-sum
+    a, b = stats.elo_update(1500, 1500, 0.75, k=32)
+    assert a == pytest.approx(1508.0) and b == pytest.approx(1492.0)
+    ratings = stats.elo_ratings([("x", "y", 1.0), ("y", "z", 0.5), ("x", "z", 0.0)], k=16)
+    x1, y1 = 1508.0, 1492.0
+    y2, z1 = stats.elo_update(y1, 1500, 0.5, k=16)
+    x2, z2 = stats.elo_update(x1, z1, 0.0, k=16)
+    assert ratings == pytest.approx({"x": x2, "y": y2, "z": z2})
+    assert sum(ratings.values()) == pytest.approx(4500)
+    with pytest.raises(ValueError, match="match 0: score must lie in"):
+        stats.elo_ratings([("x", "y", 1.5)])
+    with pytest.raises(ValueError, match="cannot play itself"):
+        stats.elo_ratings([("x", "x", 1.0)])
+
+
+def test_bradley_terry_is_the_maximum_likelihood_fit() -> None:
+    from scipy.optimize import minimize
+
+    matches = [("a", "b", 1.0), ("a", "b", 1.0), ("a", "b", 0.0), ("b", "c", 1.0), ("b", "c", 0.5),
+               ("a", "c", 1.0), ("c", "a", 0.3), ("c", "b", 0.0), ("a", "c", 0.0)]
+    systems = ["a", "b", "c"]
+
+    def nll(theta: np.ndarray) -> float:
+        s = dict(zip(systems, [*theta, 0.0], strict=True))
+        total = 0.0
+        for x, y, score in matches:
+            p = 1 / (1 + np.exp(-(s[x] - s[y])))
+            total -= score * np.log(p) + (1 - score) * np.log(1 - p)
+        return total
+
+    theta = minimize(nll, np.zeros(2), method="BFGS").x
+    expected = np.array([*theta, 0.0]) * 400 / np.log(10)
+    expected = expected - expected.mean() + 1500
+    result = stats.bradley_terry(matches, resamples=300, seed=5)
+    assert [result.ratings[s] for s in systems] == pytest.approx(list(expected), abs=0.5)
+    assert result.ranking() == ["a", "b", "c"] and result.note is None
+    assert result.ci is not None and all(lo <= result.ratings[s] <= hi for s, (lo, hi) in result.ci.items())
+    assert stats.bradley_terry(matches, resamples=300, seed=5).ci == result.ci  # seeded
+    # the order of the matches does not matter to BT (it does to Elo)
+    assert stats.bradley_terry(matches[::-1], resamples=0).ratings == pytest.approx(result.ratings)
+    assert stats.elo_ratings(matches) != pytest.approx(stats.elo_ratings(matches[::-1]))
+
+
+def test_bradley_terry_says_when_ratings_are_not_pinned_down() -> None:
+    unbeaten = stats.bradley_terry([("a", "b", 1.0), ("b", "c", 1.0), ("a", "c", 1.0)], resamples=0)
+    assert unbeaten.note is not None and unbeaten.note.startswith("unbounded: a, c won or lost every match")
+    assert unbeaten.ranking() == ["a", "b", "c"]
+    split = stats.bradley_terry([("a", "b", 0.5), ("c", "d", 0.5)], resamples=0)
+    assert split.note is not None and "disconnected" in split.note
+    with pytest.raises(ValueError, match="no matches"):
+        stats.bradley_terry([])
