@@ -16,6 +16,10 @@ not be used because a score was unscored.
 ``human_agreement``: how far the annotators agree with each other (Krippendorff's alpha, and
 Pearson r of the first two ratings of each unit), the ceiling a judge's correlation is read against.
 
+``system_ranking`` (pairwise sets): Bradley–Terry ratings of the systems from the humans'
+labels and from each metric, and Kendall τ between them: does the metric order the systems as
+the humans do (a leaderboard question, not an answer-level one)?
+
 ``comparisons``: is one metric closer to the humans than another? For each human label, the
 difference in Pearson r between a reference metric (``versus``; by default ``dece.f_beta`` when
 DeCE ran, else the first metric) and every other metric, on the units both scored, with a paired
@@ -41,7 +45,7 @@ from assay.datasets.adapters import MetaSet
 from assay.errors import InputError
 from assay.methods import build_method
 from assay.runner import RunnerConfig, canonical_json
-from assay.stats import Signature, correlation, correlation_difference, krippendorff_alpha
+from assay.stats import Signature, bradley_terry, correlation, correlation_difference, krippendorff_alpha
 from assay.store import Store
 
 
@@ -130,6 +134,61 @@ def human_agreement(metaset: MetaSet, resamples: int = 1000, seed: int = 0) -> l
         row["note"] = first_two.note
         rows.append(row)
     return rows
+
+
+def _sign_score(value: float) -> float:
+    """The first side's match score from a second-minus-first value: 1 first better, 0 second, ½ tie."""
+    return 0.5 if value == 0 else (0.0 if value > 0 else 1.0)
+
+
+def system_rankings(metaset: MetaSet, per_metric: dict[str, tuple[dict[str, dict[str, float | None]], str]],
+                    seed: int) -> dict[str, Any]:
+    """Pairwise sets: do the metrics rank the *systems* as the humans do? Each annotator's label
+    (by its sign) and each metric's score difference (by its sign) is a match between the pair's
+    two systems; Bradley–Terry ratings of the systems from the humans' matches and from each
+    metric's, over the units the metric scored, and Kendall τ between the two. Few systems make
+    τ coarse: read it with its p-value and the number of systems."""
+    from scipy import stats as sps
+
+    systems_of = {item.key: str(item.system) for item in metaset.items}
+    human: dict[str, Any] = {}
+    rows = []
+    for label in metaset.labels:
+        human_matches = [(systems_of[u.keys[0]], systems_of[u.keys[1]], _sign_score(v))
+                         for u in metaset.units for v in (u.human.get(label) or [])
+                         if systems_of[u.keys[0]] != systems_of[u.keys[1]]]
+        if not human_matches:
+            continue
+        fitted = bradley_terry(human_matches, resamples=0, seed=seed)
+        human[label] = {"ratings": fitted.ratings, "matches": len(human_matches), "note": fitted.note}
+        for name, (scores, metric) in per_metric.items():
+            h_matches, m_matches = [], []
+            for u in metaset.units:
+                a, b = systems_of[u.keys[0]], systems_of[u.keys[1]]
+                values = [scores.get(k, {}).get(metric) for k in u.keys]
+                if a == b or any(v is None for v in values) or not u.human.get(label):
+                    continue
+                m_matches.append((a, b, _sign_score(float(values[1]) - float(values[0]))))  # type: ignore[arg-type]
+                h_matches += [(a, b, _sign_score(v)) for v in u.human[label]]
+            row: dict[str, Any] = {"method": name, "human_label": label, "kendall_tau": None, "p": None,
+                                   "systems": 0, "matches": len(m_matches), "ratings": None, "note": None}
+            if len(m_matches) >= 2:
+                by_humans = bradley_terry(h_matches, resamples=0).ratings
+                by_metric = bradley_terry(m_matches, resamples=0).ratings
+                shared = sorted(set(by_humans) & set(by_metric))
+                row["systems"], row["ratings"] = len(shared), by_metric
+                h_values, m_values = [by_humans[s] for s in shared], [by_metric[s] for s in shared]
+                if len(shared) < 3:
+                    row["note"] = "undefined: fewer than 3 systems"
+                elif max(h_values) - min(h_values) < 1e-6 or max(m_values) - min(m_values) < 1e-6:
+                    row["note"] = "undefined: one side rates every system alike"
+                else:
+                    tau = sps.kendalltau(h_values, m_values)
+                    row["kendall_tau"], row["p"] = float(tau.statistic), float(tau.pvalue)
+            else:
+                row["note"] = "undefined: fewer than 2 matches"
+            rows.append(row)
+    return {"human": human, "rows": rows}
 
 
 def _points(metaset: MetaSet, scores: dict[str, dict[str, float | None]], metric: str,
@@ -225,7 +284,9 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
                                                           "pairwise": metaset.pairwise, "units": len(metaset.units),
                                                           "items": len(metaset.items), "notes": metaset.notes},
             "runs": runs, "methods": manifests, "rows": all_rows, "comparisons": comparisons,
-            "human_agreement": human_agreement(metaset, resamples, seed), "items": all_items}
+            "human_agreement": human_agreement(metaset, resamples, seed),
+            "system_ranking": system_rankings(metaset, per_metric, seed) if metaset.pairwise else None,
+            "items": all_items}
 
 
 def meta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend = "llamacpp/default",
@@ -267,6 +328,14 @@ def markdown_table(result: dict[str, Any]) -> str:
             ci = f" [{row['pearson_1v2_ci'][0]:.2f}, {row['pearson_1v2_ci'][1]:.2f}]" if row["pearson_1v2_ci"] else ""
             lines.append(f"| {row['human_label']} | {row['units']} | {f(row['alpha_interval'])} | "
                          f"{f(row['alpha_ordinal'])} | {f(row['pearson_1v2'])}{ci} |")
+    ranking = [r for r in (result.get("system_ranking") or {}).get("rows", []) if r["kendall_tau"] is not None]
+    if ranking:
+        lines += ["", "System level: Kendall τ between the Bradley–Terry ranking of the systems by the humans "
+                  "and by each metric (sign of each pair's difference as a match):", "",
+                  "| metric | human label | Kendall τ | p | systems | matches |", "|---|---|---|---|---|---|"]
+        for row in ranking:
+            lines.append(f"| {row['method']} | {row['human_label']} | {f(row['kendall_tau'])} | {row['p']:.3g} | "
+                         f"{row['systems']} | {row['matches']} |")
     comparisons = result.get("comparisons") or []
     if comparisons:
         lines += ["", f"Δ Pearson r, {comparisons[0]['versus']} minus each other metric (paired bootstrap over "

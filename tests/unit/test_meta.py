@@ -289,6 +289,7 @@ def test_report_shows_the_meta_evaluation_of_a_pairwise_set(tmp_path: Path) -> N
     assert (f'<tr style="font-weight:bold"><td>rougeL</td><td>completeness</td><td class="num">'
             f'{row["pearson"]:.3f}</td>') in html
     assert "Δ Pearson r: bleu minus each other metric" in html and "The annotators among themselves" in html
+    assert "System level: do the metrics order the systems as the humans do?" in html
     bad = tmp_path / "not-meta.json"
     bad.write_text('{"rows": []}')
     html_path.unlink()
@@ -296,3 +297,37 @@ def test_report_shows_the_meta_evaluation_of_a_pairwise_set(tmp_path: Path) -> N
                                        str(bad)])
     assert isinstance(refused.exception, InputError) and "no 'signature'" in str(refused.exception)
     assert not html_path.exists()
+
+
+def test_system_ranking_compares_bradley_terry_orders(tmp_path: Path) -> None:
+    from assay.stats import bradley_terry
+
+    # four systems, humans prefer d > c > b > a in every pair; the "metric" is the response length
+    order = ["a", "b", "c", "d"]
+    records = []
+    for i, (x, y) in enumerate([(0, 1), (1, 2), (2, 3), (0, 2), (1, 3), (0, 3)]):
+        first, second = (order[x], order[y]) if i % 2 else (order[y], order[x])
+        label = 2 if order.index(second) > order.index(first) else -2
+        for annotator_label in (label, label):
+            records.append({"instance_id": i, "dataset": "t", "query_id": str(i), "query": f"q{i}",
+                            "gt_answer": "w " * 8,
+                            "model1": {"model_name": first, "response": "w " * (1 + 2 * order.index(first))},
+                            "model2": {"model_name": second, "response": "w " * (1 + 2 * order.index(second))},
+                            "correctness_label": annotator_label, "completeness_label": -annotator_label,
+                            "overall_label": 0})
+    path = tmp_path / "pairs.json"
+    path.write_text(json.dumps(records))
+    result = meta(read_ragchecker(path), ["rougeL"], "none/unused", resamples=0)
+    ranking = {r["human_label"]: r for r in result["system_ranking"]["rows"]}
+    human = result["system_ranking"]["human"]["correctness"]["ratings"]
+    assert sorted(human, key=lambda s: -human[s]) == ["d", "c", "b", "a"]
+    # ROUGE-L against an 8-word reference grows with length here, so it orders them as the humans do
+    assert ranking["correctness"]["kendall_tau"] == pytest.approx(1.0) and ranking["correctness"]["systems"] == 4
+    assert ranking["completeness"]["kendall_tau"] == pytest.approx(-1.0)
+    # all ties: every system rated alike, tau undefined (scipy gives NaN): said, not hidden
+    assert ranking["overall"]["kendall_tau"] is None
+    assert ranking["overall"]["note"] == "undefined: one side rates every system alike"
+    expected = bradley_terry([(r["model1"]["model_name"], r["model2"]["model_name"],
+                               0.0 if r["correctness_label"] > 0 else 1.0) for r in records], resamples=0)
+    assert human == pytest.approx(expected.ratings)
+    assert "System level: Kendall τ" in markdown_table(result)

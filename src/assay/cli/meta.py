@@ -73,6 +73,10 @@ def meta(
             console.print(f"annotators among themselves · {row['human_label']}: Krippendorff α (interval) "
                           f"{row['alpha_interval']:.3f}, Pearson r 1st vs 2nd {f(row['pearson_1v2'])} "
                           f"over {row['units']} unit(s)")
+    for row in (result.get("system_ranking") or {}).get("rows", []):
+        if row["kendall_tau"] is not None:
+            console.print(f"system level · {row['method']} vs humans on {row['human_label']}: Kendall τ "
+                          f"{row['kendall_tau']:.2f} (p {row['p']:.2g}) over {row['systems']} systems")
     if result["comparisons"]:
         versus_table = Table(title=f"Δ Pearson r: {result['comparisons'][0]['versus']} minus each metric "
                                    "(paired bootstrap over units)")
