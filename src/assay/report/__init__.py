@@ -132,6 +132,7 @@ def render_report(store: Store, run_id: str, meta: Path | None = None) -> str:
     result = EvalResult(store, run_id)
     env = Environment(loader=PackageLoader("assay", "report"), autoescape=select_autoescape(["j2", "html"]))
     env.filters["fmt"] = _fmt
+    env.filters["pval"] = lambda v: _fmt(v) if v is None or v >= 0.001 else f"{v:.1e}"
     env.filters["tojson_pretty"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False, sort_keys=True)
     template = env.get_template("report.html.j2")
     run = result.run
