@@ -124,6 +124,34 @@ def test_claims_verdicts_out_of_order_are_re_asked_then_unscored() -> None:
     assert "expected verdicts for claims 1..1 in order" in row["unscored_reason"]
 
 
+def test_claims_with_evidence_cite_the_sentences_they_rest_on() -> None:
+    rules = claims_rules(["It is three years."], ["Three years.", "Notice within 90 days."], [], [])
+    rules[0]["responses"] = [json.dumps({"verdicts": [
+        {"claim": 1, "evidence": [1], "reason": "same period", "verdict": "entailment"}]})]
+    rules[1]["responses"] = [json.dumps({"verdicts": [
+        {"claim": 1, "evidence": [1], "reason": "same period", "verdict": "entailment"},
+        {"claim": 2, "evidence": [], "reason": "not said", "verdict": "neutral"}]})]
+    judge = ScriptedBackend(rules=rules)
+    row = assay.evaluate([ITEM], "claims", judge, runner=QUIET, evidence=True).records()[0]
+    assert row["precision"] == 1.0 and row["recall"] == 0.5
+    assert row["gold_claims"][0] == {"claim": "Three years.", "verdict": "entailment", "reason": "same period",
+                                     "evidence": [{"sentence": 1, "text": "It is three years under CPLR 214(5)."}]}
+    checking = [m[1].content for m in judge.calls if "<claims>" in m[1].content]
+    assert any("[2] Municipal claims need notice within 90 days." in text for text in checking)
+    assert '"evidence"' in judge.calls[-1][0].content  # the evidence prompt, not the plain one
+
+
+def test_claims_citing_a_sentence_that_does_not_exist_is_re_asked_then_unscored() -> None:
+    rules = claims_rules(["It is three years."], ["Three years."], ["entailment"], [])
+    rules[1]["responses"] = [json.dumps({"verdicts": [
+        {"claim": 1, "evidence": [7], "reason": "?", "verdict": "entailment"}]})]
+    rules[0]["responses"] = [json.dumps({"verdicts": [
+        {"claim": 1, "evidence": [1], "reason": "same", "verdict": "entailment"}]})]
+    row = assay.evaluate([ITEM], "claims", ScriptedBackend(rules=rules), runner=QUIET, evidence=True).records()[0]
+    assert row["precision"] == 1.0 and row["recall"] is None
+    assert "claim 1 cites sentence(s) [7]; the passage has 1..2" in row["unscored_reason"]
+
+
 def test_eval_cli_runs_baselines(tmp_path) -> None:  # type: ignore[no-untyped-def]
     from typer.testing import CliRunner
 

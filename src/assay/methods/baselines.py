@@ -27,6 +27,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, Field
 
 from assay.methods._base import CallEstimate, ItemResult, Method
+from assay.methods.dece import numbered_text, split_sentences
 from assay.prompts import fence, load_domain, load_prompt, numbered
 from assay.runner import JudgeClient
 from assay.stats import f_beta
@@ -230,6 +231,8 @@ class ClaimsOutput(BaseModel):
 
 class ClaimVerdict(BaseModel):
     claim: int
+    evidence: list[int] | None = None
+    reason: str | None = None
     verdict: Literal["entailment", "contradiction", "neutral"]
 
 
@@ -240,6 +243,12 @@ class CheckingOutput(BaseModel):
 class ClaimsConfig(BaselineConfig):
     max_claims: int = 10
     max_claim_chars: int = 200
+    evidence: bool = False
+    """Opt-in: show the passage as numbered sentences and have each verdict cite the sentences
+    it rests on plus a short reason before the label (prompt ``claims_checking_evidence``).
+    Off by default, so ``claims`` stays the plain RAGChecker-style baseline; the 1.5B embedded
+    judge's verdicts move a lot with this (benchmarks/README.md, claims prompt probe)."""
+    max_reason_chars: int = 120
 
 
 class Claims(_Baseline):
@@ -252,11 +261,16 @@ class Claims(_Baseline):
 
     def __init__(self, config: ClaimsConfig | None = None) -> None:
         super().__init__(config or ClaimsConfig())
+        if self.config.evidence:  # loaded only when used, so the plain baseline's manifest is unchanged
+            self.prompts["claims_checking_evidence"] = load_prompt("baselines/claims_checking_evidence")
 
     def render_extraction(self, query: str, tag: str, text: str) -> list[Any]:
         return self.prompts["claims_extraction"].render(query=query.strip(), text=fence(tag, text))
 
     def render_checking(self, tag: str, passage: str, claims: list[str]) -> list[Any]:
+        if self.config.evidence:
+            return self.prompts["claims_checking_evidence"].render(passage=fence(tag, numbered_text(passage)),
+                                                                   claims=numbered(claims))
         return self.prompts["claims_checking"].render(passage=fence(tag, passage), claims=numbered(claims))
 
     async def _extract(self, client: JudgeClient, query: str, tag: str, text: str,
@@ -277,25 +291,44 @@ class Claims(_Baseline):
         return claims, None, out.keys
 
     async def _check(self, client: JudgeClient, tag: str, passage: str, claims: list[str],
-                     metric: str) -> tuple[list[str] | None, Unscored | None, list[str]]:
+                     metric: str) -> tuple[list[ClaimVerdict] | None, Unscored | None, list[str]]:
         n = len(claims)
+        evidence = self.config.evidence
+        props: dict[str, Any] = {"claim": {"type": "integer"}}
+        if evidence:
+            props["evidence"] = {"type": "array", "maxItems": 4, "items": {"type": "integer"}}
+            props["reason"] = {"type": "string", "maxLength": self.config.max_reason_chars}
+        props["verdict"] = {"type": "string", "enum": ["entailment", "contradiction", "neutral"]}
         schema = {"type": "object", "additionalProperties": False, "required": ["verdicts"],
                   "properties": {"verdicts": {"type": "array", "minItems": n, "maxItems": n, "items": {
-                      "type": "object", "additionalProperties": False, "required": ["claim", "verdict"],
-                      "properties": {"claim": {"type": "integer"},
-                                     "verdict": {"type": "string",
-                                                 "enum": ["entailment", "contradiction", "neutral"]}}}}}}
+                      "type": "object", "additionalProperties": False, "required": list(props),
+                      "properties": props}}}}
+        sentences = len(split_sentences(passage))
 
         def check(output: CheckingOutput) -> None:
             if [v.claim for v in output.verdicts] != list(range(1, n + 1)):
                 raise OutputInvalid(f"expected verdicts for claims 1..{n} in order")
+            for v in output.verdicts:
+                bad = [s for s in v.evidence or [] if not 1 <= s <= sentences]
+                if bad:
+                    raise OutputInvalid(f"claim {v.claim} cites sentence(s) {bad}; the passage has 1..{sentences}")
 
+        # evidence numbers and a reason cost ~55 more tokens per claim than the bare verdict
+        budget = 48 + 72 * n if evidence else 32 + 16 * n
         out = await generate_structured(client, self.render_checking(tag, passage, claims), CheckingOutput,
-                                        self._config(32 + 16 * n, schema), check=check,
+                                        self._config(budget, schema), check=check,
                                         max_reasks=self.config.max_reasks, metric=metric)
         if out.value is None:
             return None, out.unscored, out.keys
-        return [v.verdict for v in out.value.verdicts], None, out.keys
+        return out.value.verdicts, None, out.keys
+
+    def _claim_details(self, claims: list[str], verdicts: list[ClaimVerdict], passage: str) -> list[dict[str, Any]]:
+        if not self.config.evidence:
+            return [{"claim": c, "verdict": v.verdict} for c, v in zip(claims, verdicts, strict=True)]
+        sentences = split_sentences(passage)
+        return [{"claim": c, "verdict": v.verdict, "reason": v.reason,
+                 "evidence": [{"sentence": s, "text": sentences[s - 1]} for s in v.evidence or []]}
+                for c, v in zip(claims, verdicts, strict=True)]
 
     async def evaluate(self, item: Item, client: JudgeClient) -> ItemResult:
         assert item.reference is not None
@@ -323,9 +356,8 @@ class Claims(_Baseline):
                 unscored.append(problem)
             else:
                 assert verdicts is not None
-                details["answer_claims"] = [{"claim": c, "verdict": v} for c, v in zip(answer_claims, verdicts,
-                                                                                        strict=True)]
-                scores["precision"] = sum(v == "entailment" for v in verdicts) / len(verdicts)
+                details["answer_claims"] = self._claim_details(answer_claims, verdicts, gold)
+                scores["precision"] = sum(v.verdict == "entailment" for v in verdicts) / len(verdicts)
         if gold_claims:
             if not item.response.strip():
                 scores["recall"] = 0.0  # nothing can entail a claim; no call needed
@@ -337,9 +369,8 @@ class Claims(_Baseline):
                     unscored.append(problem)
                 else:
                     assert verdicts is not None
-                    details["gold_claims"] = [{"claim": c, "verdict": v} for c, v in zip(gold_claims, verdicts,
-                                                                                         strict=True)]
-                    scores["recall"] = sum(v == "entailment" for v in verdicts) / len(verdicts)
+                    details["gold_claims"] = self._claim_details(gold_claims, verdicts, item.response)
+                    scores["recall"] = sum(v.verdict == "entailment" for v in verdicts) / len(verdicts)
         p, r = scores["precision"], scores["recall"]
         if p is not None and r is not None:
             scores["f1"] = f_beta(p, r, 1.0)
@@ -358,5 +389,8 @@ class Claims(_Baseline):
                 seen.add(item.id)
                 calls += 1
                 tokens += _tokens(self.render_extraction(item.query, "reference", item.reference.full_text()))
-            total += CallEstimate(calls=calls, prompt_tokens=tokens, completion_tokens=calls * 120)
+            # two of the calls check claims; with evidence each claim's verdict runs ~70 tokens, not ~16
+            checking = 2 * (48 + 72 * self.config.max_claims // 2) if self.config.evidence else 2 * 120
+            total += CallEstimate(calls=calls, prompt_tokens=tokens,
+                                  completion_tokens=(calls - 2) * 120 + checking)
         return total
