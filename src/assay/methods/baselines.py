@@ -294,16 +294,20 @@ class Claims(_Baseline):
                      metric: str) -> tuple[list[ClaimVerdict] | None, Unscored | None, list[str]]:
         n = len(claims)
         evidence = self.config.evidence
+        sentences = len(split_sentences(passage))
         props: dict[str, Any] = {"claim": {"type": "integer"}}
         if evidence:
-            props["evidence"] = {"type": "array", "maxItems": 4, "items": {"type": "integer"}}
+            # the grammar allows only sentence numbers that exist: on 20 RAGChecker pairs an
+            # unconstrained 1.5B judge cited missing sentences in 8 of 80 checks even after 2 re-asks
+            props["evidence"] = ({"type": "array", "maxItems": 4,
+                                  "items": {"type": "integer", "enum": list(range(1, sentences + 1))}}
+                                 if sentences else {"type": "array", "maxItems": 0, "items": {"type": "integer"}})
             props["reason"] = {"type": "string", "maxLength": self.config.max_reason_chars}
         props["verdict"] = {"type": "string", "enum": ["entailment", "contradiction", "neutral"]}
         schema = {"type": "object", "additionalProperties": False, "required": ["verdicts"],
                   "properties": {"verdicts": {"type": "array", "minItems": n, "maxItems": n, "items": {
                       "type": "object", "additionalProperties": False, "required": list(props),
                       "properties": props}}}}
-        sentences = len(split_sentences(passage))
 
         def check(output: CheckingOutput) -> None:
             if [v.claim for v in output.verdicts] != list(range(1, n + 1)):
