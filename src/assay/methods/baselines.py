@@ -264,6 +264,14 @@ class Claims(_Baseline):
         if self.config.evidence:  # loaded only when used, so the plain baseline's manifest is unchanged
             self.prompts["claims_checking_evidence"] = load_prompt("baselines/claims_checking_evidence")
 
+    def manifest(self) -> dict[str, Any]:
+        manifest = super().manifest()
+        if self.config.evidence:
+            # The run id hashes the manifest, not the code: name the request shape, so that a run
+            # made before citations were constrained to existing sentences is not resumed as this one.
+            manifest["evidence_schema"] = "sentence numbers constrained to the passage (v2)"
+        return manifest
+
     def render_extraction(self, query: str, tag: str, text: str) -> list[Any]:
         return self.prompts["claims_extraction"].render(query=query.strip(), text=fence(tag, text))
 
