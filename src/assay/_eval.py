@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import platform
+import re
 import statistics
 import time
 from collections.abc import Iterable
@@ -15,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from assay._version import __version__
 from assay.backends import JudgeBackend, get_backend
-from assay.errors import BudgetExhausted, ConfigError, InputError, StoreError
+from assay.errors import BudgetExhausted, ConfigError, InputError, JudgeUnreachable, StoreError
 from assay.methods import CallEstimate, ItemResult, Method, build_method
 from assay.runner import CallStats, JudgeClient, RunnerConfig, canonical_json, gather_in_order
 from assay.store import Store
@@ -39,10 +40,11 @@ def run_id_for(method: Method, judge_identity: dict[str, Any], items: list[Item]
     return hashlib.sha256(canonical_json(payload).encode()).hexdigest()[:16]
 
 
-def check_items(method: Method, items: list[Item]) -> None:
-    """Reject the input before anything is written when an item cannot be evaluated."""
+def check_items(method: Method, items: list[Item], source: str | None = None) -> None:
+    """Reject the input before anything is written when an item cannot be evaluated. Items read
+    from a file are named by file and line, others by position."""
     if not items:
-        raise InputError("no items to evaluate")
+        raise InputError("no items to evaluate", source=source)
     seen: dict[str, int] = {}
     problems = []
     for position, item in enumerate(items, 1):
@@ -52,7 +54,13 @@ def check_items(method: Method, items: list[Item]) -> None:
         seen.setdefault(item.key, position)
         reason = method.check_item(item)
         if reason:
-            problems.append(f"item {position} (id {item.id!r}): {reason}")
+            if source is not None and item._line is not None:
+                field = re.search(r"\(field '([^']+)'\)", reason)
+                text = reason.replace(field.group(0), "").strip() if field else reason
+                problems.append(str(InputError(f"item {item.id!r}: {text}", source=source, line=item._line,
+                                               field=field.group(1) if field else None)))
+            else:
+                problems.append(f"item {position} (id {item.id!r}): {reason}")
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise InputError(problems[0] + more)
@@ -132,20 +140,41 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
                     judge: str | JudgeBackend = "llamacpp/default", *, store: Store | str | Path | None = None,
                     runner: RunnerConfig | None = None, resume: bool = False,
                     judge_options: dict[str, Any] | None = None, data_source: str | None = None,
-                    **method_options: Any) -> EvalResult:
+                    wait_s: float | None = None, **method_options: Any) -> EvalResult:
     """Evaluate items with a method and a judge; see :func:`evaluate`."""
     item_list = [i if isinstance(i, Item) else Item.model_validate(i) for i in items]
     method_obj = method if isinstance(method, Method) else build_method(method, **method_options)
-    check_items(method_obj, item_list)
+    check_items(method_obj, item_list, data_source)
     if not method_obj.needs_judge:
         judge = NoJudge()
     backend = judge if isinstance(judge, JudgeBackend) else get_backend(judge, **(judge_options or {}))
-    store_obj = store if isinstance(store, Store) else Store(store or ":memory:")
-    runner_cfg = runner or RunnerConfig()
-    identity = backend.identity()
-    run_id = run_id_for(method_obj, identity, item_list)
+    try:
+        store_obj = store if isinstance(store, Store) else Store(store or ":memory:")
+        runner_cfg = runner or RunnerConfig()
+        identity = backend.identity()
+        run_id = run_id_for(method_obj, identity, item_list)
+        # One writer per run: a second process resuming the same run would repeat every call
+        # the first has in flight. The lock is taken before the run is looked up, so two
+        # processes starting the same new run at once cannot both create it.
+        store_obj.acquire_run(run_id, wait_s=wait_s)
+    except BaseException:
+        if not isinstance(judge, JudgeBackend):
+            await backend.aclose()
+        raise
+    try:
+        return await _run_locked(item_list, method_obj, backend, judge, store_obj, runner_cfg, run_id, identity,
+                                 resume=resume, data_source=data_source)
+    finally:
+        store_obj.release_run(run_id)
+
+
+async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeBackend, judge: str | JudgeBackend,
+                      store_obj: Store, runner_cfg: RunnerConfig, run_id: str, identity: dict[str, Any], *,
+                      resume: bool, data_source: str | None) -> EvalResult:
     existing = store_obj.get_run(run_id)
     if existing is not None and not resume:
+        if not isinstance(judge, JudgeBackend):
+            await backend.aclose()
         already = len(store_obj.done_indices(run_id))
         raise StoreError(f"{store_obj.path} already holds this run ({run_id}, {already}/{len(item_list)} "
                          "items done); pass --resume (resume=True) to continue it")
@@ -159,7 +188,7 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
         store_obj.create_run(run_id, method_obj.name, manifest,
                              [(item.key, item.model_dump(mode="json")) for item in item_list])
     client = JudgeClient(backend, store_obj, runner_cfg)
-    done = store_obj.done_indices(run_id)
+    done = store_obj.done_indices(run_id, retry_failed_calls=True)
     resumed_with = len(done) if existing is not None else None
     started = time.perf_counter()
     pending = sorted((i for i in range(len(item_list)) if i not in done),
@@ -190,8 +219,13 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
             # (and, for items of one question, the reference), which llama.cpp reuses as a cached
             # prefix (SPEC §2.2). At most ITEM_WINDOW x concurrency items are in flight.
             await gather_in_order([job(i) for i in pending], ITEM_WINDOW * client.concurrency, on_done=finished)
-    except BudgetExhausted:
+    except BudgetExhausted as exc:
         store_obj.set_status(run_id, "incomplete: budget exhausted")
+        exc.run_id = run_id
+        raise
+    except JudgeUnreachable as exc:
+        store_obj.set_status(run_id, "failed: judge unreachable")
+        exc.run_id = run_id
         raise
     except BaseException:
         store_obj.set_status(run_id, "interrupted")
@@ -199,6 +233,14 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
     finally:
         if not isinstance(judge, JudgeBackend):
             await backend.aclose()
+    stats = client.stats
+    if stats.calls == 0 and stats.failures > 0:
+        # Not one call of this invocation reached the judge: report it as such instead of a
+        # finished run of Unscored items. --resume evaluates the failed items again.
+        store_obj.set_status(run_id, "failed: judge unreachable")
+        error = JudgeUnreachable(f"all {stats.failures} judge call(s) failed; last error: {stats.last_error}")
+        error.run_id = run_id
+        raise error
     store_obj.set_status(run_id, "finished")
     result = EvalResult(store_obj, run_id)
     result.client_stats = client.stats

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assay.errors import ConfigError, StoreError
+from assay.errors import ConfigError
 from assay.methods.caseaware import conversation_of
 from assay.stats import correlation, paired_bootstrap, paired_t, wilcoxon
 from assay.store import Store
@@ -43,9 +43,7 @@ class RunScores:
 def load_run(path: str | Path, run_id: str | None = None) -> RunScores:
     """Read a run's per-conversation means from its store (the latest run unless ``run_id``)."""
     path = Path(path)
-    if not path.is_file():
-        raise StoreError(f"no run store at {path}")
-    store = Store(path)
+    store = Store(path, create=False)
     rid = store.resolve_run(run_id)
     run = store.get_run(rid)
     assert run is not None

@@ -8,6 +8,7 @@ The tree::
     ├── ModelError            the embedded model cannot be found, assembled or verified
     ├── StoreError            the run store refuses an operation (e.g. run exists, no --resume)
     ├── BudgetExhausted       the token budget of a run is spent; resume with a larger one
+    ├── JudgeUnreachable      no judge call of a run succeeded: every one failed after its retries
     └── BackendError          a judge call failed
         ├── TransientBackendError   worth retrying (timeouts, 5xx, connection resets)
         │   └── RateLimited         HTTP 429; carries ``retry_after`` seconds when the server sent it
@@ -57,6 +58,17 @@ class StoreError(AssayError):
 
 class BudgetExhausted(AssayError):
     """The run's token budget is spent. Finished items are kept; resume with a larger budget."""
+
+    run_id: str | None = None
+    """The run that stopped (set by the engine)."""
+
+
+class JudgeUnreachable(AssayError):
+    """Judge calls fail and none has succeeded: the judge is down, the URL or key is wrong, or
+    every call times out. The run stops (status ``failed: judge unreachable``); items whose calls
+    failed are evaluated again by ``--resume``."""
+
+    run_id: str | None = None
 
 
 class BackendError(AssayError):

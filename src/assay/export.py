@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
+from assay._files import atomic_write
 from assay.errors import ConfigError
 from assay.store import Store
 
@@ -46,28 +47,51 @@ COMPACT = ("run_id", "id", "system", "conversation_id", "status", "case", "query
 contexts and the aggregate, for monitoring dashboards); the granular output is everything."""
 
 
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+"""A CSV cell that starts with one of these is read as a formula by spreadsheet programs."""
+
+
+def neutralise_formula(value: Any) -> Any:
+    """CSV injection defence (OWASP): a text cell that a spreadsheet would run as a formula gets
+    a leading apostrophe, which spreadsheets show as text. Numbers stay numbers (``-0.5`` is not
+    touched); only strings are changed, and only in CSV exports (JSONL and Parquet are exact)."""
+    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
+        return "'" + value
+    return value
+
+
+def default_output(run: Path, run_id: str, fmt: str) -> Path:
+    """Default export path: ``RUN-<run id>.<format>`` beside the store. It carries the run id, so
+    it cannot be the data file the run was made from (``data.jsonl`` → ``data.db`` →
+    ``data-<id>.jsonl``), and two runs of one store do not overwrite each other's export."""
+    return run.with_name(f"{run.stem}-{run_id[:8]}.{fmt}")
+
+
 def export_run(store: Store, run_id: str, out: Path, fmt: str, compact: bool = False) -> int:
-    """Write the run to ``out``; returns the number of rows. Written to a temporary file first,
-    so a failed export leaves nothing half-written. ``compact`` keeps only :data:`COMPACT`."""
+    """Write the run to ``out``; returns the number of rows. Written atomically
+    (:func:`assay._files.atomic_write`): a failed export leaves nothing half-written. CSV cells
+    that would run as spreadsheet formulas are neutralised (:func:`neutralise_formula`).
+    ``compact`` keeps only :data:`COMPACT`."""
     if fmt not in FORMATS:
         raise ConfigError(f"unknown export format {fmt!r}; use one of {', '.join(FORMATS)}")
     rows = export_rows(store, run_id)
     if compact:
         rows = [{k: row[k] for k in COMPACT if k in row} for row in rows]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    if fmt == "jsonl":
-        with tmp.open("w", encoding="utf-8") as handle:
+
+    def write(handle: IO[bytes]) -> None:
+        if fmt == "jsonl":
             for row in rows:
-                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-    else:
+                handle.write((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
+            return
         import pandas as pd
         flat = [{k: (json.dumps(v, ensure_ascii=False) if isinstance(v, list | dict) else v)
                  for k, v in row.items()} for row in rows]
         frame = pd.DataFrame(flat)
         if fmt == "csv":
-            frame.to_csv(tmp, index=False)
+            frame = frame.map(neutralise_formula)
+            handle.write(frame.to_csv(index=False).encode("utf-8"))
         else:
-            frame.to_parquet(tmp, index=False)
-    tmp.replace(out)
+            frame.to_parquet(handle, index=False)
+
+    atomic_write(out, write)
     return len(rows)

@@ -297,11 +297,8 @@ def meta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend = "llam
 
 def write_meta(result: dict[str, Any], path: Path) -> Path:
     """Write meta.json atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    tmp.replace(path)
-    return path
+    from assay._files import atomic_write_text
+    return atomic_write_text(path, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
 
 
 def markdown_table(result: dict[str, Any]) -> str:

@@ -15,15 +15,18 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
 from assay.backends import JudgeBackend
-from assay.errors import BudgetExhausted, RateLimited, TransientBackendError
+from assay.errors import BudgetExhausted, JudgeUnreachable, RateLimited, TransientBackendError
 from assay.store import Store
 from assay.types import Completion, GenerateConfig, Message
 
 CACHE_KEY_VERSION = "c1"
+UNREACHABLE_AFTER = 3
+"""After this many failed calls (each after all its retries) with no successful one, the judge
+is taken as unreachable and the run stops instead of marking every item Unscored."""
 T = TypeVar("T")
 
 
@@ -46,17 +49,20 @@ def cache_key(identity: dict[str, Any], messages: Sequence[Message], config: Gen
 
 
 class RunnerConfig(BaseModel):
-    """How judge calls are made. Every field has a CLI flag and an ``ASSAY_*`` variable."""
+    """How judge calls are made. Every field has a CLI flag and an ``ASSAY_*`` variable. Values
+    out of range are refused (a negative timeout would time out every call)."""
 
-    concurrency: int | None = None
+    model_config = ConfigDict(extra="forbid")
+
+    concurrency: int | None = Field(default=None, ge=1, le=4096)
     """Calls in flight at once; default: the backend's own limit (1 for llama.cpp)."""
-    max_retries: int = 4
+    max_retries: int = Field(default=4, ge=0, le=100)
     """Retries of a transient failure (timeout, 429, 5xx) before the call fails."""
-    timeout_s: float = 600.0
+    timeout_s: float = Field(default=600.0, gt=0, allow_inf_nan=False)
     """Per-call timeout in seconds."""
-    backoff_initial_s: float = 1.0
-    backoff_max_s: float = 60.0
-    budget_tokens: int | None = None
+    backoff_initial_s: float = Field(default=1.0, ge=0, allow_inf_nan=False)
+    backoff_max_s: float = Field(default=60.0, ge=0, allow_inf_nan=False)
+    budget_tokens: int | None = Field(default=None, ge=0)
     """Stop making new judge calls once this many tokens (prompt + completion) are spent."""
     progress: bool = True
 
@@ -73,6 +79,8 @@ class CallStats:
     completion_tokens: int = 0
     backend_latency_s: float = 0.0
     retry_reasons: list[str] = field(default_factory=list)
+    last_error: str | None = None
+    """Why the last failed call failed (after its retries)."""
 
     @property
     def tokens(self) -> int:
@@ -111,6 +119,9 @@ class JudgeClient:
         if cached is not None:
             self.stats.cache_hits += 1
             return key, cached
+        if self.stats.calls == 0 and self.stats.failures >= UNREACHABLE_AFTER:
+            raise JudgeUnreachable(f"{self.stats.failures} judge calls failed and none succeeded; last error: "
+                                   f"{self.stats.last_error}")
         pending = self._inflight.get(key)
         if pending is not None:  # the same call is already on its way: share it
             return key, await asyncio.shield(pending)
@@ -174,9 +185,11 @@ class JudgeClient:
                         completion = await self._attempt(messages, config)
         except TimeoutError as exc:
             self.stats.failures += 1
+            self.stats.last_error = f"timed out after {self.config.timeout_s}s, {attempts} attempt(s)"
             raise TransientBackendError(f"timed out after {self.config.timeout_s}s, {attempts} attempt(s)") from exc
-        except Exception:
+        except Exception as exc:
             self.stats.failures += 1
+            self.stats.last_error = str(exc)
             raise
         self.stats.calls += 1
         self.stats.prompt_tokens += completion.usage.prompt_tokens

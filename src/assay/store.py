@@ -8,6 +8,8 @@ process killed at any moment loses nothing it had written and a resumed run repe
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import StoreError
-from assay.types import Completion
+from assay.types import CALL_FAILED, Completion
 
 Migration = Callable[[sqlite3.Connection], None]
 MIGRATIONS: list[tuple[str, Migration]] = []
@@ -88,6 +90,37 @@ def _run_script(db: sqlite3.Connection, script: str) -> None:
             db.execute(statement)
 
 
+@migration
+def m002_run_locks(db: sqlite3.Connection) -> None:
+    _run_script(db, """
+        CREATE TABLE run_locks (
+            run_id TEXT PRIMARY KEY,
+            pid INTEGER NOT NULL,
+            host TEXT NOT NULL,
+            acquired_at REAL NOT NULL
+        );
+    """)
+
+
+def _is_sqlite(path: Path) -> bool:
+    with path.open("rb") as handle:
+        return handle.read(16) == b"SQLite format 3\x00"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class RunLocked(StoreError):
+    """Another live process is writing the run."""
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
@@ -95,23 +128,52 @@ def _dumps(value: Any) -> str:
 class Store:
     """One SQLite file (or ``:memory:``) holding any number of runs and the shared call cache."""
 
-    def __init__(self, path: str | Path = ":memory:") -> None:
+    def __init__(self, path: str | Path = ":memory:", *, create: bool = True) -> None:
+        """Open (and with ``create``, make) a store. A file that is not an assay store — not
+        SQLite, or an SQLite database with tables of its own — is refused with a StoreError and
+        left untouched; ``create=False`` also refuses a path that does not exist."""
         self.path = str(path)
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("PRAGMA busy_timeout=10000")
-        self._migrate()
+            file = Path(self.path)
+            if file.is_dir():
+                raise StoreError(f"{file}: is a directory, not a run store")
+            if not file.exists():
+                if not create:
+                    raise StoreError(f"no run store at {file}")
+            elif file.stat().st_size > 0 and not _is_sqlite(file):
+                raise StoreError(f"{file}: not an assay run store (not an SQLite database)")
+            file.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            self.db.row_factory = sqlite3.Row
+            # busy_timeout first: a second process opening a new store waits for the first's
+            # migration instead of failing on a locked database.
+            self.db.execute("PRAGMA busy_timeout=30000")
+            self._check_ours()
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: cannot be used as a run store ({exc})") from exc
+
+    def _check_ours(self) -> None:
+        tables = {row[0] for row in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if tables and "migrations" not in tables:
+            self.db.close()
+            raise StoreError(f"{self.path}: an SQLite database, but not an assay run store (it has tables "
+                             f"{', '.join(sorted(tables)[:5])}); assay leaves it alone")
 
     def _migrate(self) -> None:
         self.db.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL)")
         done = {row[0] for row in self.db.execute("SELECT name FROM migrations")}
-        for name, func in MIGRATIONS:
-            if name not in done:
-                with self.transaction():
+        if all(name in done for name, _ in MIGRATIONS):
+            return
+        with self.transaction():
+            # Read again under the write lock: two processes creating one store at once must
+            # not both run a migration (the second found "table already exists").
+            done = {row[0] for row in self.db.execute("SELECT name FROM migrations")}
+            for name, func in MIGRATIONS:
+                if name not in done:
                     func(self.db)
                     self.db.execute("INSERT INTO migrations VALUES (?, ?)", (name, time.time()))
 
@@ -187,6 +249,35 @@ class Store:
             self.db.executemany("INSERT INTO items VALUES (?, ?, ?, ?)",
                                 [(run_id, i, key, _dumps(payload)) for i, (key, payload) in enumerate(items)])
 
+    # --- run locks: one writer per run --------------------------------------------------------
+    def acquire_run(self, run_id: str, *, wait_s: float | None = None) -> None:
+        """Take the run's write lock, or raise :class:`RunLocked` naming the process that holds
+        it. A lock left by a dead process on this host is taken over. ``wait_s``: wait up to
+        that long (polling) for the other writer to finish instead of failing at once."""
+        deadline = time.monotonic() + (wait_s or 0.0)
+        host, pid = socket.gethostname(), os.getpid()
+        while True:
+            with self.transaction():
+                row = self.db.execute("SELECT pid, host, acquired_at FROM run_locks WHERE run_id = ?",
+                                      (run_id,)).fetchone()
+                held = row is not None and not (row["host"] == host and
+                                                (row["pid"] == pid or not _pid_alive(row["pid"])))
+                if not held:
+                    self.db.execute("INSERT OR REPLACE INTO run_locks VALUES (?, ?, ?, ?)",
+                                    (run_id, pid, host, time.time()))
+                    return
+            if time.monotonic() >= deadline:
+                since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row["acquired_at"]))
+                raise RunLocked(f"run {run_id} in {self.path} is being written by process {row['pid']} on "
+                                f"{row['host']} (since {since}); wait for it to finish, or pass --wait")
+            time.sleep(0.5)
+
+    def release_run(self, run_id: str) -> None:
+        """Give up the run's write lock (only if this process holds it)."""
+        with self.transaction():
+            self.db.execute("DELETE FROM run_locks WHERE run_id = ? AND pid = ? AND host = ?",
+                            (run_id, os.getpid(), socket.gethostname()))
+
     def set_status(self, run_id: str, status: str) -> None:
         with self.transaction():
             self.db.execute("UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ?",
@@ -196,8 +287,15 @@ class Store:
         rows = self.db.execute("SELECT payload FROM items WHERE run_id = ? ORDER BY idx", (run_id,))
         return [json.loads(r[0]) for r in rows]
 
-    def done_indices(self, run_id: str) -> set[int]:
-        return {r[0] for r in self.db.execute("SELECT idx FROM results WHERE run_id = ?", (run_id,))}
+    def done_indices(self, run_id: str, *, retry_failed_calls: bool = False) -> set[int]:
+        """Indices of items with a stored result. ``retry_failed_calls`` leaves out items one of
+        whose judge calls failed (judge unreachable, timeouts): a resumed run tries them again,
+        where an unparseable output stays as it was (asking again would give the same)."""
+        rows = self.db.execute("SELECT idx, unscored FROM results WHERE run_id = ?", (run_id,))
+        if not retry_failed_calls:
+            return {r[0] for r in rows}
+        return {r[0] for r in rows
+                if not any(CALL_FAILED in str(u.get("reason", "")) for u in json.loads(r[1]))}
 
     def put_result(self, run_id: str, idx: int, item_key: str, status: str, scores: dict[str, Any],
                    unscored: list[dict[str, Any]], details: dict[str, Any], call_keys: list[str]) -> None:

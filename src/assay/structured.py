@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from assay.errors import BackendError, ScriptExhausted
 from assay.runner import JudgeClient
-from assay.types import Completion, GenerateConfig, Message, Unscored
+from assay.types import CALL_FAILED, Completion, GenerateConfig, Message, Unscored
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -108,7 +108,7 @@ async def generate_structured(client: JudgeClient, messages: Sequence[Message], 
         except ScriptExhausted:
             raise
         except BackendError as exc:
-            return Structured(None, Unscored(reason=f"judge call failed: {exc}", raw_output=last_raw,
+            return Structured(None, Unscored(reason=f"{CALL_FAILED}: {exc}", raw_output=last_raw,
                                              metric=metric), attempts)
         last_raw = completion.text
         try:

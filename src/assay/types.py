@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 Role = Literal["system", "user", "assistant"]
 
@@ -73,6 +73,8 @@ class Item(BaseModel):
     system: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     human: dict[str, Any] = Field(default_factory=dict)
+    _line: int | None = PrivateAttr(default=None)
+    """Where the item was read from (line of a JSONL/CSV file, row of a Parquet file), for errors."""
 
     @field_validator("id", mode="before")
     @classmethod
@@ -125,6 +127,11 @@ class Completion(BaseModel):
     backend: str = ""
     model: str = ""
     cached: bool = False
+
+
+CALL_FAILED = "judge call failed"
+"""Reason prefix of an Unscored whose judge call failed (after its retries) rather than
+returned something unparseable; ``--resume`` evaluates such items again."""
 
 
 class Unscored(BaseModel):

@@ -9,7 +9,9 @@ import pytest
 
 import assay
 from assay.backends import get_backend
+from assay.errors import JudgeUnreachable
 from assay.runner import RunnerConfig
+from assay.store import Store
 from assay.types import GenerateConfig, Message
 from tests.helpers import ITEM
 
@@ -33,13 +35,19 @@ def test_schema_constrained_output_and_logprobs(llama_server: str) -> None:
 def test_server_rejects_json_schema_mode_and_run_fails_closed(llama_server: str) -> None:
     # SPEC §2.1: the llama-cpp-python server answers json_schema with an error; the run must not
     # crash and must not invent a score.
+    # Every call failing is reported as such (JudgeUnreachable, exit 4 from the CLI), and the
+    # stored item is Unscored with the server's error, never a score.
     runner = RunnerConfig(progress=False, max_retries=0)
-    result = assay.evaluate([ITEM], "dece", f"openai/smollm2@{llama_server}", runner=runner,
-                            judge_options={"schema_mode": "json_schema"})
-    row = result.records()[0]
+    store = Store(":memory:")
+    with pytest.raises(JudgeUnreachable, match="500"):
+        assay.evaluate([ITEM], "dece", f"openai/smollm2@{llama_server}", runner=runner, store=store,
+                       judge_options={"schema_mode": "json_schema"})
+    run = store.list_runs()[0]
+    assert run["status"] == "failed: judge unreachable"
+    row = store.results(run["run_id"])[0]
     for metric in ("precision", "recall", "f_beta"):
-        assert row[metric] is None
-    assert "judge call failed" in row["unscored_reason"]
+        assert row["scores"][metric] is None
+    assert any("judge call failed" in u["reason"] for u in row["unscored"])
 
 
 def test_dece_end_to_end_through_the_server(llama_server: str) -> None:

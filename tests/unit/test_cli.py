@@ -75,14 +75,6 @@ def test_dry_run_calls_nothing(tmp_path: Path, data: Path) -> None:
     assert not (tmp_path / "x.db").exists()
 
 
-def test_budget_stops_the_run_and_resume_finishes_it(tmp_path: Path, data: Path, judge: str) -> None:
-    out = tmp_path / "run.db"
-    stopped = invoke("eval", "dece", data, "--judge", judge, "--out", out, "--budget", "1", "--no-progress")
-    assert stopped.exit_code == 3 and "budget" in stopped.output
-    done = invoke("eval", "dece", data, "--judge", judge, "--out", out, "--resume", "--no-progress")
-    assert done.exit_code == 0 and "finished" in done.output
-
-
 def test_criteria_review_workflow(tmp_path: Path, data: Path, judge: str) -> None:
     criteria = tmp_path / "criteria.jsonl"
     result = invoke("dece", "criteria", "extract", data, "-o", criteria, "--judge", judge,

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 import assay
 from assay.backends import JudgeBackend, ScriptedBackend
-from assay.errors import BackendError, RateLimited, TransientBackendError
+from assay.errors import BackendError, JudgeUnreachable, RateLimited, TransientBackendError
 from assay.runner import RunnerConfig
+from assay.store import Store
 from assay.types import Completion, GenerateConfig, Message
-from tests.helpers import ITEM, KeywordJudge
+from tests.helpers import ITEM, KeywordJudge, criteria_json, elements_json, verdicts_json
 
 
 class FaultyJudge(JudgeBackend):
@@ -67,9 +70,23 @@ def test_a_faulty_judge_never_crashes_a_run() -> None:
     assert overall["recall"]["n"] > 0  # retries and re-asks rescue most items
 
 
-def test_scripted_faults_end_unscored_with_reason() -> None:
+def test_a_judge_whose_every_call_fails_stops_the_run_as_unreachable() -> None:
     rules = [{"match": ".", "responses": [{"fault": "server_error"}], "repeat": True}]
     runner = RunnerConfig(progress=False, max_retries=1, backoff_initial_s=0.0)
-    row = assay.evaluate([ITEM], "dece", ScriptedBackend(rules=rules), runner=runner).records()[0]
-    assert row["status"] == "unscored"
-    assert "judge call failed: HTTP 500" in row["unscored_reason"]
+    store = Store(":memory:")
+    with pytest.raises(JudgeUnreachable, match="HTTP 500"):
+        assay.evaluate([ITEM], "dece", ScriptedBackend(rules=rules), runner=runner, store=store)
+    run = store.list_runs()[0]
+    assert run["status"] == "failed: judge unreachable"
+    rows = store.results(run["run_id"])
+    assert rows and any("judge call failed: HTTP 500" in u["reason"] for u in rows[0]["unscored"])
+    # a resumed run evaluates the items whose calls failed again, and finishes once the judge answers
+    assert store.done_indices(run["run_id"], retry_failed_calls=True) == set()
+    good = [{"match": r"<elements>", "responses": [verdicts_json("element", [1])], "repeat": True},
+            {"match": r"<criteria>", "responses": [verdicts_json("criterion", [1])], "repeat": True},
+            {"match": r"<query>.*<reference>", "responses": [criteria_json("three years")], "repeat": True},
+            {"match": r"<query>.*<answer>", "responses": [elements_json("three years")], "repeat": True}]
+    resumed = assay.evaluate([ITEM], "dece", ScriptedBackend(rules=good, name="scripted/test"), runner=runner,
+                             store=store, resume=True)
+    assert resumed.run_id == run["run_id"] and resumed.summary()["status"] == "finished"
+    assert resumed.records()[0]["status"] == "scored"

@@ -48,3 +48,58 @@ def test_annotations_are_append_only_with_provenance(tmp_path: Path) -> None:
     assert [(n["author"], n["value"]) for n in notes] == [("alice", 0.5), ("bob", 1.0)]
     with pytest.raises(StoreError):
         store.annotate("r1", 0, " ", "recall", 1, "no author")
+
+
+def _open(path: str) -> str:
+    Store(path).close()
+    return "ok"
+
+
+def test_many_processes_creating_one_store_at_once(tmp_path: Path) -> None:
+    import multiprocessing
+    path = str(tmp_path / "new.db")
+    with multiprocessing.get_context("spawn").Pool(6) as pool:
+        assert pool.map(_open, [path] * 12) == ["ok"] * 12
+    names = [r[0] for r in Store(path).db.execute("SELECT name FROM migrations")]
+    assert names == [name for name, _ in MIGRATIONS]
+
+
+def test_a_file_that_is_not_a_store_is_refused_and_left_alone(tmp_path: Path) -> None:
+    text = tmp_path / "data.jsonl"
+    text.write_text('{"id": 1}\n')
+    with pytest.raises(StoreError, match="not an SQLite database"):
+        Store(text)
+    assert text.read_text() == '{"id": 1}\n'
+    foreign = tmp_path / "app.db"
+    db = sqlite3.connect(foreign)
+    db.execute("CREATE TABLE users (name TEXT)")
+    db.commit()
+    db.close()
+    before = foreign.read_bytes()
+    with pytest.raises(StoreError, match="not an assay run store"):
+        Store(foreign)
+    assert foreign.read_bytes() == before
+    with pytest.raises(StoreError, match="no run store at"):
+        Store(tmp_path / "missing.db", create=False)
+    assert not (tmp_path / "missing.db").exists()
+
+
+def test_run_lock_names_the_holder_and_a_dead_holder_is_taken_over(tmp_path: Path) -> None:
+    import os
+    import socket
+    import subprocess
+
+    from assay.store import RunLocked
+    store = Store(tmp_path / "s.db")
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        store.db.execute("INSERT INTO run_locks VALUES ('r1', ?, ?, 0)", (sleeper.pid, socket.gethostname()))
+        with pytest.raises(RunLocked, match=f"being written by process {sleeper.pid}"):
+            store.acquire_run("r1")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    store.acquire_run("r1")  # the holder is dead: taken over
+    assert store.db.execute("SELECT pid FROM run_locks").fetchone()[0] == os.getpid()
+    store.release_run("r1")
+    assert store.db.execute("SELECT COUNT(*) FROM run_locks").fetchone()[0] == 0

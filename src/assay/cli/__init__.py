@@ -3,19 +3,32 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
+from rich.markup import escape
 
 from assay._version import __version__
 from assay.cli import compare, dece, demo, eval, export, injection, meta, model, report
+from assay.cli._click import ClickException, NoArgsIsHelpError, UsageError, convert_option, is_group, is_option
 from assay.cli._common import err_console
-from assay.errors import AssayError, ConfigError
+from assay.errors import AssayError, BudgetExhausted, ConfigError, JudgeUnreachable
 
-app = typer.Typer(name="assay", help="Decomposed, auditable LLM judges for LLM and RAG answers.",
+EXIT_CODES = """\
+Exit status: 0 ok · 1 a gate or check failed · 2 bad input, option or configuration (one line on
+stderr names the file, line and field) · 3 the token budget stopped the run (resume with a larger
+--budget) · 4 the judge is unreachable or every judge call failed · 130 interrupted (Ctrl-C) ·
+143 terminated (SIGTERM). An interrupted run is marked so in its store; --resume continues it.
+Add --debug (before the command) to see a traceback."""
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUDGET, EXIT_JUDGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 3, 4, 130, 143
+
+
+app = typer.Typer(name="assay", help="Decomposed, auditable LLM judges for LLM and RAG answers.\n\n" + EXIT_CODES,
                   no_args_is_help=True, pretty_exceptions_enable=False)
 app.add_typer(eval.app, name="eval")
 app.add_typer(dece.app, name="dece")
@@ -46,6 +59,8 @@ def load_config(path: Path | None = None) -> dict[str, Any]:
         concurrency = 16
 
     Precedence: command-line flag > environment variable > config file > built-in default.
+    A table or key that names no command or option, or a value of the wrong type, is a
+    ConfigError naming the file and the key (a typo must not silently leave a default).
     """
     if path is None:
         env = os.environ.get("ASSAY_CONFIG")
@@ -55,26 +70,111 @@ def load_config(path: Path | None = None) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        config = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot be read: {exc}") from exc
+    check_config(config, str(path))
+    return config
+
+
+def check_config(config: dict[str, Any], source: str) -> None:
+    """Every table must be a command path and every key an option of that command, and each
+    value must convert to the option's type and range, as on the command line."""
+    root = typer.main.get_command(app)
+
+    def walk(command: Any, table: dict[str, Any], where: list[str]) -> None:
+        if is_group(command):
+            for key, value in table.items():
+                sub = command.commands.get(key)
+                if sub is None:
+                    raise ConfigError(f"{source}: [{'.'.join([*where, key])}] is not an assay command; commands "
+                                      f"here: {', '.join(sorted(command.commands))}")
+                if not isinstance(value, dict):
+                    raise ConfigError(f"{source}: '{'.'.join([*where, key])}' must be a table of options")
+                walk(sub, value, [*where, key])
+            return
+        options = {p.name: p for p in command.params if is_option(p)}
+        for key, value in table.items():
+            name = ".".join([*where, key])
+            if key not in options:
+                raise ConfigError(f"{source}: [{'.'.join(where)}] has no option '{key}'; its options: "
+                                  f"{', '.join(sorted(options))}")
+            param = options[key]
+            if isinstance(value, dict) or (isinstance(value, list) and not param.multiple):
+                raise ConfigError(f"{source}: '{name}' must be a single value, got {type(value).__name__}")
+            try:
+                convert_option(param, value)
+            except UsageError as exc:
+                raise ConfigError(f"{source}: '{name}' = {value!r}: {exc.format_message()}") from None
+
+    walk(root, config, [])
+
+
+class _Terminated:
+    """SIGTERM is turned into the same path as Ctrl-C (the run is marked interrupted and the
+    lock released), then the process exits 143 instead of 130."""
+
+    received = False
+
+    @classmethod
+    def handler(cls, signum: int, frame: object) -> None:
+        cls.received = True
+        signal.raise_signal(signal.SIGINT)
+
+
+def _fail(message: str, code: int) -> NoReturn:
+    err_console.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True, highlight=False)
+    sys.exit(code)
 
 
 def main() -> None:
-    """Entry point: AssayErrors become one readable line and exit code 2."""
+    """Entry point of the installed ``assay`` command: maps every outcome to its exit status
+    (see :data:`EXIT_CODES`) and prints one readable line instead of a traceback."""
+    debug = "--debug" in sys.argv[1:2]
+    args = [a for i, a in enumerate(sys.argv[1:]) if not (i == 0 and a == "--debug")]
+    signal.signal(signal.SIGTERM, _Terminated.handler)
     try:
-        app(standalone_mode=False, default_map=load_config())
-    except AssayError as exc:
-        err_console.print(f"[red]error:[/red] {exc}")
-        sys.exit(2)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
+        try:
+            code = app(args=args, standalone_mode=False, default_map=load_config(), prog_name="assay")
+        except KeyboardInterrupt:
+            code = EXIT_INTERRUPTED
+        if code == EXIT_INTERRUPTED:  # Typer turns KeyboardInterrupt into exit status 130
+            if _Terminated.received:
+                err_console.print("terminated (SIGTERM); an unfinished run is marked interrupted — continue it "
+                                  "with --resume", soft_wrap=True)
+                sys.exit(EXIT_TERMINATED)
+            err_console.print("interrupted; an unfinished run is marked interrupted — continue it with --resume",
+                              soft_wrap=True)
+            sys.exit(EXIT_INTERRUPTED)
     except typer.Abort:
         err_console.print("aborted")
-        sys.exit(130)
-    except Exception as exc:  # click usage errors
-        import click
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
+        sys.exit(EXIT_INTERRUPTED)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except NoArgsIsHelpError as exc:  # a bare `assay` or `assay eval`: the help, as click shows it
+        exc.show()
+        sys.exit(EXIT_USAGE)
+    except ClickException as exc:  # usage errors: unknown command or option, bad value
+        hint = ""
+        if isinstance(exc, UsageError) and exc.ctx is not None:
+            hint = f" (see: {exc.ctx.command_path} --help)"
+        _fail(f"{exc.format_message()}{hint}", EXIT_USAGE)
+    except BudgetExhausted as exc:
+        _fail(f"{exc}", EXIT_BUDGET)
+    except JudgeUnreachable as exc:
+        _fail(f"the judge is unreachable: {exc}", EXIT_JUDGE)
+    except AssayError as exc:
+        if debug:
+            raise
+        _fail(str(exc), EXIT_USAGE)
+    except RecursionError:
+        if debug:
+            raise
+        _fail("input nested too deeply to read", EXIT_USAGE)
+    except OSError as exc:
+        if debug:
+            raise
+        _fail(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "), EXIT_USAGE)
+    sys.exit(code if isinstance(code, int) else EXIT_OK)

@@ -35,13 +35,19 @@ def print_summary(summary: dict[str, Any], metrics: list[str]) -> None:
 
     def add(name: str, block: dict[str, Any]) -> None:
         cells = [f"{block[m]['mean']:.3f}" if block[m]["mean"] is not None else "—" for m in metrics]
-        unscored = ", ".join(f"{m}:{block[m]['unscored']}" for m in metrics if block[m]["unscored"])
-        table.add_row(name, *cells, str(max(block[m]["n"] for m in metrics)), unscored or "0")
+        # The per-metric counts go under the table: in a cell they were cut off at normal widths.
+        worst = max((block[m]["unscored"] for m in metrics), default=0)
+        table.add_row(name, *cells, str(max(block[m]["n"] for m in metrics)), str(worst))
 
     for system, block in summary["by_system"].items():
         add(system, block)
     add("[bold]all[/bold]", summary["overall"])
     console.print(table)
+    overall = summary["overall"]
+    unscored = [f"{m} {overall[m]['unscored']}" for m in metrics if overall[m]["unscored"]]
+    if unscored:
+        console.print("unscored per metric (all systems): " + ", ".join(unscored) + " — reasons in the export's "
+                      "unscored_reason column")
     calls = summary["judge_calls"]
     pending = f", {summary['pending']} item(s) pending" if summary.get("pending") else ""
     console.print(f"{summary['items']} item(s){pending}; judge calls behind them: {calls['calls']} "

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import typer
 from rich.table import Table
 
+from assay._files import atomic_write_text, check_output
 from assay.cli._common import console, err_console
 from assay.compare import compare_runs, gate, judge_robustness, load_run
+from assay.errors import ConfigError
 
 
 def _f(value: float | None, digits: int = 3) -> str:
@@ -21,12 +24,15 @@ def compare(
     run_b: Path = typer.Argument(..., help="run store of system B"),
     judge_robustness_runs: tuple[Path, Path] | None = typer.Option(
         None, "--judge-robustness", help="RUN_A2 RUN_B2: the same systems scored by a second judge"),
-    resamples: int = typer.Option(10000, "--resamples", help="bootstrap resamples"),
+    resamples: int = typer.Option(10000, "--resamples", min=1, help="bootstrap resamples"),
     seed: int = typer.Option(0, "--seed", help="bootstrap seed"),
     out: Path | None = typer.Option(None, "--out", "-o", help="write the comparison as JSON"),
+    force: bool = typer.Option(False, "--force", help="replace an existing --out file that assay did not write"),
 ) -> None:
     """Paired comparison of two systems at conversation level: Wilcoxon signed-rank, paired t
     and a bootstrap 95% CI of the mean difference A − B, per metric and for S_final."""
+    if out is not None:
+        check_output(out, inputs=[run_a, run_b, *(judge_robustness_runs or ())], force=force, option="--out")
     a, b = load_run(run_a), load_run(run_b)
     result = compare_runs(a, b, resamples=resamples, seed=seed)
     table = Table(title=f"A = {run_a.name} vs B = {run_b.name} · conversation level")
@@ -50,7 +56,7 @@ def compare(
             console.print(f"judge robustness, system {name}: Spearman ρ on S_final = {_f(r['spearman'])} "
                           f"(n = {r['n']} conversations{', ' + r['note'] if r['note'] else ''})")
     if out is not None:
-        out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        atomic_write_text(out, json.dumps(result, indent=2) + "\n")
         console.print(f"wrote {out}")
 
 
@@ -60,7 +66,7 @@ def gate_command(
     minimum: list[str] | None = typer.Option(None, "--min", help="METRIC=V minimum (repeatable), e.g. "
                                                                   "identifier_integrity_score=0.9"),
     baseline: Path | None = typer.Option(None, "--baseline", help="run store of the last released version"),
-    max_drop: float | None = typer.Option(None, "--max-drop", help="largest allowed drop against --baseline"),
+    max_drop: float | None = typer.Option(None, "--max-drop", min=0.0, help="largest allowed drop against --baseline"),
 ) -> None:
     """Release gate for CI pipelines: exit 0 when every check passes, 1 with the reasons when
     one fails (2 for bad input). Example step: `assay gate run.db --min-final 0.75
@@ -74,6 +80,10 @@ def gate_command(
             raise typer.BadParameter(f"--min {entry!r}: expected METRIC=NUMBER") from None
         if not sep:
             raise typer.BadParameter(f"--min {entry!r}: expected METRIC=NUMBER")
+    for name, number in [("--min-final", min_final), ("--max-drop", max_drop),
+                         *((f"--min {k}", v) for k, v in minimums.items())]:
+        if number is not None and not math.isfinite(number):
+            raise ConfigError(f"{name}: {number} is not a finite number")
     result = gate(load_run(run), min_final=min_final, minimums=minimums,
                   baseline=load_run(baseline) if baseline else None, max_drop=max_drop)
     for check in result.checks:

@@ -8,12 +8,14 @@ from pathlib import Path
 
 import typer
 
+from assay._files import atomic_write_text, check_output
 from assay.backends import get_backend
 from assay.cli._common import console, parse_options
 from assay.cli.eval import JUDGE, JUDGE_OPT
 from assay.datasets import read_items
 from assay.errors import InputError
-from assay.methods.dece import CriteriaSet, DeCE, DeCEConfig
+from assay.methods import build_method
+from assay.methods.dece import CriteriaSet, DeCE
 from assay.runner import JudgeClient, RunnerConfig
 from assay.store import Store
 from assay.types import Item, Unscored
@@ -33,14 +35,17 @@ def extract(
     seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED"),
     cache: Path = typer.Option(Path("assay-run.db"), "--cache", envvar="ASSAY_OUT",
                                help="store whose judge-call cache to use"),
+    force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write"),
 ) -> None:
     """Extract each question's criteria once (per id) into a JSONL file an expert can edit.
 
     Edit the "criteria" lists (change, delete, add), keep "original" as it is, then run
     `assay eval dece DATA --criteria FILE`: the store marks which criteria were edited.
     """
+    check_output(output, inputs=[data, cache], force=force)
     items = read_items(data)
-    method = DeCE(DeCEConfig(domain=domain, seed=seed))
+    method = build_method("dece", domain=domain, seed=seed)
+    assert isinstance(method, DeCE)
     questions: dict[str, Item] = {}
     for item in items:
         reason = method.check_item(item)
@@ -48,9 +53,11 @@ def extract(
             raise InputError(f"item {item.id!r}: {reason}")
         questions.setdefault(item.id, item)
 
+    backend = get_backend(judge, **parse_options(judge_opt))
+    store = Store(cache)
+
     async def run() -> list[CriteriaSet | Unscored]:
-        backend = get_backend(judge, **parse_options(judge_opt))
-        client = JudgeClient(backend, Store(cache), RunnerConfig())
+        client = JudgeClient(backend, store, RunnerConfig())
         try:
             return [await method.extract_criteria(q, client) for q in questions.values()]
         finally:
@@ -59,9 +66,7 @@ def extract(
     results = asyncio.run(run())
     failed = [(q, r) for q, r in zip(questions, results, strict=True) if isinstance(r, Unscored)]
     lines = [json.dumps(r.model_dump(), ensure_ascii=False) for r in results if isinstance(r, CriteriaSet)]
-    tmp = output.with_name(output.name + ".tmp")
-    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    tmp.replace(output)
+    atomic_write_text(output, "\n".join(lines) + "\n")
     console.print(f"wrote criteria for {len(lines)} question(s) to {output}")
     for qid, problem in failed:
         assert isinstance(problem, Unscored)

@@ -9,7 +9,7 @@ import typer
 from assay._eval import EvalResult, aevaluate, estimate
 from assay.cli._common import console, parse_options, print_summary
 from assay.datasets import read_items
-from assay.errors import BudgetExhausted
+from assay.errors import BudgetExhausted, JudgeUnreachable
 from assay.methods.dece import load_criteria_file
 from assay.runner import RunnerConfig
 from assay.store import Store
@@ -19,6 +19,8 @@ app = typer.Typer(help="Evaluate a data file with a method.", no_args_is_help=Tr
 JUDGE = typer.Option("llamacpp/default", "--judge", "-j", envvar="ASSAY_JUDGE",
                      help="provider/model, e.g. llamacpp/default, openai/gpt-4o-mini, "
                           "openai/qwen@http://127.0.0.1:8080/v1")
+WAIT = typer.Option(False, "--wait", envvar="ASSAY_WAIT",
+                    help="if another process is writing this run, wait for it to finish instead of failing")
 JUDGE_OPT = typer.Option(None, "--judge-opt", envvar="ASSAY_JUDGE_OPT",
                          help="backend option key=value (repeatable), e.g. schema_mode=json_object")
 
@@ -40,14 +42,15 @@ def eval_dece(
                                      help="require: a positive verdict counts only if it cites evidence and its "
                                           "figures occur in the judged text; flag: the paper's reading, "
                                           "failed checks only flagged"),
-    concurrency: int | None = typer.Option(None, "--concurrency", envvar="ASSAY_CONCURRENCY",
+    concurrency: int | None = typer.Option(None, "--concurrency", envvar="ASSAY_CONCURRENCY", min=1,
                                            help="judge calls in flight (default: the backend's limit)"),
-    budget: int | None = typer.Option(None, "--budget", envvar="ASSAY_BUDGET",
+    budget: int | None = typer.Option(None, "--budget", envvar="ASSAY_BUDGET", min=0,
                                       help="stop making judge calls after this many tokens"),
-    timeout: float = typer.Option(600.0, "--timeout", envvar="ASSAY_TIMEOUT", help="seconds per call"),
-    retries: int = typer.Option(4, "--retries", envvar="ASSAY_RETRIES", help="retries per call"),
+    timeout: float = typer.Option(600.0, "--timeout", envvar="ASSAY_TIMEOUT", min=0.001, help="seconds per call"),
+    retries: int = typer.Option(4, "--retries", envvar="ASSAY_RETRIES", min=0, help="retries per call"),
     resume: bool = typer.Option(False, "--resume", envvar="ASSAY_RESUME",
                                 help="continue the same run in --out (repeats no finished call)"),
+    wait: bool = WAIT,
     dry_run: bool = typer.Option(False, "--dry-run", help="estimate calls and tokens; call no judge"),
     progress: bool = typer.Option(True, "--progress/--no-progress", envvar="ASSAY_PROGRESS"),
 ) -> None:
@@ -62,27 +65,29 @@ def eval_dece(
                       "(≈4 characters per token; 5 criteria and 8 elements per answer assumed; "
                       "cached calls will cost nothing)")
         return
-    _run(items, "dece", options, judge=judge, judge_opt=judge_opt, out=out, data=data, resume=resume,
+    _run(items, "dece", options, judge=judge, judge_opt=judge_opt, out=out, data=data, resume=resume, wait=wait,
          runner=RunnerConfig(concurrency=concurrency, budget_tokens=budget, timeout_s=timeout, max_retries=retries,
                              progress=progress))
 
 
 def _run(items: list, method: str, options: dict, *, judge: str, judge_opt: list[str] | None, out: Path,
-         data: Path, resume: bool, runner: RunnerConfig) -> None:
-    """Run, print the summary, and say where things are; budget exhaustion exits 3."""
-    store = Store(out)
+         data: Path, resume: bool, wait: bool, runner: RunnerConfig) -> None:
+    """Run, print the summary, and say where things are. Everything is validated (items,
+    options, judge) before the store is created or touched; a budget stop exits 3, an
+    unreachable judge 4 (both through :func:`assay.cli.main`)."""
     import asyncio
     try:
-        result = asyncio.run(aevaluate(items, method, judge, store=store, runner=runner, resume=resume,
+        result = asyncio.run(aevaluate(items, method, judge, store=out, runner=runner, resume=resume,
                                        judge_options=parse_options(judge_opt), data_source=str(data),
-                                       **options))
-    except BudgetExhausted as exc:
-        run_id = store.list_runs()[-1]["run_id"]
-        partial = EvalResult(store, str(run_id))
-        print_summary(partial.summary(), partial.metrics)
-        console.print(f"[yellow]stopped: {exc}. Finished items are saved; continue with --resume "
-                      "and a larger --budget.[/yellow]")
-        raise typer.Exit(3) from exc
+                                       wait_s=float("inf") if wait else None, **options))
+    except (BudgetExhausted, JudgeUnreachable) as exc:
+        if exc.run_id is not None:
+            partial = EvalResult(Store(out, create=False), exc.run_id)
+            print_summary(partial.summary(), partial.metrics)
+        if isinstance(exc, BudgetExhausted):
+            console.print(f"[yellow]stopped: {exc}. Finished items are saved; continue with --resume "
+                          "and a larger --budget.[/yellow]")
+        raise
     print_summary(result.summary(), result.metrics)
     stats = result.client_stats
     assert stats is not None
@@ -92,7 +97,7 @@ def _run(items: list, method: str, options: dict, *, judge: str, judge_opt: list
         console.print(f"--resume: {out} held no run with these items, options and judge; started run "
                       f"{result.run_id}")
     console.print(f"this invocation: {stats.calls} judge call(s) made, {stats.cache_hits} from cache, "
-                  f"{stats.retries} retries, {result.wall_s:.1f} s")
+                  f"{stats.retries} retries, {stats.failures} failed, {result.wall_s:.1f} s")
     console.print(f"saved to {out} (run {result.run_id}). Next: assay export {out} --format jsonl · "
                   f"assay report {out} -o report.html")
 
@@ -109,12 +114,13 @@ def eval_caseaware(
     weight: list[str] | None = typer.Option(None, "--weight",
                                             help="custom weight METRIC=W (repeat for all 8; must sum to 1)"),
     seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED"),
-    concurrency: int | None = typer.Option(None, "--concurrency", envvar="ASSAY_CONCURRENCY"),
-    budget: int | None = typer.Option(None, "--budget", envvar="ASSAY_BUDGET",
+    concurrency: int | None = typer.Option(None, "--concurrency", envvar="ASSAY_CONCURRENCY", min=1),
+    budget: int | None = typer.Option(None, "--budget", envvar="ASSAY_BUDGET", min=0,
                                       help="stop making judge calls after this many tokens"),
-    timeout: float = typer.Option(600.0, "--timeout", envvar="ASSAY_TIMEOUT", help="seconds per call"),
-    retries: int = typer.Option(4, "--retries", envvar="ASSAY_RETRIES", help="retries per call"),
+    timeout: float = typer.Option(600.0, "--timeout", envvar="ASSAY_TIMEOUT", min=0.001, help="seconds per call"),
+    retries: int = typer.Option(4, "--retries", envvar="ASSAY_RETRIES", min=0, help="retries per call"),
     resume: bool = typer.Option(False, "--resume", envvar="ASSAY_RESUME"),
+    wait: bool = WAIT,
     dry_run: bool = typer.Option(False, "--dry-run", help="estimate calls, tokens and cost; call no judge"),
     price_in: float = typer.Option(3.0, "--price-in", envvar="ASSAY_PRICE_IN",
                                    help="USD per 1M prompt tokens for --dry-run (paper §6.1: gpt-4.1, $3)"),
@@ -145,7 +151,7 @@ def eval_caseaware(
                       f"≈{est.completion_tokens} completion tokens (≈4 characters per token) → ≈${cost:.4f} at "
                       f"${price_in}/1M in, ${price_out}/1M out; cached calls cost nothing")
         return
-    _run(items, "caseaware", options, judge=judge, judge_opt=judge_opt, out=out, data=data, resume=resume,
+    _run(items, "caseaware", options, judge=judge, judge_opt=judge_opt, out=out, data=data, resume=resume, wait=wait,
          runner=RunnerConfig(concurrency=concurrency, budget_tokens=budget, timeout_s=timeout, max_retries=retries,
                              progress=progress))
 
@@ -159,12 +165,13 @@ def _baseline_command(method: str, doc: str, takes_domain: bool) -> None:
         domain: str = typer.Option("general", "--domain", envvar="ASSAY_DOMAIN",
                                    help="domain pack (LLM baselines): general, legal, medical, financial"),
         seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED"),
-        concurrency: int | None = typer.Option(None, "--concurrency", envvar="ASSAY_CONCURRENCY"),
-        budget: int | None = typer.Option(None, "--budget", envvar="ASSAY_BUDGET"),
-        timeout: float = typer.Option(600.0, "--timeout", envvar="ASSAY_TIMEOUT"),
-        retries: int = typer.Option(4, "--retries", envvar="ASSAY_RETRIES"),
+        concurrency: int | None = typer.Option(None, "--concurrency", envvar="ASSAY_CONCURRENCY", min=1),
+        budget: int | None = typer.Option(None, "--budget", envvar="ASSAY_BUDGET", min=0),
+        timeout: float = typer.Option(600.0, "--timeout", envvar="ASSAY_TIMEOUT", min=0.001),
+        retries: int = typer.Option(4, "--retries", envvar="ASSAY_RETRIES", min=0),
         resume: bool = typer.Option(False, "--resume", envvar="ASSAY_RESUME"),
-        dry_run: bool = typer.Option(False, "--dry-run", help="estimate calls and tokens; call no judge"),
+        wait: bool = WAIT,
+    dry_run: bool = typer.Option(False, "--dry-run", help="estimate calls and tokens; call no judge"),
         progress: bool = typer.Option(True, "--progress/--no-progress", envvar="ASSAY_PROGRESS"),
     ) -> None:
         items = read_items(data)
@@ -174,7 +181,7 @@ def _baseline_command(method: str, doc: str, takes_domain: bool) -> None:
             console.print(f"dry run: {len(items)} item(s) → ≈{est.calls} judge calls, ≈{est.prompt_tokens} prompt + "
                           f"≈{est.completion_tokens} completion tokens")
             return
-        _run(items, method, options, judge=judge, judge_opt=judge_opt, out=out, data=data, resume=resume,
+        _run(items, method, options, judge=judge, judge_opt=judge_opt, out=out, data=data, resume=resume, wait=wait,
              runner=RunnerConfig(concurrency=concurrency, budget_tokens=budget, timeout_s=timeout,
                                  max_retries=retries, progress=progress))
 

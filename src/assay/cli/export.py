@@ -6,24 +6,30 @@ from pathlib import Path
 
 import typer
 
+from assay._files import check_output
 from assay.cli._common import console
-from assay.export import export_run
+from assay.errors import ConfigError
+from assay.export import FORMATS, default_output, export_run
 from assay.store import Store
 
 
 def export(
     run: Path = typer.Argument(..., help="run store (.db) written by `assay eval`"),
     fmt: str = typer.Option("jsonl", "--format", "-f", help="jsonl, csv or parquet"),
-    output: Path | None = typer.Option(None, "--output", "-o", help="default: RUN.<format>"),
+    output: Path | None = typer.Option(None, "--output", "-o", help="default: RUN-<run id>.<format> beside the store"),
     run_id: str | None = typer.Option(None, "--run-id", help="which run (default: the latest)"),
     compact: bool = typer.Option(False, "--compact", help="only case fields, query, response, contexts and the "
                                                           "aggregate score (dashboards); default: everything"),
+    force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write "
+                                                      "(never a store or an input)"),
 ) -> None:
     """Export one run's results, with the evidence behind every score."""
-    if not run.is_file():
-        raise typer.BadParameter(f"no run store at {run}")
-    store = Store(run)
+    if fmt not in FORMATS:
+        raise ConfigError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
+    store = Store(run, create=False)
     rid = store.resolve_run(run_id)
-    out = output or run.with_suffix(f".{fmt}")
+    out = output or default_output(run, rid, fmt)
+    source = store.get_run(rid)["manifest"].get("data_source")  # type: ignore[index]
+    check_output(out, inputs=[run, source], force=force)
     count = export_run(store, rid, out, fmt, compact=compact)
     console.print(f"wrote {count} row(s) of run {rid} to {out}")

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from assay._files import check_output
 from assay.cli._common import console, parse_options
 from assay.datasets import read_items
 from assay.injection import ATTACKS_BY_NAME, ainjection_audit
@@ -23,17 +24,19 @@ def injection(
                                      help=f"repeatable; default all: {', '.join(ATTACKS_BY_NAME)}"),
     judge: str = typer.Option("llamacpp/default", "--judge", "-j", envvar="ASSAY_JUDGE"),
     judge_opt: list[str] = typer.Option([], "--judge-opt", help="backend option key=value, repeatable"),
-    limit: int | None = typer.Option(None, "--limit", help="only the first N items"),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="only the first N items"),
     seed: int = typer.Option(0, "--seed", help="seed of the bootstrap"),
-    resamples: int = typer.Option(2000, "--resamples"),
+    resamples: int = typer.Option(2000, "--resamples", min=1),
     out: Path = typer.Option(Path("injection.json"), "--out", "-o", help="where the audit JSON goes"),
     store: Path | None = typer.Option(None, "--store", help="run store (.db; default: OUT with .db), resumable"),
-    concurrency: int | None = typer.Option(None, "--concurrency"),
+    concurrency: int | None = typer.Option(None, "--concurrency", min=1),
+    force: bool = typer.Option(False, "--force", help="replace an existing --out file that assay did not write"),
 ) -> None:
     """Score each answer clean and with each injection attack appended, and print per attack and
     metric the paired difference attacked − clean (bootstrap CI, Wilcoxon p, answers raised)."""
     if method not in METHODS:
         raise typer.BadParameter(f"unknown method {method}; known: {', '.join(sorted(METHODS))}")
+    check_output(out, inputs=[data, store or out.with_suffix(".db")], force=force, option="--out")
     items = read_items(data)
     if limit is not None:
         items = items[:limit]

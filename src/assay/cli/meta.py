@@ -9,6 +9,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
+from assay._files import check_output
 from assay.cli._common import console, parse_options
 from assay.datasets.adapters import ADAPTERS, read_labelled
 from assay.meta import ameta, write_meta
@@ -24,14 +25,15 @@ def meta(
     judge_opt: list[str] | None = typer.Option(None, "--judge-opt", help="backend option key=value (repeatable)"),
     method_opt: list[str] | None = typer.Option(None, "--method-opt", help="METHOD.key=value (repeatable), e.g. "
                                                 "dece.domain=legal, dece.beta=1, geval.weighting=none"),
-    limit: int | None = typer.Option(None, "--limit", help="a reproducible random subset of N labelled units"),
+    limit: int | None = typer.Option(None, "--limit", min=1, help="a reproducible random subset of N labelled units"),
     seed: int = typer.Option(0, "--seed", help="seed of the subset and of the bootstrap"),
-    resamples: int = typer.Option(1000, "--resamples", help="bootstrap resamples for the Pearson CI"),
+    resamples: int = typer.Option(1000, "--resamples", min=1, help="bootstrap resamples for the Pearson CI"),
     out: Path = typer.Option(Path("meta.json"), "--out", "-o", help="where meta.json goes"),
     store: Path | None = typer.Option(None, "--store", help="run store (.db; default: OUT with .db), resumable"),
-    concurrency: int | None = typer.Option(None, "--concurrency"),
+    concurrency: int | None = typer.Option(None, "--concurrency", min=1),
     versus: str | None = typer.Option(None, "--versus", help="metric the others are compared with, e.g. "
                                       "dece.f_beta (the default when DeCE runs) or rougeL"),
+    force: bool = typer.Option(False, "--force", help="replace an existing --out file that assay did not write"),
 ) -> None:
     """Run methods on a human-labelled set and print a Table-2-style comparison: correlation of
     each automatic score with each human label, with CIs, p-values, n and unscored counts."""
@@ -45,6 +47,7 @@ def meta(
             raise typer.BadParameter(f"--method-opt {key}={value}: expected METHOD.key=value with METHOD one of "
                                      f"the --method values ({', '.join(method)})")
         method_options.setdefault(name, {})[option] = value
+    check_output(out, inputs=[path, store or out.with_suffix(".db")], force=force, option="--out")
     for name in method:  # a bad option stops here, before the data is read or any judge is called
         build_method(name, **method_options.get(name, {}))
     metaset = read_labelled(kind, path).subset(limit, seed)

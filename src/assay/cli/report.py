@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from assay._files import check_output
 from assay.cli._common import console
 from assay.report import write_report
 from assay.store import Store
@@ -16,10 +17,13 @@ def report(
     output: Path = typer.Option(Path("report.html"), "--output", "-o"),
     run_id: str | None = typer.Option(None, "--run-id", help="which run (default: the latest)"),
     meta: Path | None = typer.Option(None, "--meta", help="meta.json from assay meta: add its agreement tables"),
+    force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write "
+                                                      "(never a store or an input)"),
 ) -> None:
     """Write a self-contained HTML report of a run."""
-    if not run.is_file():
-        raise typer.BadParameter(f"no run store at {run}")
-    store = Store(run)
-    path = write_report(store, store.resolve_run(run_id), output, meta)
+    store = Store(run, create=False)
+    rid = store.resolve_run(run_id)
+    source = store.get_run(rid)["manifest"].get("data_source")  # type: ignore[index]
+    check_output(output, inputs=[run, meta, source], force=force)
+    path = write_report(store, rid, output, meta)
     console.print(f"report written to {path}")

@@ -21,11 +21,43 @@ from assay.types import Item
 _JSON_COLUMNS = ("reference", "contexts", "history", "case", "metadata", "human")
 
 
+def _bad_text(value: Any, path: str = "") -> tuple[str, str] | None:
+    """The first string (key or value) that is not valid Unicode — a lone surrogate such as
+    ``"\\ud800"``, which JSON allows and UTF-8 cannot hold — as (field path, why)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return path, f"not valid Unicode (lone surrogate \\u{ord(value[exc.start]):04x} at character {exc.start})"
+        return None
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            found = _bad_text(key, path) or _bad_text(inner, f"{path}.{key}" if path else str(key))
+            if found:
+                return found
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            found = _bad_text(inner, f"{path}[{index}]")
+            if found:
+                return found
+    return None
+
+
 def _item_from(data: Any, source: str, line: int) -> Item:
     if not isinstance(data, dict):
         raise InputError(f"expected a JSON object, got {type(data).__name__}", source=source, line=line)
     try:
-        return Item.model_validate(data)
+        bad = _bad_text(data)
+    except RecursionError:
+        raise InputError("nested too deeply", source=source, line=line) from None
+    if bad is not None:
+        raise InputError(bad[1], source=source, line=line, field=bad[0] or None)
+    try:
+        item = Item.model_validate(data)
+        item._line = line
+        return item
+    except RecursionError:
+        raise InputError("nested too deeply", source=source, line=line) from None
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err["loc"])
@@ -46,10 +78,17 @@ def _decode(raw: bytes, source: str) -> str:
         raise InputError(f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", source=source, line=line) from exc
 
 
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot be read: {exc.strerror or exc}", source=str(path)) from exc
+
+
 def read_jsonl(path: str | Path) -> list[Item]:
     path = Path(path)
     source = str(path)
-    text = _decode(path.read_bytes(), source)
+    text = _decode(_read_bytes(path), source)
     items = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -59,6 +98,8 @@ def read_jsonl(path: str | Path) -> list[Item]:
         except json.JSONDecodeError as exc:
             raise InputError(f"malformed JSON: {exc.msg} (column {exc.colno})", source=source,
                              line=number) from exc
+        except RecursionError:
+            raise InputError("JSON nested too deeply", source=source, line=number) from None
         items.append(_item_from(data, source, number))
     return items
 
@@ -84,21 +125,44 @@ def _row_to_dict(row: dict[str, Any], source: str, line: int) -> dict[str, Any]:
 
 
 def read_csv(path: str | Path) -> list[Item]:
+    """Items from CSV; a row is named by the line it starts on (a quoted cell may span lines)."""
     path = Path(path)
     source = str(path)
-    text = _decode(path.read_bytes(), source)
-    reader = csv.DictReader(io.StringIO(text))
+    text = _decode(_read_bytes(path), source)
+    reader = csv.DictReader(io.StringIO(text), strict=True)
     items = []
-    for row in reader:
-        line = reader.line_num
-        items.append(_item_from(_row_to_dict(row, source, line), source, line))
+    try:
+        reader.fieldnames  # noqa: B018 — reads the header row
+    except csv.Error as exc:
+        raise InputError(f"malformed CSV header: {exc}", source=source, line=1) from exc
+    previous_end = reader.line_num
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            if "end of data" in str(exc):  # a quote opened and never closed: it ate the rest of the file
+                raise InputError("unterminated quoted cell in the row starting on this line",
+                                 source=source, line=previous_end + 1) from exc
+            raise InputError(f"malformed CSV: {exc}", source=source, line=reader.line_num) from exc
+        end = reader.line_num
+        start = end - sum(str(v).count("\n") for v in row.values() if isinstance(v, str))
+        items.append(_item_from(_row_to_dict(row, source, start), source, start))
+        previous_end = end
     return items
 
 
 def read_parquet(path: str | Path) -> list[Item]:
     path = Path(path)
     import pandas as pd
-    return read_dataframe(pd.read_parquet(path), source=str(path))
+    _read_bytes(path)[:0]  # an unreadable file is an InputError before pyarrow sees it
+    try:
+        frame = pd.read_parquet(path)
+    except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ... for a file that is not Parquet
+        raise InputError(f"not a readable Parquet file ({type(exc).__name__}: {str(exc)[:200]})",
+                         source=str(path)) from exc
+    return read_dataframe(frame, source=str(path))
 
 
 def read_dataframe(frame: Any, source: str = "DataFrame") -> list[Item]:
@@ -116,8 +180,10 @@ def read_items(path: str | Path) -> list[Item]:
     """Read items from a .jsonl/.json-lines, .csv or .parquet file."""
     path = Path(path)
     source = str(path)
-    if not path.is_file():
+    if not path.exists():
         raise InputError("no such file", source=source)
+    if not path.is_file():
+        raise InputError("not a file", source=source)
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".ndjson"):
         items = read_jsonl(path)
@@ -129,4 +195,17 @@ def read_items(path: str | Path) -> list[Item]:
         raise InputError(f"unknown input format {suffix!r}; use .jsonl, .csv or .parquet", source=source)
     if not items:
         raise InputError("the file holds no items", source=source)
+    check_unique(items, source)
     return items
+
+
+def check_unique(items: list[Item], source: str) -> None:
+    """Two items with the same id and system cannot both be evaluated in one run: one error
+    naming both lines (rows, for Parquet)."""
+    seen: dict[str, Item] = {}
+    for item in items:
+        first = seen.setdefault(item.key, item)
+        if first is not item:
+            system = f" and system {item.system!r}" if item.system else ""
+            raise InputError(f"duplicate item: id {item.id!r}{system} already on line {first._line}",
+                             source=source, line=item._line, field="id")

@@ -42,8 +42,8 @@ ISSUE_LABELS = ("Incorrect", "Misattribution", "Missing information", "Citation 
 class BaselineConfig(BaseModel):
     domain: str = "general"
     seed: int = 0
-    temperature: float = 0.0
-    max_reasks: int = 2
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    max_reasks: int = Field(default=2, ge=0)
     max_reasoning_chars: int = 400
     """Bound on free text, so small judges cannot loop."""
 

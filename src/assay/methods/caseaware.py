@@ -120,10 +120,10 @@ def band_of(score: float) -> str | None:
 class CaseAwareConfig(BaseModel):
     weights: str | dict[str, float] = "default"
     """Profile (default, uniform, retrieval-heavy), a .toml path, or a mapping metric → weight."""
-    temperature: float = 0.0
+    temperature: float = Field(default=0.0, ge=0, le=2)
     seed: int = 0
     max_justification_chars: int = Field(default=200, ge=20)
-    max_reasks: int = 2
+    max_reasks: int = Field(default=2, ge=0)
     identifier_check: Literal["cap", "flag", "off"] = "cap"
     """Identifiers in the answer that no input contains: cap identifier_integrity at 0.30, only
     flag them, or skip the check (module docstring)."""

@@ -61,15 +61,15 @@ class DeCEConfig(BaseModel):
 
     domain: str = "general"
     """Domain pack: general, legal, medical, financial."""
-    beta: float = Field(default=2.0, gt=0)
+    beta: float = Field(default=2.0, gt=0, allow_inf_nan=False)
     """F-beta weight of recall; the paper reports F2."""
     seed: int = 0
     """Sampling seed for the T=0.3 extraction steps."""
-    extraction_temperature: float = 0.3
-    verification_temperature: float = 0.0
-    max_criteria: int = 8
+    extraction_temperature: float = Field(default=0.3, ge=0, le=2)
+    verification_temperature: float = Field(default=0.0, ge=0, le=2)
+    max_criteria: int = Field(default=8, ge=1)
     """Cap on criteria per question (the paper's experts kept 979 for 224 questions, ~4.4)."""
-    max_elements: int = 10
+    max_elements: int = Field(default=10, ge=1)
     """Cap on elements per answer; bounds runaway lists from small judges."""
     max_text_chars: int = 160
     """maxLength of criteria and elements (small models loop without a bound)."""
@@ -79,7 +79,7 @@ class DeCEConfig(BaseModel):
     """Most sentences one verdict may cite."""
     max_reasoning_chars: int = 120
     """maxLength of each verdict's reasoning."""
-    max_reasks: int = 2
+    max_reasks: int = Field(default=2, ge=0)
     quote_policy: Literal["require", "flag"] = "require"
     """"require": a positive verdict counts only if it cites evidence and every figure it
     asserts occurs in the judged text; "flag": verdicts stand and failed checks are flagged."""

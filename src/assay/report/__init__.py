@@ -10,6 +10,8 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from assay._eval import EvalResult
+from assay._files import atomic_write_text
+from assay._version import __version__
 from assay.store import Store
 
 
@@ -147,14 +149,10 @@ def render_report(store: Store, run_id: str, meta: Path | None = None) -> str:
     meta_data = read_meta_json(meta) if meta is not None else None
     return template.render(run=run, created=created, summary=result.summary(), rows=rows,
                            metrics=result.metrics, sections=sections, human=human, meta=meta_data,
-                           meta_source=meta.name if meta is not None else None)
+                           meta_source=meta.name if meta is not None else None, version=__version__)
 
 
 def write_report(store: Store, run_id: str, out: Path, meta: Path | None = None) -> Path:
-    """Write the report to ``out`` (via a temporary file) and return the path."""
-    html = render_report(store, run_id, meta)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(out)
-    return out
+    """Write the report to ``out`` (atomically, see :mod:`assay._files`) and return the path.
+    The caller checks ``out`` first with :func:`assay._files.check_output`."""
+    return atomic_write_text(out, render_report(store, run_id, meta))
