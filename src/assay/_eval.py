@@ -17,7 +17,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from assay._version import __version__
 from assay.backends import JudgeBackend, get_backend
 from assay.errors import BudgetExhausted, ConfigError, InputError, JudgeUnreachable, StoreError
-from assay.methods import CallEstimate, ItemResult, Method, build_method
+from assay.methods import CallEstimate, ItemResult, Method
+from assay.registry import build_method
 from assay.runner import CallStats, JudgeClient, RunnerConfig, canonical_json, gather_in_order
 from assay.store import Store
 from assay.types import Completion, GenerateConfig, Item, Message
@@ -32,12 +33,49 @@ class NoJudge(JudgeBackend):
         raise ConfigError("this method makes no judge calls")
 
 
-def run_id_for(method: Method, judge_identity: dict[str, Any], items: list[Item]) -> str:
-    """Same method options, prompts, judge and items give the same run id: that is what
-    lets ``--resume`` find a run."""
-    payload = {"method": method.name, "manifest": method.manifest(), "judge": judge_identity,
-               "items": [item.model_dump(mode="json") for item in items]}
+def _lineage_payload(method_name: str, manifest: dict[str, Any], judge_identity: dict[str, Any],
+                     items: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"method": method_name, "manifest": manifest, "judge": judge_identity, "items": items}
+
+
+def lineage_of(method_name: str, manifest: dict[str, Any], judge_identity: dict[str, Any],
+               items: list[dict[str, Any]]) -> str:
+    """What a run evaluates, whatever the method's version: method, options, prompts, judge and
+    items. Two runs of one lineage and different versions are the same work done by different
+    code; ``--resume`` refuses to continue one with the other."""
+    payload = _lineage_payload(method_name, manifest, judge_identity, items)
     return hashlib.sha256(canonical_json(payload).encode()).hexdigest()[:16]
+
+
+def run_id_for(method: Method, judge_identity: dict[str, Any], items: list[Item]) -> str:
+    """Same method version, options, prompts, judge and items give the same run id: that is
+    what lets ``--resume`` find a run. Version "1" is left out of the hash, so runs stored
+    before methods had versions keep their ids."""
+    payload: dict[str, Any] = _lineage_payload(method.name, method.manifest(), judge_identity,
+                                               [item.model_dump(mode="json") for item in items])
+    if method.version != "1":
+        payload["method_version"] = method.version
+    return hashlib.sha256(canonical_json(payload).encode()).hexdigest()[:16]
+
+
+def check_version(store: Store, method: Method, judge_identity: dict[str, Any], items: list[Item]) -> None:
+    """Refuse to resume work that another version of the method started: a run of the same
+    lineage (method, options, prompts, judge, items) but another version is in the store."""
+    mine = lineage_of(method.name, method.manifest(), judge_identity, [i.model_dump(mode="json") for i in items])
+    for run in store.list_runs():
+        if run["method"] != method.name:
+            continue
+        manifest = run["manifest"]
+        version = str(manifest.get("method_version", "1"))
+        if version == method.version:
+            continue
+        lineage = manifest.get("lineage") or lineage_of(method.name, manifest.get("method_manifest", {}),
+                                                        manifest.get("judge_identity", {}),
+                                                        store.items(str(run["run_id"])))
+        if lineage == mine:
+            raise StoreError(f"{store.path}: run {run['run_id']} of these items was made by {method.name} version "
+                             f"{version}; this is version {method.version}, which scores differently. Start a new "
+                             "run without --resume (or in another --out) to evaluate with this version")
 
 
 def check_items(method: Method, items: list[Item], source: str | None = None) -> None:
@@ -172,6 +210,8 @@ async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeB
                       store_obj: Store, runner_cfg: RunnerConfig, run_id: str, identity: dict[str, Any], *,
                       resume: bool, data_source: str | None) -> EvalResult:
     existing = store_obj.get_run(run_id)
+    if existing is None and resume:
+        check_version(store_obj, method_obj, identity, item_list)
     if existing is not None and not resume:
         if not isinstance(judge, JudgeBackend):
             await backend.aclose()
@@ -180,7 +220,10 @@ async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeB
                          "items done); pass --resume (resume=True) to continue it")
     if existing is None:
         manifest = {
-            "assay_version": __version__, "method": method_obj.name, "metrics": list(method_obj.metrics),
+            "assay_version": __version__, "method": method_obj.name, "method_version": method_obj.version,
+            "lineage": lineage_of(method_obj.name, method_obj.manifest(), identity,
+                                  [item.model_dump(mode="json") for item in item_list]),
+            "metrics": list(method_obj.metrics),
             "method_manifest": method_obj.manifest(), "judge": backend.name, "judge_identity": identity,
             "runner": runner_cfg.model_dump(exclude={"progress"}), "items": len(item_list),
             "data_source": data_source, "python": platform.python_version(), "created_at": time.time(),

@@ -41,10 +41,20 @@ def export_rows(store: Store, run_id: str) -> list[dict[str, Any]]:
     return rows
 
 
-COMPACT = ("run_id", "id", "system", "conversation_id", "status", "case", "query", "response", "contexts", "s_final",
-           "f_beta", "unscored_reason")
-"""Columns of the compact output (case-aware App. A.2: case fields, response, retrieved
-contexts and the aggregate, for monitoring dashboards); the granular output is everything."""
+COMPACT = ("run_id", "id", "system", "status", "query", "response")
+"""Columns every compact output keeps; the method adds its own (``Method.compact_columns``,
+default its metrics: case-aware App. A.2 adds the case fields, retrieved contexts and S_final,
+for monitoring dashboards), then ``unscored_reason``. The granular output is everything."""
+
+
+def compact_columns(method: str) -> tuple[str, ...]:
+    """The compact export's columns for a run of ``method`` (a method no longer registered, e
+    .g. a removed plug-in, keeps the common columns and its scores)."""
+    from assay.registry import methods
+
+    cls = methods().get(method)
+    extra = (cls.compact_columns or cls.metrics) if cls is not None else ()
+    return (*COMPACT, *extra, "unscored_reason")
 
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
@@ -76,7 +86,9 @@ def export_run(store: Store, run_id: str, out: Path, fmt: str, compact: bool = F
         raise ConfigError(f"unknown export format {fmt!r}; use one of {', '.join(FORMATS)}")
     rows = export_rows(store, run_id)
     if compact:
-        rows = [{k: row[k] for k in COMPACT if k in row} for row in rows]
+        run = store.get_run(run_id)
+        keep = compact_columns(str(run["method"])) if run is not None else (*COMPACT, "unscored_reason")
+        rows = [{k: row[k] for k in keep if k in row} for row in rows]
 
     def write(handle: IO[bytes]) -> None:
         if fmt == "jsonl":

@@ -235,6 +235,20 @@ def compare_metrics(metaset: MetaSet, per_metric: dict[str, tuple[dict[str, dict
     return rows
 
 
+def default_versus(built: dict[str, Any], per_metric: dict[str, Any]) -> str:
+    """The metric the others are compared with by default: the primary metric of the first
+    method that declares itself the reference (DeCE), else of the first method, else its first
+    metric."""
+    ordered = sorted(built.items(), key=lambda kv: not getattr(kv[1], "meta_reference", False))
+    for method, obj in ordered:
+        primary = getattr(obj, "primary_metric", None)
+        if primary is not None:
+            name = metric_name(method, primary, obj.metrics)
+            if name in per_metric:
+                return name
+    return next(iter(per_metric))
+
+
 async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend = "llamacpp/default", *,
                 store: Store | str | Path | None = None, seed: int = 0, resamples: int = 1000,
                 runner: RunnerConfig | None = None, method_options: dict[str, dict[str, Any]] | None = None,
@@ -274,7 +288,7 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
             all_rows += table
             all_items += records
     if versus is None:
-        versus = "dece.f_beta" if "dece.f_beta" in per_metric else next(iter(per_metric))
+        versus = default_versus(built, per_metric)
     comparisons = compare_metrics(metaset, per_metric, versus, resamples, seed) if len(per_metric) > 1 else []
     prompt_hash = hashlib.sha256(canonical_json(manifests).encode()).hexdigest()
     used = sorted({run["judge"] for run in runs.values()})

@@ -1,16 +1,29 @@
-"""`assay eval METHOD DATA`."""
+"""`assay eval METHOD DATA`: one command per registered method, generated from its config model.
+
+Every method gets the same run options (judge, store, concurrency, budget, resume, dry run, ...)
+and one option per field of its config model: ``--field-name`` with the field's docstring as
+help, an ``ASSAY_FIELD_NAME`` variable and the TOML key ``field_name`` in ``[eval.METHOD]``.
+Nothing here names a method; a plug-in's method gets its command the same way.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import inspect
+import json
+import types
+import typing
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from assay._eval import EvalResult, aevaluate, estimate
 from assay.cli._common import console, parse_options, print_summary
 from assay.datasets import read_items
-from assay.errors import BudgetExhausted, JudgeUnreachable
-from assay.methods.dece import load_criteria_file
+from assay.errors import BudgetExhausted, ConfigError, JudgeUnreachable
+from assay.methods import Method
+from assay.registry import methods
 from assay.runner import RunnerConfig
 from assay.store import Store
 
@@ -19,55 +32,134 @@ app = typer.Typer(help="Evaluate a data file with a method.", no_args_is_help=Tr
 JUDGE = typer.Option("llamacpp/default", "--judge", "-j", envvar="ASSAY_JUDGE",
                      help="provider/model, e.g. llamacpp/default, openai/gpt-4o-mini, "
                           "openai/qwen@http://127.0.0.1:8080/v1")
-WAIT = typer.Option(False, "--wait", envvar="ASSAY_WAIT",
-                    help="if another process is writing this run, wait for it to finish instead of failing")
 JUDGE_OPT = typer.Option(None, "--judge-opt", envvar="ASSAY_JUDGE_OPT",
                          help="backend option key=value (repeatable), e.g. schema_mode=json_object")
 
+# The run options every method's command has: (name, annotation, typer.Option).
+RUN_OPTIONS: list[tuple[str, Any, Any]] = [
+    ("judge", str, JUDGE),
+    ("judge_opt", list[str] | None, JUDGE_OPT),
+    ("out", Path, typer.Option(Path("assay-run.db"), "--out", "-o", envvar="ASSAY_OUT",
+                               help="SQLite run store to write (and resume from)")),
+    ("concurrency", int | None, typer.Option(None, "--concurrency", envvar="ASSAY_CONCURRENCY", min=1,
+                                             help="judge calls in flight (default: the backend's limit)")),
+    ("budget", int | None, typer.Option(None, "--budget", envvar="ASSAY_BUDGET", min=0,
+                                        help="stop making judge calls after this many tokens")),
+    ("timeout", float, typer.Option(600.0, "--timeout", envvar="ASSAY_TIMEOUT", min=0.001,
+                                    help="seconds per call")),
+    ("retries", int, typer.Option(4, "--retries", envvar="ASSAY_RETRIES", min=0, help="retries per call")),
+    ("resume", bool, typer.Option(False, "--resume", envvar="ASSAY_RESUME",
+                                  help="continue the same run in --out (repeats no finished call)")),
+    ("wait", bool, typer.Option(False, "--wait", envvar="ASSAY_WAIT",
+                                help="if another process is writing this run, wait for it instead of failing")),
+    ("dry_run", bool, typer.Option(False, "--dry-run", help="estimate calls, tokens and cost; call no judge")),
+    ("price_in", float, typer.Option(3.0, "--price-in", envvar="ASSAY_PRICE_IN", min=0.0,
+                                     help="USD per 1M prompt tokens, for --dry-run's cost")),
+    ("price_out", float, typer.Option(12.0, "--price-out", envvar="ASSAY_PRICE_OUT", min=0.0,
+                                      help="USD per 1M completion tokens, for --dry-run's cost")),
+    ("progress", bool, typer.Option(True, "--progress/--no-progress", envvar="ASSAY_PROGRESS")),
+]
+_RUN_NAMES = {name for name, _, _ in RUN_OPTIONS}
 
-@app.command("dece")
-def eval_dece(
-    data: Path = typer.Argument(..., help="items: .jsonl, .csv or .parquet (SPEC §2.6)"),
-    judge: str = JUDGE,
-    judge_opt: list[str] | None = JUDGE_OPT,
-    out: Path = typer.Option(Path("assay-run.db"), "--out", "-o", envvar="ASSAY_OUT",
-                             help="SQLite run store to write (and resume from)"),
-    criteria: Path | None = typer.Option(None, "--criteria", envvar="ASSAY_CRITERIA",
-                                         help="frozen criteria JSONL (from `assay dece criteria extract`)"),
-    domain: str = typer.Option("general", "--domain", envvar="ASSAY_DOMAIN",
-                               help="domain pack: general, legal, medical, financial"),
-    beta: float = typer.Option(2.0, "--beta", envvar="ASSAY_BETA", help="F-beta weight (paper: F2)"),
-    seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED", help="sampling seed"),
-    quote_policy: str = typer.Option("require", "--quote-policy", envvar="ASSAY_QUOTE_POLICY",
-                                     help="require: a positive verdict counts only if it cites evidence and its "
-                                          "figures occur in the judged text; flag: the paper's reading, "
-                                          "failed checks only flagged"),
-    concurrency: int | None = typer.Option(None, "--concurrency", envvar="ASSAY_CONCURRENCY", min=1,
-                                           help="judge calls in flight (default: the backend's limit)"),
-    budget: int | None = typer.Option(None, "--budget", envvar="ASSAY_BUDGET", min=0,
-                                      help="stop making judge calls after this many tokens"),
-    timeout: float = typer.Option(600.0, "--timeout", envvar="ASSAY_TIMEOUT", min=0.001, help="seconds per call"),
-    retries: int = typer.Option(4, "--retries", envvar="ASSAY_RETRIES", min=0, help="retries per call"),
-    resume: bool = typer.Option(False, "--resume", envvar="ASSAY_RESUME",
-                                help="continue the same run in --out (repeats no finished call)"),
-    wait: bool = WAIT,
-    dry_run: bool = typer.Option(False, "--dry-run", help="estimate calls and tokens; call no judge"),
-    progress: bool = typer.Option(True, "--progress/--no-progress", envvar="ASSAY_PROGRESS"),
-) -> None:
-    """DeCE: precision and recall of answers against criteria from a gold answer."""
-    items = read_items(data)
-    frozen = load_criteria_file(criteria) if criteria else None
-    options = {"domain": domain, "beta": beta, "seed": seed, "criteria": frozen, "quote_policy": quote_policy}
-    if dry_run:
-        est = estimate(items, "dece", **options)
-        console.print(f"dry run: {len(items)} item(s) → ≈{est.calls} judge calls, "
-                      f"≈{est.prompt_tokens} prompt + ≈{est.completion_tokens} completion tokens "
-                      "(≈4 characters per token; 5 criteria and 8 elements per answer assumed; "
-                      "cached calls will cost nothing)")
-        return
-    _run(items, "dece", options, judge=judge, judge_opt=judge_opt, out=out, data=data, resume=resume, wait=wait,
-         runner=RunnerConfig(concurrency=concurrency, budget_tokens=budget, timeout_s=timeout, max_retries=retries,
-                             progress=progress))
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _cli_type(annotation: Any) -> tuple[Any, str]:
+    """The command-line type of a config field, and a note for help: plain scalars keep their
+    type; Literal choices, unions and containers are read as text (pydantic then validates it)."""
+    origin = typing.get_origin(annotation)
+    if annotation in (int, float, str, bool):
+        return annotation, ""
+    if origin is typing.Literal:
+        return str, "one of: " + ", ".join(map(str, typing.get_args(annotation)))
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) == 1 and args[0] in (int, float, str):
+            return args[0] | None, ""
+    return str, ""
+
+
+def _method_params(cls: type[Method]) -> list[inspect.Parameter]:
+    params = []
+    fields = cls.config_model.model_fields if cls.config_model is not None else {}
+    for name, field in fields.items():
+        if name in _RUN_NAMES:
+            raise TypeError(f"{cls.__name__}: option {name!r} clashes with a run option")
+        kind, note = _cli_type(field.annotation)
+        default = field.get_default(call_default_factory=True)
+        if kind is bool:
+            option = typer.Option(default, f"{_flag(name)}/--no-{name.replace('_', '-')}",
+                                  envvar=f"ASSAY_{name.upper()}", help=field.description or "")
+        else:
+            shown = default if isinstance(default, int | float | str) or default is None else json.dumps(default)
+            help_text = " ".join(x for x in (field.description or "", note) if x)
+            option = typer.Option(shown, _flag(name), envvar=f"ASSAY_{name.upper()}", help=help_text)
+        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind))
+    for extra in cls.cli_options():
+        kinds = {"str": str | None, "path": Path | None, "float": float | None, "int": int | None, "bool": bool,
+                 "list": list[str] | None}
+        flag = _flag(extra.name)
+        envvar = f"ASSAY_{extra.name.upper()}" if extra.env else None
+        option = typer.Option(extra.default if extra.type != "bool" else bool(extra.default),
+                              f"{flag}/--no-{extra.name.replace('_', '-')}" if extra.type == "bool" else flag,
+                              envvar=envvar, help=extra.help)
+        params.append(inspect.Parameter(extra.name, inspect.Parameter.KEYWORD_ONLY, default=option,
+                                        annotation=kinds[extra.type]))
+    return params
+
+
+def _coerce(cls: type[Method], values: dict[str, Any]) -> dict[str, Any]:
+    """Text given for a container field (e.g. a dict) is read as JSON; other values as given."""
+    fields = cls.config_model.model_fields if cls.config_model is not None else {}
+    out = {}
+    for name, value in values.items():
+        if name in fields and isinstance(value, str) and value.strip()[:1] in ("{", "["):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"{_flag(name)}: not valid JSON: {exc.msg}") from None
+        out[name] = value
+    return out
+
+
+def make_command(cls: type[Method]) -> Any:
+    """The ``assay eval NAME`` command of a method class."""
+    extra_names = {o.name for o in cls.cli_options()}
+
+    def command(**kwargs: Any) -> None:
+        data: Path = kwargs.pop("data")
+        run = {name: kwargs.pop(name) for name in list(kwargs) if name in _RUN_NAMES}
+        method_values = {k: v for k, v in kwargs.items() if v is not None or k not in extra_names}
+        options = cls.options_from_cli(_coerce(cls, method_values))
+        items = read_items(data)
+        if run["dry_run"]:
+            _dry_run(items, cls.name, options, run["price_in"], run["price_out"])
+            return
+        runner = RunnerConfig(concurrency=run["concurrency"], budget_tokens=run["budget"], timeout_s=run["timeout"],
+                              max_retries=run["retries"], progress=run["progress"])
+        _run(items, cls.name, options, judge=run["judge"], judge_opt=run["judge_opt"], out=run["out"], data=data,
+             resume=run["resume"], wait=run["wait"], runner=runner)
+
+    data_param = inspect.Parameter("data", inspect.Parameter.KEYWORD_ONLY, annotation=Path,
+                                   default=typer.Argument(..., help="items: .jsonl, .csv or .parquet (SPEC §2.6)"))
+    run_params = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation)
+                  for name, annotation, option in RUN_OPTIONS]
+    params = [data_param, *_method_params(cls), *run_params]
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
+    command.__doc__ = (cls.__doc__ or cls.name).strip().splitlines()[0]
+    command.__name__ = f"eval_{cls.name}"
+    return command
+
+
+def _dry_run(items: list, method: str, options: dict[str, Any], price_in: float, price_out: float) -> None:
+    est = estimate(items, method, **options)
+    cost = (est.prompt_tokens * price_in + est.completion_tokens * price_out) / 1_000_000
+    console.print(f"dry run: {len(items)} item(s) → ≈{est.calls} judge calls, ≈{est.prompt_tokens} prompt + "
+                  f"≈{est.completion_tokens} completion tokens (≈4 characters per token) → ≈${cost:.4f} at "
+                  f"${price_in}/1M in, ${price_out}/1M out; cached calls cost nothing", soft_wrap=True)
 
 
 def _run(items: list, method: str, options: dict, *, judge: str, judge_opt: list[str] | None, out: Path,
@@ -75,7 +167,6 @@ def _run(items: list, method: str, options: dict, *, judge: str, judge_opt: list
     """Run, print the summary, and say where things are. Everything is validated (items,
     options, judge) before the store is created or touched; a budget stop exits 3, an
     unreachable judge 4 (both through :func:`assay.cli.main`)."""
-    import asyncio
     try:
         result = asyncio.run(aevaluate(items, method, judge, store=out, runner=runner, resume=resume,
                                        judge_options=parse_options(judge_opt), data_source=str(data),
@@ -102,95 +193,5 @@ def _run(items: list, method: str, options: dict, *, judge: str, judge_opt: list
                   f"assay report {out} -o report.html")
 
 
-@app.command("caseaware")
-def eval_caseaware(
-    data: Path = typer.Argument(..., help="turns: .jsonl, .csv or .parquet (SPEC §2.6) with contexts, history, case"),
-    judge: str = JUDGE,
-    judge_opt: list[str] | None = JUDGE_OPT,
-    out: Path = typer.Option(Path("assay-run.db"), "--out", "-o", envvar="ASSAY_OUT",
-                             help="SQLite run store to write (and resume from)"),
-    weights: str = typer.Option("default", "--weights", envvar="ASSAY_WEIGHTS",
-                                help="S_final weights: default, uniform, retrieval-heavy, or a .toml file"),
-    weight: list[str] | None = typer.Option(None, "--weight",
-                                            help="custom weight METRIC=W (repeat for all 8; must sum to 1)"),
-    seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED"),
-    concurrency: int | None = typer.Option(None, "--concurrency", envvar="ASSAY_CONCURRENCY", min=1),
-    budget: int | None = typer.Option(None, "--budget", envvar="ASSAY_BUDGET", min=0,
-                                      help="stop making judge calls after this many tokens"),
-    timeout: float = typer.Option(600.0, "--timeout", envvar="ASSAY_TIMEOUT", min=0.001, help="seconds per call"),
-    retries: int = typer.Option(4, "--retries", envvar="ASSAY_RETRIES", min=0, help="retries per call"),
-    resume: bool = typer.Option(False, "--resume", envvar="ASSAY_RESUME"),
-    wait: bool = WAIT,
-    dry_run: bool = typer.Option(False, "--dry-run", help="estimate calls, tokens and cost; call no judge"),
-    price_in: float = typer.Option(3.0, "--price-in", envvar="ASSAY_PRICE_IN",
-                                   help="USD per 1M prompt tokens for --dry-run (paper §6.1: gpt-4.1, $3)"),
-    price_out: float = typer.Option(12.0, "--price-out", envvar="ASSAY_PRICE_OUT",
-                                    help="USD per 1M completion tokens for --dry-run (paper §6.1: $12)"),
-    progress: bool = typer.Option(True, "--progress/--no-progress", envvar="ASSAY_PROGRESS"),
-) -> None:
-    """Case-aware RAG judge: 8 metrics per turn with severity bands, and S_final."""
-    from assay.methods.caseaware import cost_usd
-
-    items = read_items(data)
-    chosen: str | dict[str, float] = weights
-    if weight:
-        chosen = {}
-        for entry in weight:
-            key, sep, value = entry.partition("=")
-            try:
-                chosen[key.strip()] = float(value)
-            except ValueError:
-                raise typer.BadParameter(f"--weight {entry!r}: expected METRIC=NUMBER") from None
-            if not sep:
-                raise typer.BadParameter(f"--weight {entry!r}: expected METRIC=NUMBER")
-    options = {"weights": chosen, "seed": seed}
-    if dry_run:
-        est = estimate(items, "caseaware", **options)
-        cost = cost_usd(est.prompt_tokens, est.completion_tokens, price_in, price_out)
-        console.print(f"dry run: {len(items)} turn(s) → {est.calls} judge calls, ≈{est.prompt_tokens} prompt + "
-                      f"≈{est.completion_tokens} completion tokens (≈4 characters per token) → ≈${cost:.4f} at "
-                      f"${price_in}/1M in, ${price_out}/1M out; cached calls cost nothing")
-        return
-    _run(items, "caseaware", options, judge=judge, judge_opt=judge_opt, out=out, data=data, resume=resume, wait=wait,
-         runner=RunnerConfig(concurrency=concurrency, budget_tokens=budget, timeout_s=timeout, max_retries=retries,
-                             progress=progress))
-
-
-def _baseline_command(method: str, doc: str, takes_domain: bool) -> None:
-    def command(
-        data: Path = typer.Argument(..., help="items: .jsonl, .csv or .parquet (SPEC §2.6) with a reference"),
-        judge: str = JUDGE,
-        judge_opt: list[str] | None = JUDGE_OPT,
-        out: Path = typer.Option(Path("assay-run.db"), "--out", "-o", envvar="ASSAY_OUT"),
-        domain: str = typer.Option("general", "--domain", envvar="ASSAY_DOMAIN",
-                                   help="domain pack (LLM baselines): general, legal, medical, financial"),
-        seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED"),
-        concurrency: int | None = typer.Option(None, "--concurrency", envvar="ASSAY_CONCURRENCY", min=1),
-        budget: int | None = typer.Option(None, "--budget", envvar="ASSAY_BUDGET", min=0),
-        timeout: float = typer.Option(600.0, "--timeout", envvar="ASSAY_TIMEOUT", min=0.001),
-        retries: int = typer.Option(4, "--retries", envvar="ASSAY_RETRIES", min=0),
-        resume: bool = typer.Option(False, "--resume", envvar="ASSAY_RESUME"),
-        wait: bool = WAIT,
-    dry_run: bool = typer.Option(False, "--dry-run", help="estimate calls and tokens; call no judge"),
-        progress: bool = typer.Option(True, "--progress/--no-progress", envvar="ASSAY_PROGRESS"),
-    ) -> None:
-        items = read_items(data)
-        options: dict = {"domain": domain, "seed": seed} if takes_domain else {}
-        if dry_run:
-            est = estimate(items, method, **options)
-            console.print(f"dry run: {len(items)} item(s) → ≈{est.calls} judge calls, ≈{est.prompt_tokens} prompt + "
-                          f"≈{est.completion_tokens} completion tokens")
-            return
-        _run(items, method, options, judge=judge, judge_opt=judge_opt, out=out, data=data, resume=resume, wait=wait,
-             runner=RunnerConfig(concurrency=concurrency, budget_tokens=budget, timeout_s=timeout,
-                                 max_retries=retries, progress=progress))
-
-    command.__doc__ = doc
-    app.command(method)(command)
-
-
-_baseline_command("pointwise", "Baseline: pointwise 0–4 grade against the reference (DeCE App. C.1–C.3).", True)
-_baseline_command("geval", "Baseline: G-Eval-style precision and recall 1–5 (logprob-weighted when available).", True)
-_baseline_command("claims", "Baseline: RAGChecker-style claim precision and recall by bidirectional entailment.", True)
-_baseline_command("rougeL", "Lexical baseline: ROUGE-L F-measure against the reference (no judge).", False)
-_baseline_command("bleu", "Lexical baseline: sentence BLEU against the reference (no judge).", False)
+for _cls in methods().values():
+    app.command(_cls.name)(make_command(_cls))

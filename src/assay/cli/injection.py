@@ -13,13 +13,13 @@ from assay.cli._common import console, parse_options
 from assay.datasets import read_items
 from assay.injection import ATTACKS_BY_NAME, ainjection_audit
 from assay.meta import write_meta
-from assay.methods import METHODS
+from assay.registry import methods
 from assay.runner import RunnerConfig
 
 
 def injection(
     data: Path = typer.Argument(..., help="items (JSONL / CSV / Parquet) whose answers get the attacks"),
-    method: str = typer.Option(..., "--method", "-m", help=f"one of: {', '.join(sorted(METHODS))}"),
+    method: str = typer.Option(..., "--method", "-m", help=f"one of: {', '.join(methods())}"),
     attack: list[str] = typer.Option([], "--attack", "-a",
                                      help=f"repeatable; default all: {', '.join(ATTACKS_BY_NAME)}"),
     judge: str = typer.Option("llamacpp/default", "--judge", "-j", envvar="ASSAY_JUDGE"),
@@ -34,8 +34,8 @@ def injection(
 ) -> None:
     """Score each answer clean and with each injection attack appended, and print per attack and
     metric the paired difference attacked − clean (bootstrap CI, Wilcoxon p, answers raised)."""
-    if method not in METHODS:
-        raise typer.BadParameter(f"unknown method {method}; known: {', '.join(sorted(METHODS))}")
+    if method not in methods():
+        raise typer.BadParameter(f"unknown method {method}; known: {', '.join(methods())}")
     check_output(out, inputs=[data, store or out.with_suffix(".db")], force=force, option="--out")
     items = read_items(data)
     if limit is not None:

@@ -13,14 +13,14 @@ from assay._files import check_output
 from assay.cli._common import console, parse_options
 from assay.datasets.adapters import ADAPTERS, read_labelled
 from assay.meta import ameta, write_meta
-from assay.methods import METHODS, build_method
+from assay.registry import build_method, methods
 from assay.runner import RunnerConfig
 
 
 def meta(
     kind: str = typer.Argument(..., help=f"dataset adapter: {', '.join(sorted(ADAPTERS))}"),
     path: Path = typer.Argument(..., help="the labelled file, in its source's own format"),
-    method: list[str] = typer.Option(..., "--method", "-m", help=f"repeatable: {', '.join(sorted(METHODS))}"),
+    method: list[str] = typer.Option(..., "--method", "-m", help=f"repeatable: {', '.join(methods())}"),
     judge: str = typer.Option("llamacpp/default", "--judge", "-j", envvar="ASSAY_JUDGE"),
     judge_opt: list[str] | None = typer.Option(None, "--judge-opt", help="backend option key=value (repeatable)"),
     method_opt: list[str] | None = typer.Option(None, "--method-opt", help="METHOD.key=value (repeatable), e.g. "
@@ -32,14 +32,15 @@ def meta(
     store: Path | None = typer.Option(None, "--store", help="run store (.db; default: OUT with .db), resumable"),
     concurrency: int | None = typer.Option(None, "--concurrency", min=1),
     versus: str | None = typer.Option(None, "--versus", help="metric the others are compared with, e.g. "
-                                      "dece.f_beta (the default when DeCE runs) or rougeL"),
+                                      "dece.f_beta or rougeL (default: the primary metric of the reference "
+                                      "method, DeCE, when it runs; else of the first method)"),
     force: bool = typer.Option(False, "--force", help="replace an existing --out file that assay did not write"),
 ) -> None:
     """Run methods on a human-labelled set and print a Table-2-style comparison: correlation of
     each automatic score with each human label, with CIs, p-values, n and unscored counts."""
-    unknown = [m for m in method if m not in METHODS]
+    unknown = [m for m in method if m not in methods()]
     if unknown:
-        raise typer.BadParameter(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(sorted(METHODS))}")
+        raise typer.BadParameter(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(methods())}")
     method_options: dict[str, dict[str, Any]] = {}
     for key, value in parse_options(method_opt, "--method-opt").items():
         name, dot, option = key.partition(".")

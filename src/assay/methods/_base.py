@@ -5,10 +5,24 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from assay.runner import JudgeClient
 from assay.types import Item, Unscored
+
+
+class CliOption(BaseModel):
+    """A method-specific command-line option that is not a config field."""
+
+    model_config = ConfigDict(frozen=True)
+    name: str
+    """Python name of the value (``criteria``); the flag is ``--criteria``."""
+    type: str = "str"
+    """``str``, ``path``, ``float``, ``int``, ``bool``, or ``list`` (repeatable string)."""
+    default: Any = None
+    help: str = ""
+    env: bool = True
+    """Also read ``ASSAY_<NAME>``."""
 
 
 class ItemResult(BaseModel):
@@ -42,13 +56,67 @@ class CallEstimate(BaseModel):
                             completion_tokens=self.completion_tokens + other.completion_tokens)
 
 
+class ReportSection(BaseModel):
+    """What a method adds to the HTML report: templates (Jinja source, autoescaped) rendered with
+    ``context``. ``section`` goes once under the summary; ``item`` once per row, with ``row``."""
+
+    section: str | None = None
+    item: str | None = None
+    context: dict[str, Any] = Field(default_factory=dict)
+
+
 class Method(ABC):
-    """An evaluation method: I/O-free rendering and parsing plus one coroutine per item."""
+    """An evaluation method: I/O-free rendering and parsing plus one coroutine per item.
+
+    A method class declares everything the rest of assay needs to know about it, and
+    :func:`assay.registry.register_method` makes it known: the CLI command ``assay eval NAME``
+    (one option per field of ``config_model``, with its docstring as help, an ``ASSAY_*``
+    variable and a TOML key), the run manifest and run id (``version``), the export
+    (``compact_columns``), the report (:meth:`report_section`) and meta-evaluation
+    (``primary_metric``). Nothing outside the method names it."""
 
     name: ClassVar[str]
     metrics: ClassVar[tuple[str, ...]]
+    version: ClassVar[str] = "1"
+    """Bump when the method's behaviour changes in a way its manifest does not show (parsing,
+    scoring rules, request schemas): it enters the manifest and the run id, and ``--resume``
+    refuses a run made by another version."""
+    config_model: ClassVar[type[BaseModel] | None] = None
+    """The options, as a Pydantic model whose field docstrings are the CLI help."""
     needs_judge: ClassVar[bool] = True
     """False for methods that make no judge call (lexical baselines)."""
+    primary_metric: ClassVar[str | None] = None
+    """The metric that stands for the method in comparisons (meta-evaluation's Δr reference)."""
+    meta_reference: ClassVar[bool] = False
+    """Whether ``assay meta`` compares the other metrics against this method's primary metric by
+    default (DeCE: the method the other baselines are measured against)."""
+    compact_columns: ClassVar[tuple[str, ...]] = ()
+    """Columns the compact export keeps besides id, system, status, query, response and reasons
+    (default: the metrics)."""
+
+    @classmethod
+    def from_options(cls, config: BaseModel | None, **extras: Any) -> Method:
+        """Build the method from its validated config and the options that are not config
+        fields (e.g. DeCE's frozen criteria); a method with extras overrides this."""
+        if extras:
+            raise TypeError(f"unexpected options {', '.join(extras)}")
+        return cls(config) if config is not None else cls()  # type: ignore[call-arg]
+
+    @classmethod
+    def cli_options(cls) -> list[CliOption]:
+        """Command-line options beyond the config fields (e.g. ``--criteria FILE``); their values
+        reach :meth:`options_from_cli`."""
+        return []
+
+    @classmethod
+    def options_from_cli(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """Turn the values of :meth:`cli_options` (and config fields) into build options."""
+        return values
+
+    @classmethod
+    def report_section(cls, rows: list[dict[str, Any]]) -> ReportSection | None:
+        """The method's part of the HTML report (from the exported rows of a run), or None."""
+        return None
 
     @abstractmethod
     def manifest(self) -> dict[str, Any]:
@@ -70,3 +138,11 @@ class Method(ABC):
         """Items are evaluated in this order (results still come back in input order), so
         that consecutive calls share prompt prefixes."""
         return item.id
+
+
+def method_template(name: str, package: str = "assay.methods") -> str:
+    """The text of a report template partial shipped in ``package``'s ``templates/`` folder (a
+    plug-in passes its own package)."""
+    from importlib.resources import files
+
+    return files(package).joinpath("templates", name).read_text(encoding="utf-8")

@@ -24,11 +24,12 @@ import math
 import re
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from assay.methods._base import CallEstimate, ItemResult, Method
 from assay.methods.dece import numbered_text, split_sentences
 from assay.prompts import fence, load_domain, load_prompt, numbered
+from assay.registry import register_method
 from assay.runner import JudgeClient
 from assay.stats import f_beta
 from assay.structured import OutputInvalid, generate_structured
@@ -40,6 +41,8 @@ ISSUE_LABELS = ("Incorrect", "Misattribution", "Missing information", "Citation 
 
 
 class BaselineConfig(BaseModel):
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
     domain: str = "general"
     seed: int = 0
     temperature: float = Field(default=0.0, ge=0, le=2)
@@ -86,11 +89,14 @@ class PointwiseOutput(BaseModel):
     justification: str
 
 
+@register_method
 class Pointwise(_Baseline):
-    """0–4 Likert grade against the gold answer (DeCE App. C.1–C.3)."""
+    """Baseline: pointwise 0–4 grade against the reference (DeCE App. C.1–C.3)."""
 
     name: ClassVar[str] = "pointwise"
     metrics: ClassVar[tuple[str, ...]] = ("pointwise",)
+    config_model: ClassVar[type[BaseModel] | None] = BaselineConfig
+    primary_metric: ClassVar[str | None] = "pointwise"
     prompt_names: ClassVar[tuple[str, ...]] = ("pointwise",)
 
     def render(self, item: Item) -> list[Any]:
@@ -166,11 +172,14 @@ def weighted_digit(completion: Completion, field: str) -> tuple[float, dict[str,
     return None
 
 
+@register_method
 class GEval(_Baseline):
-    """G-Eval-style precision and recall (1–5, optionally logprob-weighted), F-beta on [0, 1]."""
+    """Baseline: G-Eval-style precision and recall 1–5 (logprob-weighted when available)."""
 
     name: ClassVar[str] = "geval"
     metrics: ClassVar[tuple[str, ...]] = ("precision", "recall", "f_beta")
+    config_model: ClassVar[type[BaseModel] | None] = GEvalConfig
+    primary_metric: ClassVar[str | None] = "f_beta"
     prompt_names: ClassVar[tuple[str, ...]] = ("geval",)
     config: GEvalConfig
 
@@ -251,11 +260,17 @@ class ClaimsConfig(BaselineConfig):
     max_reason_chars: int = 120
 
 
+@register_method
 class Claims(_Baseline):
-    """Claim-level precision and recall by bidirectional entailment against the gold answer."""
+    """Baseline: RAGChecker-style claim precision and recall by bidirectional entailment."""
 
     name: ClassVar[str] = "claims"
     metrics: ClassVar[tuple[str, ...]] = ("precision", "recall", "f1")
+    version: ClassVar[str] = "2"
+    """2: with ``evidence``, cited sentence numbers are constrained to the passage's sentences
+    (version 1 checked them only after generation, and left answers Unscored)."""
+    config_model: ClassVar[type[BaseModel] | None] = ClaimsConfig
+    primary_metric: ClassVar[str | None] = "f1"
     prompt_names: ClassVar[tuple[str, ...]] = ("claims_extraction", "claims_checking")
     config: ClaimsConfig
 
@@ -263,14 +278,6 @@ class Claims(_Baseline):
         super().__init__(config or ClaimsConfig())
         if self.config.evidence:  # loaded only when used, so the plain baseline's manifest is unchanged
             self.prompts["claims_checking_evidence"] = load_prompt("baselines/claims_checking_evidence")
-
-    def manifest(self) -> dict[str, Any]:
-        manifest = super().manifest()
-        if self.config.evidence:
-            # The run id hashes the manifest, not the code: name the request shape, so that a run
-            # made before citations were constrained to existing sentences is not resumed as this one.
-            manifest["evidence_schema"] = "sentence numbers constrained to the passage (v2)"
-        return manifest
 
     def render_extraction(self, query: str, tag: str, text: str) -> list[Any]:
         return self.prompts["claims_extraction"].render(query=query.strip(), text=fence(tag, text))

@@ -39,11 +39,12 @@ import tomllib
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from assay.errors import ConfigError
-from assay.methods._base import CallEstimate, ItemResult, Method
+from assay.methods._base import CallEstimate, CliOption, ItemResult, Method, ReportSection, method_template
 from assay.prompts import defuse, fence, load_prompt
+from assay.registry import register_method
 from assay.runner import JudgeClient
 from assay.structured import OutputInvalid, generate_structured
 from assay.types import GenerateConfig, Item
@@ -118,6 +119,8 @@ def band_of(score: float) -> str | None:
 
 
 class CaseAwareConfig(BaseModel):
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
     weights: str | dict[str, float] = "default"
     """Profile (default, uniform, retrieval-heavy), a .toml path, or a mapping metric → weight."""
     temperature: float = Field(default=0.0, ge=0, le=2)
@@ -206,11 +209,84 @@ def conversation_of(item: dict[str, Any]) -> str:
     return str(metadata.get("conversation_id") or item["id"])
 
 
+def _numbers(rows: list[dict[str, Any]], metric: str) -> list[float]:
+    return [float(r[metric]) for r in rows if r.get(metric) is not None]
+
+
+def _caseaware_section(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    from scipy import stats as sps
+
+    from assay.report import charts
+
+    scored = [r for r in rows if r.get("s_final") is not None]
+    names = [f"{m}_score" for m in METRICS]
+    systems = sorted({str(r.get("system")) for r in rows})
+    profiles = {}
+    for system in systems:
+        subset = [r for r in scored if str(r.get("system")) == system]
+        profiles[system] = {m: (sum(_numbers(subset, f"{m}_score")) / len(subset)) if subset else None
+                            for m in METRICS}
+    matrix: list[list[float | None]] = []
+    for a in names:
+        line: list[float | None] = []
+        for b in names:
+            xs, ys = _numbers(scored, a), _numbers(scored, b)
+            if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
+                line.append(None)
+            else:
+                line.append(float(sps.spearmanr(xs, ys).statistic))
+        matrix.append(line)
+    helpful = {system: [(r["answer_helpfulness_score"], r["s_final"], f"{r['id']} · {system}")
+                        for r in scored if str(r.get("system")) == system] for system in systems}
+    worst = sorted(scored, key=lambda r: r["s_final"])[:10]
+    worst_view = [{"id": r["id"], "system": r.get("system"), "s_final": r["s_final"],
+                   "problems": [(m, r.get(f"{m}_band"), r.get(f"{m}_score"), r.get(f"{m}_justification"))
+                                for m in METRICS if r.get(f"{m}_band") in ("severe", "moderate")]} for r in worst]
+    return {"metrics": list(METRICS), "profiles": profiles, "radar": charts.radar(profiles, list(METRICS)),
+            "histograms": charts.histograms({m: _numbers(scored, f"{m}_score") for m in METRICS}
+                                            | {"s_final": _numbers(scored, "s_final")}),
+            "heatmap": charts.heatmap(list(METRICS), matrix),
+            "helpfulness": charts.scatter(helpful, "answer_helpfulness", "S_final"), "worst": worst_view}
+
+
+@register_method
 class CaseAware(Method):
-    """Eight case-aware metrics per turn with severity bands and a weighted S_final."""
+    """Case-aware RAG judge: 8 metrics per turn with severity bands, and S_final."""
 
     name: ClassVar[str] = "caseaware"
     metrics: ClassVar[tuple[str, ...]] = (*(f"{m}_score" for m in METRICS), "s_final")
+    version: ClassVar[str] = "1"
+    config_model: ClassVar[type[BaseModel] | None] = CaseAwareConfig
+    primary_metric: ClassVar[str | None] = "s_final"
+    compact_columns: ClassVar[tuple[str, ...]] = ("conversation_id", "case", "contexts", "s_final")
+
+    @classmethod
+    def cli_options(cls) -> list[CliOption]:
+        return [CliOption(name="weight", type="list", env=False,
+                          help="custom weight METRIC=W (repeat for all 8; must sum to 1); overrides --weights")]
+
+    @classmethod
+    def options_from_cli(cls, values: dict[str, Any]) -> dict[str, Any]:
+        entries = values.pop("weight", None) or []
+        if entries:
+            weights: dict[str, float] = {}
+            for entry in entries:
+                key, sep, value = entry.partition("=")
+                try:
+                    weights[key.strip()] = float(value)
+                except ValueError:
+                    raise ConfigError(f"--weight {entry!r}: expected METRIC=NUMBER") from None
+                if not sep:
+                    raise ConfigError(f"--weight {entry!r}: expected METRIC=NUMBER")
+            values["weights"] = weights
+        return values
+
+    @classmethod
+    def report_section(cls, rows: list[dict[str, Any]]) -> ReportSection | None:
+        context = _caseaware_section(rows)
+        return ReportSection(section=method_template("caseaware.section.html.j2"),
+                             item=method_template("caseaware.item.html.j2"),
+                             context={"ca": context, "ca_metrics": context["metrics"]})
 
     def __init__(self, config: CaseAwareConfig | None = None) -> None:
         self.config = config or CaseAwareConfig()

@@ -42,11 +42,12 @@ import unicodedata
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from assay.errors import InputError
-from assay.methods._base import CallEstimate, ItemResult, Method
+from assay.methods._base import CallEstimate, CliOption, ItemResult, Method, ReportSection, method_template
 from assay.prompts import fence, load_domain, load_prompt, numbered
+from assay.registry import register_method
 from assay.runner import JudgeClient
 from assay.stats import f_beta
 from assay.structured import OutputInvalid, generate_structured
@@ -58,6 +59,8 @@ PROMPTS = ("dece/criteria_extraction", "dece/criteria_satisfaction", "dece/eleme
 
 class DeCEConfig(BaseModel):
     """DeCE options. Temperatures are the paper's (App. C.5)."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
 
     domain: str = "general"
     """Domain pack: general, legal, medical, financial."""
@@ -303,12 +306,58 @@ def load_criteria_file(path: str | Path) -> dict[str, CriteriaSet]:
     return sets
 
 
+def _dece_section(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    from assay.report import charts
+
+    def points(group: str) -> dict[str, list[tuple[float, float, str]]]:
+        series: dict[str, list[tuple[float, float, str]]] = {}
+        for r in rows:
+            if r.get("precision") is None or r.get("recall") is None:
+                continue
+            key = str(r.get("system")) if group == "system" else str((r.get("metadata") or {}).get(group))
+            series.setdefault(key, []).append((r["recall"], r["precision"], f"{r['id']} · {r.get('system')}"))
+        return series
+
+    plots = [("system", charts.scatter(points("system"), "recall", "precision", quadrants=(0.5, 0.5)))]
+    fields = sorted({k for r in rows for k, v in (r.get("metadata") or {}).items() if isinstance(v, str)})
+    for field in fields:
+        distinct = {(r.get("metadata") or {}).get(field) for r in rows}
+        if 1 < len(distinct) <= 8:
+            plots.append((field, charts.scatter(points(field), "recall", "precision", quadrants=(0.5, 0.5))))
+    return {"plots": plots}
+
+
 # --- the method --------------------------------------------------------------------------------
+@register_method
 class DeCE(Method):
-    """Decomposed criteria-based evaluation."""
+    """DeCE: precision and recall of answers against criteria from a gold answer."""
 
     name: ClassVar[str] = "dece"
     metrics: ClassVar[tuple[str, ...]] = ("precision", "recall", "f_beta")
+    version: ClassVar[str] = "1"
+    config_model: ClassVar[type[BaseModel] | None] = DeCEConfig
+    primary_metric: ClassVar[str | None] = "f_beta"
+    meta_reference: ClassVar[bool] = True
+    compact_columns: ClassVar[tuple[str, ...]] = ("f_beta",)
+
+    @classmethod
+    def from_options(cls, config: BaseModel | None, **extras: Any) -> Method:
+        criteria = extras.pop("criteria", None)
+        if extras:
+            raise TypeError(f"unexpected options {', '.join(extras)}")
+        if isinstance(criteria, str | Path):
+            criteria = load_criteria_file(criteria)
+        return cls(config, criteria=criteria)  # type: ignore[arg-type]
+
+    @classmethod
+    def cli_options(cls) -> list[CliOption]:
+        return [CliOption(name="criteria", type="path",
+                          help="frozen criteria JSONL (from `assay dece criteria extract`), edited by an expert")]
+
+    @classmethod
+    def report_section(cls, rows: list[dict[str, Any]]) -> ReportSection | None:
+        return ReportSection(section=method_template("dece.section.html.j2"),
+                             item=method_template("dece.item.html.j2"), context=_dece_section(rows))
 
     def __init__(self, config: DeCEConfig | None = None,
                  criteria: dict[str, CriteriaSet] | None = None) -> None:

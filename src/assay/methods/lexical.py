@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from assay.methods._base import CallEstimate, ItemResult, Method
+from assay.registry import register_method
 from assay.runner import JudgeClient
 from assay.types import Item, Unscored
 
@@ -38,11 +39,13 @@ class _Lexical(Method):
                           unscored=[Unscored(reason="the answer is empty", metric=metric)])
 
 
+@register_method
 class RougeL(_Lexical):
     """ROUGE-L F-measure of the answer against the reference (rouge-score, Porter stemming)."""
 
     name: ClassVar[str] = "rougeL"
     metrics: ClassVar[tuple[str, ...]] = ("rougeL",)
+    primary_metric: ClassVar[str | None] = "rougeL"
 
     def __init__(self) -> None:
         from rouge_score import rouge_scorer
@@ -62,11 +65,13 @@ class RougeL(_Lexical):
                           details={"rougeL_precision": score.precision, "rougeL_recall": score.recall})
 
 
+@register_method
 class Bleu(_Lexical):
     """Sentence BLEU of the answer against the reference (sacrebleu defaults), scaled to [0, 1]."""
 
     name: ClassVar[str] = "bleu"
     metrics: ClassVar[tuple[str, ...]] = ("bleu",)
+    primary_metric: ClassVar[str | None] = "bleu"
 
     def manifest(self) -> dict[str, Any]:
         import sacrebleu

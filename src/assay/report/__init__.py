@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
 
 from assay._eval import EvalResult
 from assay._files import atomic_write_text
 from assay._version import __version__
+from assay.registry import methods
 from assay.store import Store
 
 
@@ -21,10 +23,6 @@ def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3f}"
     return str(value)
-
-
-def _numbers(rows: list[dict[str, Any]], metric: str) -> list[float]:
-    return [float(r[metric]) for r in rows if r.get(metric) is not None]
 
 
 def _human_table(rows: list[dict[str, Any]], metrics: list[str]) -> list[dict[str, Any]]:
@@ -48,64 +46,6 @@ def _human_table(rows: list[dict[str, Any]], metrics: list[str]) -> list[dict[st
             table.append({"metric": metric, "label": label, "n": len(xs), "pearson": pearson.r,
                           "ci": pearson.ci, "p": pearson.p, "spearman": spearman.r, "note": pearson.note})
     return table
-
-
-def _dece_section(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    from assay.report import charts
-
-    def points(group: str) -> dict[str, list[tuple[float, float, str]]]:
-        series: dict[str, list[tuple[float, float, str]]] = {}
-        for r in rows:
-            if r.get("precision") is None or r.get("recall") is None:
-                continue
-            key = str(r.get("system")) if group == "system" else str((r.get("metadata") or {}).get(group))
-            series.setdefault(key, []).append((r["recall"], r["precision"], f"{r['id']} · {r.get('system')}"))
-        return series
-
-    plots = [("system", charts.scatter(points("system"), "recall", "precision", quadrants=(0.5, 0.5)))]
-    fields = sorted({k for r in rows for k, v in (r.get("metadata") or {}).items() if isinstance(v, str)})
-    for field in fields:
-        distinct = {(r.get("metadata") or {}).get(field) for r in rows}
-        if 1 < len(distinct) <= 8:
-            plots.append((field, charts.scatter(points(field), "recall", "precision", quadrants=(0.5, 0.5))))
-    return {"plots": plots}
-
-
-def _caseaware_section(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    from scipy import stats as sps
-
-    from assay.methods.caseaware import METRICS
-    from assay.report import charts
-
-    scored = [r for r in rows if r.get("s_final") is not None]
-    names = [f"{m}_score" for m in METRICS]
-    systems = sorted({str(r.get("system")) for r in rows})
-    profiles = {}
-    for system in systems:
-        subset = [r for r in scored if str(r.get("system")) == system]
-        profiles[system] = {m: (sum(_numbers(subset, f"{m}_score")) / len(subset)) if subset else None
-                            for m in METRICS}
-    matrix: list[list[float | None]] = []
-    for a in names:
-        line: list[float | None] = []
-        for b in names:
-            xs, ys = _numbers(scored, a), _numbers(scored, b)
-            if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
-                line.append(None)
-            else:
-                line.append(float(sps.spearmanr(xs, ys).statistic))
-        matrix.append(line)
-    helpful = {system: [(r["answer_helpfulness_score"], r["s_final"], f"{r['id']} · {system}")
-                        for r in scored if str(r.get("system")) == system] for system in systems}
-    worst = sorted(scored, key=lambda r: r["s_final"])[:10]
-    worst_view = [{"id": r["id"], "system": r.get("system"), "s_final": r["s_final"],
-                   "problems": [(m, r.get(f"{m}_band"), r.get(f"{m}_score"), r.get(f"{m}_justification"))
-                                for m in METRICS if r.get(f"{m}_band") in ("severe", "moderate")]} for r in worst]
-    return {"metrics": list(METRICS), "profiles": profiles, "radar": charts.radar(profiles, list(METRICS)),
-            "histograms": charts.histograms({m: _numbers(scored, f"{m}_score") for m in METRICS}
-                                            | {"s_final": _numbers(scored, "s_final")}),
-            "heatmap": charts.heatmap(list(METRICS), matrix),
-            "helpfulness": charts.scatter(helpful, "answer_helpfulness", "S_final"), "worst": worst_view}
 
 
 def read_meta_json(path: Path) -> dict[str, Any]:
@@ -140,15 +80,21 @@ def render_report(store: Store, run_id: str, meta: Path | None = None) -> str:
     run = result.run
     created = dt.datetime.fromtimestamp(run["created_at"], tz=dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     rows = result.records()
-    sections: dict[str, Any] = {}
-    if result.method == "dece":
-        sections["dece"] = _dece_section(rows)
-    if result.method == "caseaware":
-        sections["caseaware"] = _caseaware_section(rows)
+    section_html, item_html = Markup(""), [Markup("") for _ in rows]
+    cls = methods().get(result.method)
+    if cls is not None:
+        section = cls.report_section(rows)
+        if section is not None:
+            if section.section:
+                section_html = Markup(env.from_string(section.section).render(rows=rows, **section.context))
+            if section.item:
+                partial = env.from_string(section.item)
+                item_html = [Markup(partial.render(row=row, **section.context)) for row in rows]
     human = _human_table(rows, result.metrics) if any(r.get("human") for r in rows) else []
     meta_data = read_meta_json(meta) if meta is not None else None
     return template.render(run=run, created=created, summary=result.summary(), rows=rows,
-                           metrics=result.metrics, sections=sections, human=human, meta=meta_data,
+                           metrics=result.metrics, section_html=section_html, item_html=item_html, human=human,
+                           meta=meta_data,
                            meta_source=meta.name if meta is not None else None, version=__version__)
 
 

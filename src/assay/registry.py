@@ -1,0 +1,128 @@
+"""The method registry: every evaluation method, built in or from a plug-in, is known here.
+
+A method registers itself once with :func:`register_method` (a class decorator). Third-party
+packages plug in through entry points, as simonw/llm plug-ins do::
+
+    # the plug-in's pyproject.toml
+    [project.entry-points."assay.methods"]
+    mymethod = "my_package.module:MyMethod"      # a Method subclass (or a module that registers)
+
+    [project.entry-points."assay.backends"]
+    myjudge = "my_package.judge:factory"          # factory(model, options) -> JudgeBackend
+
+A plug-in that fails to load is reported on stderr once, naming it, and left out; it does not
+break the commands that do not need it.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from assay.errors import ConfigError
+
+if TYPE_CHECKING:
+    from assay.methods._base import Method
+
+_METHODS: dict[str, type[Method]] = {}
+_loaded = False
+PLUGIN_ERRORS: list[str] = []
+"""Why each plug-in that failed to load failed (also printed to stderr once)."""
+
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
+
+
+def register_method(cls: type[Method]) -> type[Method]:
+    """Class decorator: make a :class:`~assay.methods._base.Method` known by its ``name``."""
+    from assay.methods._base import Method
+
+    if not (isinstance(cls, type) and issubclass(cls, Method)):
+        raise TypeError(f"register_method: {cls!r} is not a Method subclass")
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise TypeError(f"register_method: {cls.__name__} needs a name of letters, digits, - and _")
+    if not getattr(cls, "metrics", None):
+        raise TypeError(f"register_method: {cls.__name__} declares no metrics")
+    if not isinstance(cls.version, str) or not cls.version:
+        raise TypeError(f"register_method: {cls.__name__}.version must be a non-empty string")
+    existing = _METHODS.get(name)
+    if existing is not None and existing is not cls and existing.__qualname__ != cls.__qualname__:
+        raise TypeError(f"register_method: two methods are called {name!r} ({existing.__module__}."
+                        f"{existing.__qualname__} and {cls.__module__}.{cls.__qualname__})")
+    _METHODS[name] = cls
+    return cls
+
+
+def _load() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    import assay.methods  # noqa: F401  (the built-in methods register on import)
+
+    for entry in entry_points(group="assay.methods"):
+        try:
+            loaded = entry.load()
+            if isinstance(loaded, type):
+                register_method(loaded)
+        except Exception as exc:  # a broken plug-in must not break assay
+            message = f"assay: plug-in method {entry.name!r} ({entry.value}) failed to load: {exc}"
+            PLUGIN_ERRORS.append(message)
+            print(message, file=sys.stderr)
+
+
+def methods() -> dict[str, type[Method]]:
+    """Every registered method by name (built-in and plug-ins), sorted by name."""
+    _load()
+    return dict(sorted(_METHODS.items()))
+
+
+def method_class(name: str) -> type[Method]:
+    _load()
+    cls = _METHODS.get(name)
+    if cls is None:
+        raise ConfigError(f"unknown method {name!r}; available: {', '.join(sorted(_METHODS))}")
+    return cls
+
+
+def build_method(name: str, **options: Any) -> Method:
+    """Build a method by name with its options (e.g. ``domain="legal"``, ``beta=2``). An option
+    the method does not have, or a value of the wrong type, is a ConfigError naming it (a typo
+    must not silently leave the default in place)."""
+    cls = method_class(name)
+    extras_allowed = {option.name for option in cls.cli_options()} - set(
+        cls.config_model.model_fields if cls.config_model else ())
+    extras = {k: options.pop(k) for k in list(options) if k in extras_allowed}
+    if cls.config_model is None:
+        if options:
+            raise ConfigError(f"method {name!r} takes no options, got {', '.join(sorted(options))}")
+        return cls.from_options(None, **extras)
+    fields = cls.config_model.model_fields
+    unknown = sorted(set(options) - set(fields))
+    if unknown:
+        raise ConfigError(f"method {name!r} has no option {', '.join(map(repr, unknown))}; its options: "
+                          f"{', '.join(sorted(set(fields) | extras_allowed))}")
+    try:
+        config = cls.config_model(**options)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"method {name!r}: {problems}") from None
+    return cls.from_options(config, **extras)
+
+
+def load_backend_plugins() -> None:
+    """Register the backends of the ``assay.backends`` entry points: each is a factory
+    ``factory(model, options) -> JudgeBackend`` registered under the entry point's name."""
+    from assay.backends._registry import register_backend
+
+    for entry in entry_points(group="assay.backends"):
+        try:
+            register_backend(entry.name)(entry.load())
+        except Exception as exc:
+            message = f"assay: plug-in backend {entry.name!r} ({entry.value}) failed to load: {exc}"
+            PLUGIN_ERRORS.append(message)
+            print(message, file=sys.stderr)

@@ -1,0 +1,75 @@
+"""A method defined outside the package, registered only through an ``assay.methods`` entry point,
+is a first-class method of the installed `assay` command: help, run, export, report."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ASSAY = shutil.which("assay", path=str(Path(sys.executable).parent))
+FIXTURE = Path(__file__).parent.parent / "plugin_fixture"
+pytestmark = pytest.mark.skipif(ASSAY is None, reason="the assay console script is not installed (make setup)")
+
+
+def run(*args: object, cwd: Path) -> subprocess.CompletedProcess:
+    assert ASSAY is not None
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(FIXTURE), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env["COLUMNS"] = "200"
+    return subprocess.run([ASSAY, *map(str, args)], cwd=cwd, capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_an_entry_point_method_gets_a_command_runs_exports_and_reports(tmp_path: Path) -> None:
+    listed = run("eval", "--help", cwd=tmp_path)
+    assert listed.returncode == 0 and "yesno" in listed.stdout and "Plug-in: does the answer" in listed.stdout
+    helped = run("eval", "yesno", "--help", cwd=tmp_path)
+    assert "--strictness" in helped.stdout and "How strictly to read" in helped.stdout
+    assert "ASSAY_STRICTNESS" in helped.stdout
+
+    items = [{"id": "a", "query": "Capital of France?", "response": "Paris."},
+             {"id": "b", "query": "Capital of Peru?", "response": "I like turtles."}]
+    (tmp_path / "items.jsonl").write_text("\n".join(json.dumps(i) for i in items) + "\n")
+    judge = {"rules": [{"match": "Paris", "responses": ['{"answer": "yes"}'], "repeat": True},
+                       {"match": "turtles", "responses": ['{"answer": "no"}'], "repeat": True}]}
+    (tmp_path / "judge.json").write_text(json.dumps(judge))
+    made = run("eval", "yesno", "items.jsonl", "--strictness", "2", "--judge", "scripted/judge.json", "--out",
+               "run.db", "--no-progress", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    manifest = json.loads(sqlite3.connect(tmp_path / "run.db").execute("SELECT manifest FROM runs").fetchone()[0])
+    assert manifest["method"] == "yesno" and manifest["method_version"] == "3"
+    assert manifest["method_manifest"]["config"] == {"strictness": 2}
+
+    bad = run("eval", "yesno", "items.jsonl", "--strictness", "9", "--judge", "scripted/judge.json", "--out",
+              "bad.db", cwd=tmp_path)
+    assert bad.returncode == 2 and "strictness" in bad.stderr and not (tmp_path / "bad.db").exists()
+
+    assert run("export", "run.db", "-o", "rows.jsonl", cwd=tmp_path).returncode == 0
+    rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
+    assert [r["addresses"] for r in rows] == [1.0, 0.0] and rows[0]["verdict"] == "yes"
+    assert run("export", "run.db", "-o", "compact.jsonl", "--compact", cwd=tmp_path).returncode == 0
+    compact = json.loads((tmp_path / "compact.jsonl").read_text().splitlines()[0])
+    assert "addresses" in compact and "verdict" not in compact
+
+    assert run("report", "run.db", "-o", "report.html", cwd=tmp_path).returncode == 0
+    html = (tmp_path / "report.html").read_text()
+    assert '<p class="yesno-summary">1 of 2 answers address their question.</p>' in html
+
+
+def test_a_broken_plugin_is_named_and_does_not_break_other_commands(tmp_path: Path) -> None:
+    broken = tmp_path / "plugins"
+    shutil.copytree(FIXTURE, broken)
+    (broken / "assay_yesno-0.1.dist-info" / "entry_points.txt").write_text(
+        "[assay.methods]\nyesno = assay_yesno:DoesNotExist\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    env["PYTHONPATH"] = str(broken)
+    assert ASSAY is not None
+    proc = subprocess.run([ASSAY, "eval", "--help"], cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert proc.returncode == 0 and "dece" in proc.stdout and "yesno" not in proc.stdout
+    assert "plug-in method 'yesno' (assay_yesno:DoesNotExist) failed to load" in proc.stderr

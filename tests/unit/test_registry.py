@@ -1,0 +1,59 @@
+"""The method registry: declarations, options, versions."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import pytest
+
+import assay
+from assay.errors import ConfigError, StoreError
+from assay.methods.lexical import RougeL
+from assay.registry import build_method, method_class, methods, register_method
+from assay.runner import RunnerConfig
+from assay.store import Store
+from tests.helpers import ITEM
+
+QUIET = RunnerConfig(progress=False)
+
+
+def test_every_built_in_method_is_registered_with_its_declarations() -> None:
+    names = set(methods())
+    assert {"dece", "caseaware", "pointwise", "geval", "claims", "rougeL", "bleu"} <= names
+    for cls in methods().values():
+        assert cls.version and cls.metrics
+        assert cls.primary_metric is None or cls.primary_metric in cls.metrics
+    assert method_class("dece").meta_reference
+
+
+def test_options_are_checked_by_the_config_model() -> None:
+    with pytest.raises(ConfigError, match="has no option 'betta'"):
+        build_method("dece", betta=2)
+    with pytest.raises(ConfigError, match="beta"):
+        build_method("dece", beta=float("inf"))
+    with pytest.raises(ConfigError, match="takes no options"):
+        build_method("rougeL", domain="legal")
+    with pytest.raises(ConfigError, match="unknown method 'decee'"):
+        build_method("decee")
+
+
+def test_a_bad_declaration_is_refused() -> None:
+    class Nameless(RougeL):
+        name: ClassVar[str] = "no spaces allowed"
+
+    with pytest.raises(TypeError, match="needs a name"):
+        register_method(Nameless)
+
+
+def test_resuming_a_run_of_another_method_version_is_refused(tmp_path) -> None:
+    store = Store(tmp_path / "run.db")
+    first = assay.evaluate([ITEM], RougeL(), "scripted/none", store=store, runner=QUIET)
+
+    class RougeL2(RougeL):
+        version: ClassVar[str] = "2"
+
+    with pytest.raises(StoreError, match="made by rougeL version 1; this is version 2"):
+        assay.evaluate([ITEM], RougeL2(), "scripted/none", store=store, runner=QUIET, resume=True)
+    again = assay.evaluate([ITEM], RougeL2(), "scripted/none", store=store, runner=QUIET)  # a new run is fine
+    assert again.run_id != first.run_id
+    assert store.get_run(again.run_id)["manifest"]["method_version"] == "2"  # type: ignore[index]
