@@ -57,6 +57,12 @@ def test_an_entry_point_method_gets_a_command_runs_exports_and_reports(tmp_path:
     compact = json.loads((tmp_path / "compact.jsonl").read_text().splitlines()[0])
     assert "addresses" in compact and "verdict" not in compact
 
+    other = run("eval", "yesno", "items.jsonl", "--judge", "alwaysyes/v1", "--out", "yes.db", "--no-progress",
+                cwd=tmp_path)  # a judge provider from the same plug-in's assay.backends entry point
+    assert other.returncode == 0, other.stderr
+    assert run("export", "yes.db", "-o", "yes.jsonl", cwd=tmp_path).returncode == 0
+    assert [json.loads(x)["addresses"] for x in (tmp_path / "yes.jsonl").read_text().splitlines()] == [1.0, 1.0]
+
     assert run("report", "run.db", "-o", "report.html", cwd=tmp_path).returncode == 0
     html = (tmp_path / "report.html").read_text()
     assert '<p class="yesno-summary">1 of 2 answers address their question.</p>' in html
@@ -66,7 +72,7 @@ def test_a_broken_plugin_is_named_and_does_not_break_other_commands(tmp_path: Pa
     broken = tmp_path / "plugins"
     shutil.copytree(FIXTURE, broken)
     (broken / "assay_yesno-0.1.dist-info" / "entry_points.txt").write_text(
-        "[assay.methods]\nyesno = assay_yesno:DoesNotExist\n")
+        "[assay.methods]\nyesno = assay_yesno:DoesNotExist\n")  # (and no backends group)
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
     env["PYTHONPATH"] = str(broken)
     assert ASSAY is not None

@@ -57,3 +57,6 @@ def _load_builtin() -> None:
     _loaded = True
     # Importing registers them; their heavy dependencies load only when a backend is built.
     from assay.backends import _llamacpp, _openai, _scripted  # noqa: F401
+    from assay.registry import load_backend_plugins
+
+    load_backend_plugins()  # third-party providers (entry points ``assay.backends``)

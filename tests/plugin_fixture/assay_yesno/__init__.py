@@ -6,11 +6,12 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay.backends import JudgeBackend
 from assay.methods import CallEstimate, ItemResult, Method, ReportSection
 from assay.methods._base import method_template
 from assay.runner import JudgeClient
 from assay.structured import generate_structured
-from assay.types import GenerateConfig, Item, Message
+from assay.types import Completion, GenerateConfig, Item, Message
 
 
 class YesNoConfig(BaseModel):
@@ -58,3 +59,17 @@ class YesNo(Method):
         yes = sum(1 for r in rows if r.get("addresses") == 1.0)
         return ReportSection(section=method_template("yesno.section.html.j2", "assay_yesno"),
                              context={"yes": yes, "total": len(rows)})
+
+
+class AlwaysYes(JudgeBackend):
+    """A plug-in judge provider: answers every call with a yes verdict."""
+
+    def __init__(self, model: str) -> None:
+        self.name = f"alwaysyes/{model}"
+
+    async def generate(self, messages: list[Message], config: GenerateConfig) -> Completion:
+        return Completion(text='{"answer": "yes"}', backend="alwaysyes", model=self.name)
+
+
+def always_yes(model: str, options: dict[str, Any]) -> JudgeBackend:
+    return AlwaysYes(model)
