@@ -21,7 +21,7 @@ from assay.methods import CallEstimate, ItemResult, Method
 from assay.registry import build_method
 from assay.runner import CallStats, JudgeClient, RunnerConfig, canonical_json, gather_in_order
 from assay.store import Store
-from assay.types import Completion, GenerateConfig, Item, Message
+from assay.types import Completion, GenerateConfig, Item, Message, Unit, Unscored
 
 
 class NoJudge(JudgeBackend):
@@ -76,6 +76,13 @@ def check_version(store: Store, method: Method, judge_identity: dict[str, Any], 
             raise StoreError(f"{store.path}: run {run['run_id']} of these items was made by {method.name} version "
                              f"{version}; this is version {method.version}, which scores differently. Start a new "
                              "run without --resume (or in another --out) to evaluate with this version")
+
+
+def _as_result(row: dict[str, Any] | None) -> ItemResult | None:
+    if row is None:
+        return None
+    return ItemResult(scores=row["scores"], unscored=[Unscored.model_validate(u) for u in row["unscored"]],
+                      details=row["details"], call_keys=row["call_keys"])
 
 
 def check_items(method: Method, items: list[Item], source: str | None = None) -> None:
@@ -228,40 +235,57 @@ async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeB
             "runner": runner_cfg.model_dump(exclude={"progress"}), "items": len(item_list),
             "data_source": data_source, "python": platform.python_version(), "created_at": time.time(),
         }
-        store_obj.create_run(run_id, method_obj.name, manifest,
-                             [(item.key, item.model_dump(mode="json")) for item in item_list])
+        store_obj.create_run(run_id, method_obj.name, manifest, [])
     client = JudgeClient(backend, store_obj, runner_cfg)
-    done = store_obj.done_indices(run_id, retry_failed_calls=True)
-    resumed_with = len(done) if existing is not None else None
+    done_before = store_obj.done_indices(run_id, retry_failed_calls=True)
+    resumed_with = len(done_before) if existing is not None else None
     started = time.perf_counter()
-    pending = sorted((i for i in range(len(item_list)) if i not in done),
-                     key=lambda i: (method_obj.order_key(item_list[i]), i))
-
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), disable=not runner_cfg.progress, transient=False)
-    task = progress.add_task(f"{method_obj.name} · {backend.name}", total=len(item_list),
-                             completed=len(done))
+    task = progress.add_task(f"{method_obj.name} · {backend.name}", total=None, completed=len(done_before))
 
-    def job(index: int) -> Any:
-        async def run() -> ItemResult:
-            return await method_obj.evaluate(item_list[index], client)
-        return run
+    async def evaluate_rounds() -> None:
+        """Evaluate the pending units; when none is left, ask the method's scheduler for the next
+        batch; stop when it proposes none. A resumed run re-derives each proposal from the stored
+        results, so it continues exactly where it stopped."""
+        while True:
+            units = store_obj.units(run_id)
+            done = store_obj.done_indices(run_id, retry_failed_calls=True)
+            pending = sorted((i for i in range(len(units)) if i not in done),
+                             key=lambda i: (method_obj.order_key(units[i].item), i))
+            if not pending:
+                stored = {r["idx"]: r for r in store_obj.results(run_id)}
+                history = [(unit, _as_result(stored.get(i))) for i, unit in enumerate(units)]
+                batch = method_obj.next_units(item_list, history)
+                if not batch:
+                    return
+                store_obj.add_units(run_id, batch)
+                continue
+            progress.update(task, total=len(units))
 
-    def finished(position: int, result: ItemResult) -> None:
-        index = pending[position]
-        store_obj.put_result(run_id, index, item_list[index].key, result.status, result.scores,
-                             [u.model_dump() for u in result.unscored], result.details, result.call_keys)
-        progress.advance(task)
+            def job(index: int) -> Any:
+                async def run() -> ItemResult:
+                    return await method_obj.evaluate_unit(units[index], client)
+                return run
+
+            def finished(position: int, result: ItemResult, pending: list[int] = pending,
+                         units: list[Unit] = units) -> None:
+                index = pending[position]
+                store_obj.put_result(run_id, index, units[index].key, result.status, result.scores,
+                                     [u.model_dump() for u in result.unscored], result.details, result.call_keys)
+                progress.advance(task)
+
+            # More units in flight than calls: the client's semaphore queues their calls in FIFO
+            # order, so a method's calls run breadth-first (every unit's first step, then every
+            # unit's second step, ...). Consecutive calls then share their prompt's instructions
+            # (and, for items of one question, the reference), which llama.cpp reuses as a cached
+            # prefix (SPEC §2.2). At most ITEM_WINDOW x concurrency units are in flight.
+            await gather_in_order([job(i) for i in pending], ITEM_WINDOW * client.concurrency, on_done=finished)
 
     store_obj.set_status(run_id, "running")
     try:
         with progress:
-            # More items in flight than calls: the client's semaphore queues their calls in FIFO
-            # order, so a method's calls run breadth-first (every item's first step, then every
-            # item's second step, ...). Consecutive calls then share their prompt's instructions
-            # (and, for items of one question, the reference), which llama.cpp reuses as a cached
-            # prefix (SPEC §2.2). At most ITEM_WINDOW x concurrency items are in flight.
-            await gather_in_order([job(i) for i in pending], ITEM_WINDOW * client.concurrency, on_done=finished)
+            await evaluate_rounds()
     except BudgetExhausted as exc:
         store_obj.set_status(run_id, "incomplete: budget exhausted")
         exc.run_id = run_id

@@ -20,9 +20,20 @@ def export_rows(store: Store, run_id: str) -> list[dict[str, Any]]:
     rows = []
     for result in store.results(run_id):
         item = result["item"]
+        unit = result.get("unit") or {"kind": "item", "items": [item], "round": 0}
         record: dict[str, Any] = {"run_id": run_id, "id": item["id"], "system": item.get("system"),
-                                  "status": result["status"], "query": item["query"],
-                                  "response": item["response"], "reference": item.get("reference")}
+                                  "status": result["status"], "query": item["query"]}
+        if unit["kind"] == "item":
+            record["response"] = item["response"]
+            record["reference"] = item.get("reference")
+        else:  # a pair (a, b) or a group: each answer under its position's suffix
+            record["system"] = " vs ".join(str(i.get("system")) for i in unit["items"])
+            record["unit"] = unit["kind"]
+            record["round"] = unit["round"]
+            for label, member in zip("abcdefghijklmnopqrstuvwxyz", unit["items"], strict=False):
+                record[f"system_{label}"] = member.get("system")
+                record[f"response_{label}"] = member["response"]
+            record["reference"] = item.get("reference")
         record.update(result["scores"])
         for key, value in result["details"].items():
             record[key] = value

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import StoreError
-from assay.types import CALL_FAILED, Completion
+from assay.types import CALL_FAILED, Completion, Unit
 
 Migration = Callable[[sqlite3.Connection], None]
 MIGRATIONS: list[tuple[str, Migration]] = []
@@ -100,6 +100,14 @@ def m002_run_locks(db: sqlite3.Connection) -> None:
             acquired_at REAL NOT NULL
         );
     """)
+
+
+@migration
+def m003_units(db: sqlite3.Connection) -> None:
+    # A run's "items" rows are its units: an item (payload: the item, as before), a pair or a
+    # group (payload: {"items": [...]}); round: the scheduling round that proposed the unit.
+    db.execute("ALTER TABLE items ADD COLUMN kind TEXT NOT NULL DEFAULT 'item'")
+    db.execute("ALTER TABLE items ADD COLUMN round INTEGER NOT NULL DEFAULT 0")
 
 
 def _is_sqlite(path: Path) -> bool:
@@ -241,13 +249,36 @@ class Store:
         return str(matches[0]["run_id"])
 
     def create_run(self, run_id: str, method: str, manifest: dict[str, Any],
-                   items: list[tuple[str, dict[str, Any]]]) -> None:
-        """Write the run and all its items in one transaction: all of it or nothing."""
+                   items: list[tuple[str, dict[str, Any]]] | list[Unit]) -> None:
+        """Write the run and its first units in one transaction: all of it or nothing. ``items``
+        are units, or (key, item payload) pairs."""
+        rows = [(u.key, u.payload(), u.kind, u.round) if isinstance(u, Unit) else (u[0], u[1], "item", 0)
+                for u in items]
         with self.transaction():
             self.db.execute("INSERT INTO runs VALUES (?, ?, ?, 'running', ?, NULL)",
                             (run_id, method, _dumps(manifest), time.time()))
-            self.db.executemany("INSERT INTO items VALUES (?, ?, ?, ?)",
-                                [(run_id, i, key, _dumps(payload)) for i, (key, payload) in enumerate(items)])
+            self._insert_rows(run_id, 0, rows)
+
+    def _insert_rows(self, run_id: str, start: int, rows: list[tuple[str, dict[str, Any], str, int]]) -> None:
+        self.db.executemany("INSERT INTO items (run_id, idx, item_key, payload, kind, round) VALUES (?, ?, ?, ?, ?, ?)",
+                            [(run_id, start + i, key, _dumps(payload), kind, round_)
+                             for i, (key, payload, kind, round_) in enumerate(rows)])
+
+    def add_units(self, run_id: str, units: list[Unit]) -> None:
+        """Append units a scheduler proposed (one transaction); a key already in the run is an error."""
+        with self.transaction():
+            known = {r[0] for r in self.db.execute("SELECT item_key FROM items WHERE run_id = ?", (run_id,))}
+            clash = [u.key for u in units if u.key in known]
+            if clash or len({u.key for u in units}) != len(units):
+                raise StoreError(f"run {run_id}: a scheduler proposed units already in the run: {clash[:3]}")
+            start = self.db.execute("SELECT COALESCE(MAX(idx) + 1, 0) FROM items WHERE run_id = ?",
+                                    (run_id,)).fetchone()[0]
+            self._insert_rows(run_id, int(start), [(u.key, u.payload(), u.kind, u.round) for u in units])
+
+    def units(self, run_id: str) -> list[Unit]:
+        rows = self.db.execute("SELECT item_key, kind, round, payload FROM items WHERE run_id = ? ORDER BY idx",
+                               (run_id,))
+        return [Unit.from_stored(r[1], r[0], r[2], json.loads(r[3])) for r in rows]
 
     # --- run locks: one writer per run --------------------------------------------------------
     def acquire_run(self, run_id: str, *, wait_s: float | None = None) -> None:
@@ -306,12 +337,18 @@ class Store:
 
     def results(self, run_id: str) -> list[dict[str, Any]]:
         rows = self.db.execute(
-            "SELECT r.*, i.payload FROM results r JOIN items i ON i.run_id = r.run_id AND i.idx = r.idx "
+            "SELECT r.*, i.payload, i.kind, i.round FROM results r JOIN items i ON i.run_id = r.run_id AND i.idx = r.idx "
             "WHERE r.run_id = ? ORDER BY r.idx", (run_id,))
-        return [{"idx": r["idx"], "item_key": r["item_key"], "status": r["status"],
-                 "scores": json.loads(r["scores"]), "unscored": json.loads(r["unscored"]),
-                 "details": json.loads(r["details"]), "call_keys": json.loads(r["call_keys"]),
-                 "item": json.loads(r["payload"])} for r in rows]
+        out = []
+        for r in rows:
+            payload = json.loads(r["payload"])
+            kind = r["kind"]
+            items = [payload] if kind == "item" else payload["items"]
+            out.append({"idx": r["idx"], "item_key": r["item_key"], "status": r["status"],
+                        "scores": json.loads(r["scores"]), "unscored": json.loads(r["unscored"]),
+                        "details": json.loads(r["details"]), "call_keys": json.loads(r["call_keys"]),
+                        "item": items[0], "unit": {"kind": kind, "round": r["round"], "items": items}})
+        return out
 
     def call_stats(self, keys: list[str]) -> dict[str, float]:
         """Token and latency totals of the given judge calls."""

@@ -97,6 +97,47 @@ class Item(BaseModel):
         return f"{self.id}::{self.system}" if self.system else self.id
 
 
+class Unit(BaseModel):
+    """What one evaluation scores: one item, an ordered pair of answers to one query (``a`` then
+    ``b``), or a group. Results, resume, export and summaries are keyed by unit. ``round`` is the
+    scheduling round that proposed it (0 for units known from the start)."""
+
+    kind: Literal["item", "pair", "group"] = "item"
+    key: str
+    items: list[Item]
+    round: int = 0
+
+    @classmethod
+    def of(cls, item: Item) -> Unit:
+        return cls(kind="item", key=item.key, items=[item])
+
+    @classmethod
+    def pair(cls, a: Item, b: Item, round: int = 0) -> Unit:
+        """The ordered pair (a, b): two answers to the same query by different systems."""
+        if a.id != b.id:
+            raise ValueError(f"a pair needs two answers to one query, got ids {a.id!r} and {b.id!r}")
+        return cls(kind="pair", key=f"r{round}:{a.id}:{a.system}|{b.system}", items=[a, b], round=round)
+
+    @property
+    def item(self) -> Item:
+        """The first (for an item unit: the only) item."""
+        return self.items[0]
+
+    def payload(self) -> dict[str, Any]:
+        """What the store keeps: an item unit as the item itself (as stores always held), other
+        kinds as their items."""
+        if self.kind == "item":
+            return self.items[0].model_dump(mode="json")
+        return {"items": [i.model_dump(mode="json") for i in self.items]}
+
+    @classmethod
+    def from_stored(cls, kind: str, key: str, round: int | None, payload: dict[str, Any]) -> Unit:
+        if kind == "item":
+            return cls(kind="item", key=key, items=[Item.model_validate(payload)], round=round or 0)
+        return cls(kind=kind, key=key, items=[Item.model_validate(i) for i in payload["items"]],  # type: ignore[arg-type]
+                   round=round or 0)
+
+
 class Usage(BaseModel):
     """Token counts of one judge call."""
 

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from assay.runner import JudgeClient
-from assay.types import Item, Unscored
+from assay.types import Item, Unit, Unscored
 
 
 class CliOption(BaseModel):
@@ -94,6 +94,28 @@ class Method(ABC):
     """Columns the compact export keeps besides id, system, status, query, response and reasons
     (default: the metrics)."""
 
+    unit_kind: ClassVar[str] = "item"
+    """What one evaluation scores: ``item`` (one answer), ``pair`` (two answers to one query),
+    ``group``. A method of pairs or groups overrides :meth:`units` and :meth:`evaluate_unit`."""
+
+    def units(self, items: list[Item]) -> list[Unit]:
+        """The units known before anything is evaluated: by default one per item."""
+        return [Unit.of(item) for item in items]
+
+    def next_units(self, items: list[Item], history: list[tuple[Unit, ItemResult | None]]) -> list[Unit]:
+        """The scheduler: the next batch of units to evaluate, given every unit proposed so far
+        with its result (None while pending), in the order proposed; ``[]`` when the run is done.
+        The engine calls it whenever no unit is pending. It must be a function of its arguments
+        (a resumed run replays it from the stored results), and may not repeat a unit's key.
+        By default every unit is known up front (:meth:`units`) and there is no further round."""
+        return self.units(items) if not history else []
+
+    async def evaluate_unit(self, unit: Unit, client: JudgeClient) -> ItemResult:
+        """Score one unit; for item methods, :meth:`evaluate` of its item."""
+        if unit.kind != "item":
+            raise NotImplementedError(f"{self.name} evaluates items, not {unit.kind}s")
+        return await self.evaluate(unit.item, client)
+
     @classmethod
     def from_options(cls, config: BaseModel | None, **extras: Any) -> Method:
         """Build the method from its validated config and the options that are not config
@@ -126,9 +148,9 @@ class Method(ABC):
     def check_item(self, item: Item) -> str | None:
         """Why the item cannot be evaluated by this method (naming the field), or None."""
 
-    @abstractmethod
     async def evaluate(self, item: Item, client: JudgeClient) -> ItemResult:
-        """Score one item."""
+        """Score one item (item methods implement this; others :meth:`evaluate_unit`)."""
+        raise NotImplementedError(f"{self.name} does not evaluate single items")
 
     @abstractmethod
     def estimate(self, items: list[Item]) -> CallEstimate:

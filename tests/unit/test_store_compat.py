@@ -1,0 +1,51 @@
+"""A store written by the previous release (tests/data/store-0.1.0) opens through the migrations,
+exports unchanged, and its runs resume with no judge call."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from assay.export import export_rows
+from assay.store import MIGRATIONS, Store
+
+OLD = Path(__file__).parent.parent / "data" / "store-0.1.0"
+ASSAY = shutil.which("assay", path=str(Path(sys.executable).parent))
+
+
+@pytest.fixture
+def old(tmp_path: Path) -> Path:
+    folder = tmp_path / "old"
+    shutil.copytree(OLD, folder)
+    return folder
+
+
+def test_an_old_store_migrates_and_exports_unchanged(old: Path) -> None:
+    store = Store(old / "store.db", create=False)
+    assert [r[0] for r in store.db.execute("SELECT name FROM migrations")] == [n for n, _ in MIGRATIONS]
+    runs = store.list_runs()
+    assert [r["method"] for r in runs] == ["dece", "caseaware", "rougeL"]
+    for run in runs:
+        expected = [json.loads(line) for line in (old / f"export-{run['run_id']}.jsonl").read_text().splitlines()]
+        assert export_rows(store, run["run_id"]) == expected
+        assert [u.kind for u in store.units(run["run_id"])] == ["item", "item"]
+
+
+@pytest.mark.skipif(ASSAY is None, reason="the assay console script is not installed")
+def test_old_runs_resume_with_no_judge_call_and_the_same_scores(old: Path) -> None:
+    assert ASSAY is not None
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    for args in (["dece", "items.jsonl", "--judge", "scripted/judge.json"],
+                 ["caseaware", "turns.jsonl", "--judge", "scripted/cj.json"], ["rougeL", "items.jsonl"]):
+        proc = subprocess.run([ASSAY, "eval", *args, "--out", "store.db", "--resume", "--no-progress"], cwd=old,
+                              capture_output=True, text=True, env=env)
+        assert proc.returncode == 0, proc.stderr
+        assert "0 judge call(s) made" in proc.stdout and "item(s) were already done" in proc.stdout, proc.stdout
+    store = Store(old / "store.db", create=False)
+    assert len(store.list_runs()) == 3  # resumed, no new run
