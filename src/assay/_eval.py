@@ -263,7 +263,7 @@ async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeB
                 continue
             progress.update(task, total=len(units))
 
-            def job(index: int) -> Any:
+            def job(index: int, units: list[Unit] = units) -> Any:
                 async def run() -> ItemResult:
                     return await method_obj.evaluate_unit(units[index], client)
                 return run

@@ -12,7 +12,7 @@ import os
 import socket
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -249,7 +249,7 @@ class Store:
         return str(matches[0]["run_id"])
 
     def create_run(self, run_id: str, method: str, manifest: dict[str, Any],
-                   items: list[tuple[str, dict[str, Any]]] | list[Unit]) -> None:
+                   items: Sequence[tuple[str, dict[str, Any]] | Unit]) -> None:
         """Write the run and its first units in one transaction: all of it or nothing. ``items``
         are units, or (key, item payload) pairs."""
         rows = [(u.key, u.payload(), u.kind, u.round) if isinstance(u, Unit) else (u[0], u[1], "item", 0)
@@ -259,7 +259,7 @@ class Store:
                             (run_id, method, _dumps(manifest), time.time()))
             self._insert_rows(run_id, 0, rows)
 
-    def _insert_rows(self, run_id: str, start: int, rows: list[tuple[str, dict[str, Any], str, int]]) -> None:
+    def _insert_rows(self, run_id: str, start: int, rows: Sequence[tuple[str, dict[str, Any], str, int]]) -> None:
         self.db.executemany("INSERT INTO items (run_id, idx, item_key, payload, kind, round) VALUES (?, ?, ?, ?, ?, ?)",
                             [(run_id, start + i, key, _dumps(payload), kind, round_)
                              for i, (key, payload, kind, round_) in enumerate(rows)])
@@ -337,8 +337,8 @@ class Store:
 
     def results(self, run_id: str) -> list[dict[str, Any]]:
         rows = self.db.execute(
-            "SELECT r.*, i.payload, i.kind, i.round FROM results r JOIN items i ON i.run_id = r.run_id AND i.idx = r.idx "
-            "WHERE r.run_id = ? ORDER BY r.idx", (run_id,))
+            "SELECT r.*, i.payload, i.kind, i.round FROM results r "
+            "JOIN items i ON i.run_id = r.run_id AND i.idx = r.idx WHERE r.run_id = ? ORDER BY r.idx", (run_id,))
         out = []
         for r in rows:
             payload = json.loads(r["payload"])
