@@ -79,3 +79,59 @@ def test_a_broken_plugin_is_named_and_does_not_break_other_commands(tmp_path: Pa
     proc = subprocess.run([ASSAY, "eval", "--help"], cwd=tmp_path, capture_output=True, text=True, env=env)
     assert proc.returncode == 0 and "dece" in proc.stdout and "yesno" not in proc.stdout
     assert "plug-in method 'yesno' (assay_yesno:DoesNotExist) failed to load" in proc.stderr
+
+
+def _duel_data(folder: Path) -> None:
+    rows = []
+    for q in range(3):
+        for s, length in (("alpha", 10), ("beta", 30), ("gamma", 20), ("delta", 40)):
+            rows.append({"id": f"q{q}", "query": f"question {q}?", "response": "x" * (length + q), "system": s})
+    (folder / "duels.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+
+
+def _results(db: Path) -> int:
+    try:
+        connection = sqlite3.connect(db, timeout=5)
+        try:
+            return int(connection.execute("SELECT COUNT(*) FROM results").fetchone()[0])
+        finally:
+            connection.close()
+    except sqlite3.Error:
+        return 0
+
+
+def test_a_pairwise_run_killed_mid_round_resumes_to_the_uninterrupted_result(tmp_path: Path) -> None:
+    import time
+    _duel_data(tmp_path)
+    base = ["eval", "duel", "duels.jsonl", "--rounds", "3", "--no-progress", "--concurrency", "1"]
+    straight = run(*base, "--judge", "longer/v1", "--out", "straight.db", cwd=tmp_path)
+    assert straight.returncode == 0, straight.stderr
+
+    assert ASSAY is not None
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    env["PYTHONPATH"] = str(FIXTURE)
+    log = tmp_path / "calls.log"
+    slow = ["--judge", "longer/v1", "--judge-opt", "latency=0.15", "--judge-opt", f"log={log}"]
+    proc = subprocess.Popen([ASSAY, *base, *slow, "--out", "killed.db"], cwd=tmp_path, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while _results(tmp_path / "killed.db") < 8 and time.monotonic() < deadline:  # round 0 has 6 units
+        time.sleep(0.05)
+    proc.kill()  # SIGKILL: no handler runs, the lock stays behind
+    proc.wait()
+    killed_at = _results(tmp_path / "killed.db")
+    assert 6 < killed_at < 18, killed_at
+    resumed = run(*base, *slow, "--out", "killed.db", "--resume", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{killed_at} item(s) were already done" in resumed.stdout
+
+    for name in ("straight", "killed"):
+        assert run("export", f"{name}.db", "-o", f"{name}.jsonl", cwd=tmp_path).returncode == 0
+    straight_rows = (tmp_path / "straight.jsonl").read_text().splitlines()
+    killed_rows = (tmp_path / "killed.jsonl").read_text().splitlines()
+    assert len(straight_rows) == 18 and killed_rows == straight_rows  # same units, rounds, verdicts, run id
+    rounds = [json.loads(r)["round"] for r in straight_rows]
+    assert rounds == sorted(rounds) and set(rounds) == {0, 1, 2}
+    calls = log.read_text().splitlines()
+    assert len(calls) - len(set(calls)) <= 1  # at most the call in flight at the kill was made twice
+    assert len(set(calls)) == 18

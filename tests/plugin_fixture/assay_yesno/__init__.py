@@ -11,7 +11,7 @@ from assay.methods import CallEstimate, ItemResult, Method, ReportSection
 from assay.methods._base import method_template
 from assay.runner import JudgeClient
 from assay.structured import generate_structured
-from assay.types import Completion, GenerateConfig, Item, Message
+from assay.types import Completion, GenerateConfig, Item, Message, Unit
 
 
 class YesNoConfig(BaseModel):
@@ -73,3 +73,107 @@ class AlwaysYes(JudgeBackend):
 
 def always_yes(model: str, options: dict[str, Any]) -> JudgeBackend:
     return AlwaysYes(model)
+
+
+# --- a pairwise method with rounds (the engine's units and scheduler) ----------------------------
+class DuelConfig(BaseModel):
+    model_config = ConfigDict(use_attribute_docstrings=True)
+    rounds: int = Field(default=3, ge=1)
+    """Rounds of the Swiss-style schedule."""
+
+
+class DuelVerdict(BaseModel):
+    winner: str
+
+
+class Duel(Method):
+    """Plug-in: pairwise A/B duels over answers sharing an id, in Swiss-style rounds."""
+
+    name: ClassVar[str] = "duel"
+    metrics: ClassVar[tuple[str, ...]] = ("a_wins",)
+    config_model: ClassVar[type[BaseModel] | None] = DuelConfig
+    unit_kind: ClassVar[str] = "pair"
+
+    def __init__(self, config: DuelConfig | None = None) -> None:
+        self.config = config or DuelConfig()
+
+    def manifest(self) -> dict[str, Any]:
+        return {"config": self.config.model_dump()}
+
+    def check_item(self, item: Item) -> str | None:
+        return None if item.system else "a duel needs the answering system (field 'system')"
+
+    def estimate(self, items: list[Item]) -> CallEstimate:
+        return CallEstimate(calls=len(items) * self.config.rounds // 2)
+
+    def next_units(self, items: list[Item], history: list[tuple[Unit, ItemResult | None]]) -> list[Unit]:
+        """Round r pairs, per question, the systems ordered by wins so far (then name), each with
+        the next one it has not met on that question."""
+        round_ = max((u.round for u, _ in history), default=-1) + 1
+        if round_ >= self.config.rounds:
+            return []
+        wins: dict[str, float] = {}
+        met: set[tuple[str, str, str]] = set()
+        for unit, result in history:
+            a, b = unit.items
+            met |= {(a.id, str(a.system), str(b.system)), (a.id, str(b.system), str(a.system))}
+            if result is not None and result.scores.get("a_wins") is not None:
+                score = float(result.scores["a_wins"])  # type: ignore[arg-type]
+                wins[str(a.system)] = wins.get(str(a.system), 0.0) + score
+                wins[str(b.system)] = wins.get(str(b.system), 0.0) + 1 - score
+        by_id: dict[str, list[Item]] = {}
+        for item in items:
+            by_id.setdefault(item.id, []).append(item)
+        batch = []
+        for qid, answers in sorted(by_id.items()):
+            free = sorted(answers, key=lambda i: (-wins.get(str(i.system), 0.0), str(i.system)))
+            while len(free) > 1:
+                first = free.pop(0)
+                partner = next((o for o in free if (qid, str(first.system), str(o.system)) not in met), None)
+                if partner is None:
+                    continue
+                free.remove(partner)
+                batch.append(Unit.pair(first, partner, round=round_))
+        return batch
+
+    async def evaluate_unit(self, unit: Unit, client: JudgeClient) -> ItemResult:
+        a, b = unit.items
+        messages = [Message(role="user", content=f"<question>{a.query}</question>\n<a>{a.response}</a>\n"
+                                                 f"<b>{b.response}</b>\nWhich is better: A, B or tie?")]
+        out = await generate_structured(client, messages, DuelVerdict, GenerateConfig(max_tokens=20), metric="a_wins")
+        if out.value is None:
+            assert out.unscored is not None
+            return ItemResult(scores={"a_wins": None}, unscored=[out.unscored], call_keys=out.keys)
+        score = {"A": 1.0, "B": 0.0}.get(out.value.winner, 0.5)
+        return ItemResult(scores={"a_wins": score}, details={"winner": out.value.winner}, call_keys=out.keys)
+
+
+class Longer(JudgeBackend):
+    """A plug-in judge for duels: the longer answer wins. ``latency`` (seconds) slows each call;
+    ``log`` (a path) gets one line per finished call, to count repeated calls."""
+
+    def __init__(self, model: str, options: dict[str, Any]) -> None:
+        self.name = f"longer/{model}"
+        self.latency = float(options.get("latency", 0))
+        self.log = options.get("log")
+        self.max_concurrency = 1
+
+    async def generate(self, messages: list[Message], config: GenerateConfig) -> Completion:
+        import asyncio
+        import hashlib
+        import re
+
+        text = messages[-1].content
+        a = re.search(r"<a>(.*?)</a>", text, re.S)
+        b = re.search(r"<b>(.*?)</b>", text, re.S)
+        assert a is not None and b is not None
+        await asyncio.sleep(self.latency)
+        winner = "A" if len(a.group(1)) > len(b.group(1)) else "B" if len(b.group(1)) > len(a.group(1)) else "tie"
+        if self.log:
+            with open(self.log, "a", encoding="utf-8") as handle:
+                handle.write(hashlib.sha256(text.encode()).hexdigest() + "\n")
+        return Completion(text=f'{{"winner": "{winner}"}}', backend="longer", model=self.name)
+
+
+def longer(model: str, options: dict[str, Any]) -> JudgeBackend:
+    return Longer(model, options)
