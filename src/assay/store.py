@@ -110,6 +110,28 @@ def m003_units(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE items ADD COLUMN round INTEGER NOT NULL DEFAULT 0")
 
 
+@migration
+def m004_stages(db: sqlite3.Connection) -> None:
+    _run_script(db, """
+        CREATE TABLE stages (
+            stage_id TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            manifest TEXT NOT NULL,
+            status TEXT NOT NULL,
+            output_sha256 TEXT,
+            created_at REAL NOT NULL,
+            finished_at REAL
+        );
+        CREATE TABLE stage_parts (
+            stage_id TEXT NOT NULL REFERENCES stages(stage_id),
+            part_key TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (stage_id, part_key)
+        );
+    """)
+
+
 def _is_sqlite(path: Path) -> bool:
     with path.open("rb") as handle:
         return handle.read(16) == b"SQLite format 3\x00"
@@ -360,6 +382,34 @@ class Store:
             f"FROM judge_calls WHERE key IN ({marks})", keys).fetchone()
         return {"calls": row[0], "prompt_tokens": row[1] or 0, "completion_tokens": row[2] or 0,
                 "latency_s": row[3] or 0.0}
+
+    # --- stages (corpus-level steps, see assay.stages) ------------------------------------------
+    def begin_stage(self, stage_id: str, name: str, manifest: dict[str, Any]) -> None:
+        with self.transaction():
+            self.db.execute("INSERT OR IGNORE INTO stages VALUES (?, ?, ?, 'running', NULL, ?, NULL)",
+                            (stage_id, name, _dumps(manifest), time.time()))
+            self.db.execute("UPDATE stages SET status = 'running' WHERE stage_id = ?", (stage_id,))
+
+    def put_stage_part(self, stage_id: str, key: str, value: Any) -> None:
+        with self.transaction():
+            self.db.execute("INSERT OR REPLACE INTO stage_parts VALUES (?, ?, ?, ?)",
+                            (stage_id, key, _dumps(value), time.time()))
+
+    def stage_parts(self, stage_id: str) -> dict[str, Any]:
+        rows = self.db.execute("SELECT part_key, payload FROM stage_parts WHERE stage_id = ? ORDER BY part_key",
+                               (stage_id,))
+        return {r[0]: json.loads(r[1]) for r in rows}
+
+    def end_stage(self, stage_id: str, status: str, output_sha256: str | None) -> None:
+        with self.transaction():
+            self.db.execute("UPDATE stages SET status = ?, output_sha256 = ?, finished_at = ? WHERE stage_id = ?",
+                            (status, output_sha256, time.time() if status == "finished" else None, stage_id))
+
+    def stages(self) -> list[dict[str, Any]]:
+        rows = self.db.execute("SELECT * FROM stages ORDER BY created_at")
+        return [{"stage_id": r["stage_id"], "name": r["name"], "manifest": json.loads(r["manifest"]),
+                 "status": r["status"], "output_sha256": r["output_sha256"], "created_at": r["created_at"],
+                 "finished_at": r["finished_at"]} for r in rows]
 
     # --- annotations (append-only) ----------------------------------------------------------
     def annotate(self, run_id: str, idx: int, author: str, field: str, value: Any, reason: str) -> None:

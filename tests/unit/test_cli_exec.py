@@ -403,3 +403,47 @@ def test_two_concurrent_resumes_make_no_duplicate_call(work: Path) -> None:
     made = int(out.split("this invocation: ")[1].split(" judge call")[0])
     calls = sqlite3.connect(work / "slow.db").execute("SELECT COUNT(*) FROM judge_calls").fetchone()[0]
     assert made == calls  # every call was made once, by the first process
+
+
+def test_criteria_extraction_is_a_stage_that_resumes_after_sigkill(work: Path) -> None:
+    log = work / "calls.log"
+    rules = dece_rules(["three years", "notice"], ["three years"], sat=[1, 0], ver=[1])
+    (work / "slow.json").write_text(json.dumps({"rules": rules, "latency": 0.25, "max_concurrency": 1,
+                                                "log": str(log)}))
+    items = [{**ITEM, "id": f"q{i}", "query": f"{ITEM['query']} (case {i})"} for i in range(12)]
+    (work / "many.jsonl").write_text("\n".join(json.dumps(i) for i in items) + "\n")
+    assert ASSAY is not None
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    args = [ASSAY, "dece", "criteria", "extract", "many.jsonl", "-o", "criteria.jsonl", "--judge",
+            "scripted/slow.json", "--cache", "stage.db"]
+    proc = subprocess.Popen(args, cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def parts() -> int:
+        db = sqlite3.connect(work / "stage.db", timeout=5)
+        try:
+            return int(db.execute("SELECT COUNT(*) FROM stage_parts").fetchone()[0])
+        finally:
+            db.close()
+
+    _wait_for(lambda: parts() >= 4)
+    proc.kill()
+    proc.wait()
+    done_before = parts()
+    assert 4 <= done_before < 12 and not (work / "criteria.jsonl").exists()
+    again = run("dece", "criteria", "extract", "many.jsonl", "-o", "criteria.jsonl", "--judge", "scripted/slow.json",
+                "--cache", "stage.db", cwd=work)
+    assert again.returncode == 0, again.stderr
+    assert f"{done_before} question(s) were already done, {12 - done_before} extracted now" in " ".join(
+        again.stdout.split())
+    records = [json.loads(line) for line in (work / "criteria.jsonl").read_text().splitlines()]
+    assert sorted(r["id"] for r in records) == sorted(f"q{i}" for i in range(12))
+    calls = log.read_text().splitlines()
+    assert len(set(calls)) == 12 and len(calls) - len(set(calls)) <= 1  # at most the in-flight call, again
+    db = sqlite3.connect(work / "stage.db")
+    status, digest = db.execute("SELECT status, output_sha256 FROM stages").fetchone()
+    db.close()
+    assert status == "finished" and len(digest) == 64
+    third = run("dece", "criteria", "extract", "many.jsonl", "-o", "criteria.jsonl", "--judge", "scripted/slow.json",
+                "--cache", "stage.db", cwd=work)
+    assert "12 question(s) were already done, 0 extracted now" in " ".join(third.stdout.split())
+    assert len(log.read_text().splitlines()) == len(calls)  # a finished stage makes no call

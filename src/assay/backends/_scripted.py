@@ -16,7 +16,8 @@ runner's timeout), ``{"fault": "rate_limit", "retry_after": 0.1}`` (HTTP 429),
 string that is not JSON.
 
 From the CLI: ``--judge scripted/path/to/script.json`` with ``{"responses": [...]}`` or
-``{"rules": [...]}`` and optionally ``"latency": seconds``.
+``{"rules": [...]}`` and optionally ``"latency": seconds``, ``"max_concurrency": n`` and ``"log": path`` (a line per
+finished call, its prompt's sha256: tests of resume count repeated calls with it).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ class ScriptedBackend(JudgeBackend):
 
     def __init__(self, responses: list[Response] | None = None, *,
                  rules: list[dict[str, Any]] | None = None, latency: float = 0.0,
-                 name: str = "scripted/test", max_concurrency: int = 8) -> None:
+                 name: str = "scripted/test", max_concurrency: int = 8, log: str | None = None) -> None:
         if (responses is None) == (rules is None):
             raise ConfigError("scripted backend needs exactly one of responses= or rules=")
         self.name = name
@@ -59,6 +60,7 @@ class ScriptedBackend(JudgeBackend):
         self._rules = [_Rule(re.compile(rule["match"], re.S), list(rule["responses"]),
                              bool(rule.get("repeat", False))) for rule in (rules or [])]
         self.latency = latency
+        self.log = log
         self.calls: list[list[Message]] = []
 
     def identity(self) -> dict[str, Any]:
@@ -107,6 +109,11 @@ class ScriptedBackend(JudgeBackend):
                 raise ConfigError(f"unknown scripted fault {fault!r}")
         else:
             text = response
+        if self.log:
+            import hashlib
+            digest = hashlib.sha256("\n".join(m.content for m in messages).encode()).hexdigest()
+            with open(self.log, "a", encoding="utf-8") as handle:
+                handle.write(digest + "\n")
         prompt_chars = sum(len(m.content) for m in messages)
         return Completion(text=text, usage=Usage(prompt_tokens=prompt_chars // 4,
                                                  completion_tokens=len(text) // 4),
@@ -125,4 +132,5 @@ def _factory(model: str, options: dict[str, Any]) -> JudgeBackend:
                           "'rules'); the scripted backend is for tests only")
     script = json.loads(path.read_text(encoding="utf-8"))
     return ScriptedBackend(script.get("responses"), rules=script.get("rules"),
-                           latency=float(script.get("latency", 0.0)), name=f"scripted/{path.stem}")
+                           latency=float(script.get("latency", 0.0)), name=f"scripted/{path.stem}",
+                           log=script.get("log"), max_concurrency=int(script.get("max_concurrency", 8)))

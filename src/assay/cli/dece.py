@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -15,8 +16,9 @@ from assay.cli.eval import JUDGE, JUDGE_OPT
 from assay.datasets import read_items
 from assay.errors import InputError
 from assay.methods import build_method
-from assay.methods.dece import CriteriaSet, DeCE
+from assay.methods.dece import DeCE
 from assay.runner import JudgeClient, RunnerConfig
+from assay.stages import StageResult, run_stage
 from assay.store import Store
 from assay.types import Item, Unscored
 
@@ -34,7 +36,8 @@ def extract(
     domain: str = typer.Option("general", "--domain", envvar="ASSAY_DOMAIN"),
     seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED"),
     cache: Path = typer.Option(Path("assay-run.db"), "--cache", envvar="ASSAY_OUT",
-                               help="store whose judge-call cache to use"),
+                               help="store: the judge-call cache and the stage's record (a killed extraction "
+                                    "resumes from it)"),
     force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write"),
 ) -> None:
     """Extract each question's criteria once (per id) into a JSONL file an expert can edit.
@@ -55,21 +58,32 @@ def extract(
 
     backend = get_backend(judge, **parse_options(judge_opt))
     store = Store(cache)
+    manifest = {"method": method.manifest(), "method_version": method.version, "judge": backend.identity(),
+                "questions": {qid: q.model_dump(mode="json") for qid, q in sorted(questions.items())}}
 
-    async def run() -> list[CriteriaSet | Unscored]:
-        client = JudgeClient(backend, store, RunnerConfig())
+    async def run() -> StageResult:
+        client = JudgeClient(backend, store, RunnerConfig(progress=False))
+
+        def part(question: Item) -> Any:
+            async def extract() -> dict[str, Any]:
+                found = await method.extract_criteria(question, client)
+                return {"unscored": found.model_dump()} if isinstance(found, Unscored) else found.model_dump()
+            return extract
+
         try:
-            return [await method.extract_criteria(q, client) for q in questions.values()]
+            return await run_stage(store, "dece.criteria", manifest, {qid: part(q) for qid, q in questions.items()},
+                                   window=4 * client.concurrency)
         finally:
             await backend.aclose()
 
-    results = asyncio.run(run())
-    failed = [(q, r) for q, r in zip(questions, results, strict=True) if isinstance(r, Unscored)]
-    lines = [json.dumps(r.model_dump(), ensure_ascii=False) for r in results if isinstance(r, CriteriaSet)]
+    result = asyncio.run(run())
+    failed = [(qid, value["unscored"]) for qid, value in result.parts.items() if "unscored" in value]
+    lines = [json.dumps(value, ensure_ascii=False) for value in result.parts.values() if "unscored" not in value]
     atomic_write_text(output, "\n".join(lines) + "\n")
+    console.print(f"stage dece.criteria {result.stage_id} in {cache}: {result.resumed_with} question(s) were already "
+                  f"done, {result.computed} extracted now; output sha256 {result.output_sha256[:16]}")
     console.print(f"wrote criteria for {len(lines)} question(s) to {output}")
     for qid, problem in failed:
-        assert isinstance(problem, Unscored)
-        console.print(f"[red]no criteria for {qid!r}: {problem.reason}[/red]")
+        console.print(f"[red]no criteria for {qid!r}: {problem['reason']}[/red]")
     if failed:
         raise typer.Exit(1)
