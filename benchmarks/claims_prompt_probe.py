@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.backends._llamacpp import LlamaCppBackend
-from assay.methods.dece import numbered_text
+from assay.text import numbered_text
 from assay.types import GenerateConfig, Message
 
 HERE = Path(__file__).parent

@@ -6,7 +6,6 @@ import asyncio
 import hashlib
 import platform
 import re
-import statistics
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -19,7 +18,8 @@ from assay.backends import JudgeBackend, get_backend
 from assay.errors import BudgetExhausted, ConfigError, InputError, JudgeUnreachable, StoreError
 from assay.methods import CallEstimate, ItemResult, Method
 from assay.registry import build_method
-from assay.runner import CallStats, JudgeClient, RunnerConfig, canonical_json, gather_in_order
+from assay.results import EvalResult
+from assay.runner import JudgeClient, RunnerConfig, canonical_json, gather_in_order
 from assay.store import Store
 from assay.types import Completion, GenerateConfig, Item, Message, Unit, Unscored
 
@@ -109,73 +109,6 @@ def check_items(method: Method, items: list[Item], source: str | None = None) ->
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise InputError(problems[0] + more)
-
-
-def summarize(rows: list[dict[str, Any]], metrics: Iterable[str]) -> dict[str, Any]:
-    """Per metric: n scored, n unscored, mean, median, sd, min, max — overall and per system.
-    Unscored results are excluded from the statistics and counted."""
-    def block(subset: list[dict[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for metric in metrics:
-            values = [r["scores"].get(metric) for r in subset]
-            scored = [float(v) for v in values if v is not None]
-            out[metric] = {
-                "n": len(scored), "unscored": len(values) - len(scored),
-                "mean": statistics.fmean(scored) if scored else None,
-                "median": statistics.median(scored) if scored else None,
-                "sd": statistics.stdev(scored) if len(scored) > 1 else None,
-                "min": min(scored) if scored else None, "max": max(scored) if scored else None,
-            }
-        return out
-
-    systems = sorted({str(r["item"].get("system")) for r in rows if r["item"].get("system")})
-    return {"items": len(rows), "overall": block(rows),
-            "by_system": {s: block([r for r in rows if r["item"].get("system") == s]) for s in systems}}
-
-
-class EvalResult:
-    """A finished (or interrupted) run, read back from the store."""
-
-    def __init__(self, store: Store, run_id: str) -> None:
-        self.store = store
-        self.run_id = run_id
-        run = store.get_run(run_id)
-        if run is None:
-            raise StoreError(f"no run {run_id} in {store.path}")
-        self.run = run
-        self.method = str(run["method"])
-        self.metrics: list[str] = list(run["manifest"].get("metrics", []))
-        self.client_stats: CallStats | None = None
-        """Calls made by the invocation that produced this result (None when read back)."""
-        self.resumed_with: int | None = None
-        """Items already done when this invocation resumed the run; None for a new run."""
-        self.wall_s: float | None = None
-
-    @property
-    def rows(self) -> list[dict[str, Any]]:
-        return self.store.results(self.run_id)
-
-    def summary(self) -> dict[str, Any]:
-        rows = self.rows
-        out = summarize(rows, self.metrics)
-        out["run_id"] = self.run_id
-        out["status"] = self.store.get_run(self.run_id)["status"]  # type: ignore[index]
-        out["pending"] = len(self.store.items(self.run_id)) - len(rows)
-        keys = sorted({k for r in rows for k in r["call_keys"]})
-        out["judge_calls"] = self.store.call_stats(keys)
-        return out
-
-    def records(self) -> list[dict[str, Any]]:
-        from assay.export import export_rows
-        return export_rows(self.store, self.run_id)
-
-    def to_pandas(self) -> Any:
-        import pandas as pd
-        return pd.DataFrame(self.records())
-
-    def report(self, path: str | Path) -> Path:
-        from assay.report import write_report
-        return write_report(self.store, self.run_id, Path(path))
 
 
 ITEM_WINDOW = 4

@@ -489,7 +489,7 @@ class Signature:
     version: str = field(default="")
 
     def line(self) -> str:
-        from assay import __version__
+        from assay._version import __version__
 
         prompt = (self.prompt_sha256 or "-")[:12]
         return (f"method={self.method}|prompt={prompt}|judge={self.judge}|n={self.n}|"

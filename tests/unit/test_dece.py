@@ -7,8 +7,9 @@ import pytest
 import assay
 from assay.backends import ScriptedBackend
 from assay.errors import InputError
-from assay.methods.dece import CriteriaSet, DeCE, DeCEConfig, figures, numbered_text, split_sentences
+from assay.methods.dece import CriteriaSet, DeCE, DeCEConfig
 from assay.runner import RunnerConfig
+from assay.text import figures, numbered_text, split_sentences
 from tests.helpers import ITEM, KeywordJudge, criteria_json, dece_rules, elements_json, verdicts_json
 
 QUIET = RunnerConfig(progress=False, backoff_initial_s=0.0)

@@ -27,12 +27,12 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from assay.methods._base import CallEstimate, ItemResult, Method
-from assay.methods.dece import numbered_text, split_sentences
 from assay.prompts import fence, load_domain, load_prompt, numbered
 from assay.registry import register_method
 from assay.runner import JudgeClient
 from assay.stats import f_beta
 from assay.structured import OutputInvalid, generate_structured
+from assay.text import numbered_text, split_sentences
 from assay.types import Completion, GenerateConfig, Item, Unscored
 
 ISSUE_LABELS = ("Incorrect", "Misattribution", "Missing information", "Citation needed", "Irrelevant",

@@ -51,6 +51,7 @@ from assay.registry import register_method
 from assay.runner import JudgeClient
 from assay.stats import f_beta
 from assay.structured import OutputInvalid, generate_structured
+from assay.text import figures, numbered_text, split_sentences
 from assay.types import GenerateConfig, Item, Unscored
 
 PROMPTS = ("dece/criteria_extraction", "dece/criteria_satisfaction", "dece/element_extraction",
@@ -177,66 +178,6 @@ def _check_verdicts(index_field: str, count: int, sentences: int) -> Any:
                                     f"1..{sentences}" if sentences else f"verdict {position} cites "
                                     "sentences, but the text has none")
     return check
-
-
-_HEADING = re.compile(r"^[^.!?:]{1,40}:$")
-
-
-def _segments(text: str) -> list[tuple[bool, str]]:
-    """A text as (is_sentence, text) pieces in order: sentences and list lines, plus short
-    headings ending in ':' (e.g. "Required Information:"), which are shown but not citable.
-    Splits after . ! ? before a capital, digit or bracket; list markers are dropped."""
-    pieces: list[tuple[bool, str]] = []
-    for line in text.splitlines():
-        line = re.sub(r"^\s*(?:[-*•]|\d+[.)])\s+", "", line).strip()
-        if _HEADING.match(line):
-            pieces.append((False, line))
-            continue
-        for piece in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9(\"'“‘\[])", line):
-            if piece.strip():
-                pieces.append((True, piece.strip()))
-    return pieces
-
-
-def split_sentences(text: str) -> list[str]:
-    """The citable sentences of a text, in order (see :func:`numbered_text`)."""
-    return [piece for citable, piece in _segments(text) if citable]
-
-
-def numbered_text(text: str) -> str:
-    """The text as the judge sees it: each citable sentence on its own line as ``[n] ...``,
-    headings unnumbered."""
-    lines, n = [], 0
-    for citable, piece in _segments(text):
-        if citable:
-            n += 1
-            lines.append(f"[{n}] {piece}")
-        else:
-            lines.append(piece)
-    return "\n".join(lines)
-
-
-_NUMBER_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
-                 "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
-                 "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30,
-                 "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
-                 "hundred": 100, "thousand": 1000, "twice": 2, "dozen": 12}
-# "one", "once", "single" and "half" are left out: too often not figures ("one of", "once you").
-_FIGURE = re.compile(r"\d+(?:[.,]\d+)*|\b(?:" + "|".join(_NUMBER_WORDS) + r")\b", re.I)
-
-
-def figures(text: str) -> set[str]:
-    """The figures a text states, normalised: digits as written without thousands separators
-    (``1,000`` -> ``1000``), number words as digits (``three`` -> ``3``)."""
-    found = set()
-    for match in _FIGURE.finditer(text):
-        token = match.group(0).lower()
-        if token in _NUMBER_WORDS:
-            found.add(str(_NUMBER_WORDS[token]))
-        else:
-            token = re.sub(r",(?=\d{3}\b)", "", token)
-            found.add(re.sub(r"\.0+$", "", token))
-    return found
 
 
 def _normalise(text: str) -> str:

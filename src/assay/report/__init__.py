@@ -10,10 +10,10 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
-from assay._eval import EvalResult
 from assay._files import atomic_write_text
 from assay._version import __version__
 from assay.registry import methods
+from assay.results import EvalResult
 from assay.store import Store
 
 

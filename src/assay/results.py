@@ -1,0 +1,87 @@
+"""A run read back from its store: summaries and the result object of :func:`assay.evaluate`.
+
+Depends on the store and the export only; the report imports it (and ``EvalResult.report``
+imports the report lazily, as a convenience), so nothing here imports the engine.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from assay.errors import StoreError
+from assay.store import Store
+
+if TYPE_CHECKING:
+    from assay.runner import CallStats
+
+__all__ = ["EvalResult", "summarize"]
+
+
+def summarize(rows: list[dict[str, Any]], metrics: Iterable[str]) -> dict[str, Any]:
+    """Per metric: n scored, n unscored, mean, median, sd, min, max — overall and per system.
+    Unscored results are excluded from the statistics and counted."""
+    def block(subset: list[dict[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for metric in metrics:
+            values = [r["scores"].get(metric) for r in subset]
+            scored = [float(v) for v in values if v is not None]
+            out[metric] = {
+                "n": len(scored), "unscored": len(values) - len(scored),
+                "mean": statistics.fmean(scored) if scored else None,
+                "median": statistics.median(scored) if scored else None,
+                "sd": statistics.stdev(scored) if len(scored) > 1 else None,
+                "min": min(scored) if scored else None, "max": max(scored) if scored else None,
+            }
+        return out
+
+    systems = sorted({str(r["item"].get("system")) for r in rows if r["item"].get("system")})
+    return {"items": len(rows), "overall": block(rows),
+            "by_system": {s: block([r for r in rows if r["item"].get("system") == s]) for s in systems}}
+
+
+class EvalResult:
+    """A finished (or interrupted) run, read back from the store."""
+
+    def __init__(self, store: Store, run_id: str) -> None:
+        self.store = store
+        self.run_id = run_id
+        run = store.get_run(run_id)
+        if run is None:
+            raise StoreError(f"no run {run_id} in {store.path}")
+        self.run = run
+        self.method = str(run["method"])
+        self.metrics: list[str] = list(run["manifest"].get("metrics", []))
+        self.client_stats: CallStats | None = None
+        """Calls made by the invocation that produced this result (None when read back)."""
+        self.resumed_with: int | None = None
+        """Items already done when this invocation resumed the run; None for a new run."""
+        self.wall_s: float | None = None
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        return self.store.results(self.run_id)
+
+    def summary(self) -> dict[str, Any]:
+        rows = self.rows
+        out = summarize(rows, self.metrics)
+        out["run_id"] = self.run_id
+        out["status"] = self.store.get_run(self.run_id)["status"]  # type: ignore[index]
+        out["pending"] = len(self.store.items(self.run_id)) - len(rows)
+        keys = sorted({k for r in rows for k in r["call_keys"]})
+        out["judge_calls"] = self.store.call_stats(keys)
+        return out
+
+    def records(self) -> list[dict[str, Any]]:
+        from assay.export import export_rows
+        return export_rows(self.store, self.run_id)
+
+    def to_pandas(self) -> Any:
+        import pandas as pd
+        return pd.DataFrame(self.records())
+
+    def report(self, path: str | Path) -> Path:
+        from assay.report import write_report
+        return write_report(self.store, self.run_id, Path(path))
