@@ -17,6 +17,7 @@ from assay._version import __version__
 from assay.backends import JudgeBackend, get_backend
 from assay.errors import BudgetExhausted, ConfigError, InputError, JudgeUnreachable, StoreError
 from assay.methods import CallEstimate, ItemResult, Method
+from assay.records import ResultRecord
 from assay.registry import build_method
 from assay.results import EvalResult
 from assay.runner import JudgeClient, RunnerConfig, canonical_json, gather_in_order
@@ -63,26 +64,26 @@ def check_version(store: Store, method: Method, judge_identity: dict[str, Any], 
     lineage (method, options, prompts, judge, items) but another version is in the store."""
     mine = lineage_of(method.name, method.manifest(), judge_identity, [i.model_dump(mode="json") for i in items])
     for run in store.list_runs():
-        if run["method"] != method.name:
+        if run.method != method.name:
             continue
-        manifest = run["manifest"]
+        manifest = run.manifest
         version = str(manifest.get("method_version", "1"))
         if version == method.version:
             continue
         lineage = manifest.get("lineage") or lineage_of(method.name, manifest.get("method_manifest", {}),
                                                         manifest.get("judge_identity", {}),
-                                                        store.items(str(run["run_id"])))
+                                                        store.items(run.run_id))
         if lineage == mine:
-            raise StoreError(f"{store.path}: run {run['run_id']} of these items was made by {method.name} version "
+            raise StoreError(f"{store.path}: run {run.run_id} of these items was made by {method.name} version "
                              f"{version}; this is version {method.version}, which scores differently. Start a new "
                              "run without --resume (or in another --out) to evaluate with this version")
 
 
-def _as_result(row: dict[str, Any] | None) -> ItemResult | None:
+def _as_result(row: ResultRecord | None) -> ItemResult | None:
     if row is None:
         return None
-    return ItemResult(scores=row["scores"], unscored=[Unscored.model_validate(u) for u in row["unscored"]],
-                      details=row["details"], call_keys=row["call_keys"])
+    return ItemResult(scores=row.scores, unscored=[Unscored.model_validate(u) for u in row.unscored],
+                      details=row.details, call_keys=row.call_keys)
 
 
 def check_items(method: Method, items: list[Item], source: str | None = None) -> None:
@@ -187,7 +188,7 @@ async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeB
             pending = sorted((i for i in range(len(units)) if i not in done),
                              key=lambda i: (method_obj.order_key(units[i].item), i))
             if not pending:
-                stored = {r["idx"]: r for r in store_obj.results(run_id)}
+                stored = {r.idx: r for r in store_obj.results(run_id)}
                 history = [(unit, _as_result(stored.get(i))) for i, unit in enumerate(units)]
                 batch = method_obj.next_units(item_list, history)
                 if not batch:

@@ -45,23 +45,22 @@ def load_run(path: str | Path, run_id: str | None = None) -> RunScores:
     path = Path(path)
     store = Store(path, create=False)
     rid = store.resolve_run(run_id)
-    run = store.get_run(rid)
-    assert run is not None
-    metrics = list(run["manifest"].get("metrics", []))
+    run = store.run(rid)
+    metrics = list(run.manifest.get("metrics", []))
     grouped: dict[str, dict[str, list[float]]] = {}
     unscored = dict.fromkeys(metrics, 0)
     rows = store.results(rid)
     for row in rows:
-        conversation = conversation_of(row["item"])
+        conversation = conversation_of(row.item)
         slot = grouped.setdefault(conversation, {})
         for metric in metrics:
-            value = row["scores"].get(metric)
+            value = row.scores.get(metric)
             if value is None:
                 unscored[metric] += 1
             else:
                 slot.setdefault(metric, []).append(float(value))
     conversations = {c: {m: statistics.fmean(v) for m, v in values.items()} for c, values in grouped.items()}
-    return RunScores(str(path), rid, str(run["method"]), metrics, conversations, unscored, len(rows))
+    return RunScores(str(path), rid, run.method, metrics, conversations, unscored, len(rows))
 
 
 def _paired_values(a: RunScores, b: RunScores, metric: str) -> tuple[list[str], list[float], list[float]]:

@@ -19,27 +19,26 @@ def export_rows(store: Store, run_id: str) -> list[dict[str, Any]]:
     unscored metric with its reason."""
     rows = []
     for result in store.results(run_id):
-        item = result["item"]
-        unit = result.get("unit") or {"kind": "item", "items": [item], "round": 0}
+        item = result.item
         record: dict[str, Any] = {"run_id": run_id, "id": item["id"], "system": item.get("system"),
-                                  "status": result["status"], "query": item["query"]}
-        if unit["kind"] == "item":
+                                  "status": result.status, "query": item["query"]}
+        if result.kind == "item":
             record["response"] = item["response"]
             record["reference"] = item.get("reference")
         else:  # a pair (a, b) or a group: each answer under its position's suffix
-            record["system"] = " vs ".join(str(i.get("system")) for i in unit["items"])
-            record["unit"] = unit["kind"]
-            record["round"] = unit["round"]
-            for label, member in zip("abcdefghijklmnopqrstuvwxyz", unit["items"], strict=False):
+            record["system"] = " vs ".join(str(i.get("system")) for i in result.items)
+            record["unit"] = result.kind
+            record["round"] = result.round
+            for label, member in zip("abcdefghijklmnopqrstuvwxyz", result.items, strict=False):
                 record[f"system_{label}"] = member.get("system")
                 record[f"response_{label}"] = member["response"]
             record["reference"] = item.get("reference")
-        record.update(result["scores"])
-        for key, value in result["details"].items():
+        record.update(result.scores)
+        for key, value in result.details.items():
             record[key] = value
-        record["unscored"] = result["unscored"]
+        record["unscored"] = result.unscored
         record["unscored_reason"] = "; ".join(
-            f"{u.get('metric') or 'item'}: {u['reason']}" for u in result["unscored"]) or None
+            f"{u.get('metric') or 'item'}: {u['reason']}" for u in result.unscored) or None
         for key in ("case", "history", "contexts"):
             if item.get(key):
                 record[key] = item[key]
@@ -47,7 +46,7 @@ def export_rows(store: Store, run_id: str) -> list[dict[str, Any]]:
             record["metadata"] = item["metadata"]
         if item.get("human"):
             record["human"] = item["human"]
-        record["judge_calls"] = len(result["call_keys"])
+        record["judge_calls"] = len(result.call_keys)
         rows.append(record)
     return rows
 
@@ -98,7 +97,7 @@ def export_run(store: Store, run_id: str, out: Path, fmt: str, compact: bool = F
     rows = export_rows(store, run_id)
     if compact:
         run = store.get_run(run_id)
-        keep = compact_columns(str(run["method"])) if run is not None else (*COMPACT, "unscored_reason")
+        keep = compact_columns(run.method) if run is not None else (*COMPACT, "unscored_reason")
         rows = [{k: row[k] for k in keep if k in row} for row in rows]
 
     def write(handle: IO[bytes]) -> None:

@@ -117,7 +117,7 @@ async def ainjection_audit(items: list[Item], method: str, judge: str | JudgeBac
     result = await aevaluate([*items, *attacked], method_obj, judge, store=store_obj, resume=True,
                              runner=runner or RunnerConfig(progress=False), judge_options=judge_options,
                              data_source="injection audit")
-    scores = {r["item_key"]: r["scores"] for r in result.rows}
+    scores = {r.key: r.scores for r in result.rows}
     rows = []
     records = []
     for attack in chosen:

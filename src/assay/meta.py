@@ -276,9 +276,9 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
                                  runner=runner or RunnerConfig(progress=False), judge_options=judge_options,
                                  data_source=f"{metaset.kind}:{metaset.source}")
         rows = result.rows
-        scores = {r["item_key"]: r["scores"] for r in rows}
+        scores = {r.key: r.scores for r in rows}
         runs[method] = {"run_id": result.run_id, "judge": "none" if not method_obj.needs_judge else judge_name,
-                        "unscored_items": sum(1 for r in rows if r["status"] != "scored"),
+                        "unscored_items": sum(1 for r in rows if r.status != "scored"),
                         "judge_calls": result.client_stats.calls if result.client_stats else None,
                         "wall_s": result.wall_s}
         for metric in method_obj.metrics:

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assay.errors import StoreError
+from assay.records import ResultRecord
 from assay.store import Store
 
 if TYPE_CHECKING:
@@ -20,13 +20,13 @@ if TYPE_CHECKING:
 __all__ = ["EvalResult", "summarize"]
 
 
-def summarize(rows: list[dict[str, Any]], metrics: Iterable[str]) -> dict[str, Any]:
+def summarize(rows: list[ResultRecord], metrics: Iterable[str]) -> dict[str, Any]:
     """Per metric: n scored, n unscored, mean, median, sd, min, max — overall and per system.
     Unscored results are excluded from the statistics and counted."""
-    def block(subset: list[dict[str, Any]]) -> dict[str, Any]:
+    def block(subset: list[ResultRecord]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for metric in metrics:
-            values = [r["scores"].get(metric) for r in subset]
+            values = [r.scores.get(metric) for r in subset]
             scored = [float(v) for v in values if v is not None]
             out[metric] = {
                 "n": len(scored), "unscored": len(values) - len(scored),
@@ -37,9 +37,9 @@ def summarize(rows: list[dict[str, Any]], metrics: Iterable[str]) -> dict[str, A
             }
         return out
 
-    systems = sorted({str(r["item"].get("system")) for r in rows if r["item"].get("system")})
+    systems = sorted({str(r.item.get("system")) for r in rows if r.item.get("system")})
     return {"items": len(rows), "overall": block(rows),
-            "by_system": {s: block([r for r in rows if r["item"].get("system") == s]) for s in systems}}
+            "by_system": {s: block([r for r in rows if r.item.get("system") == s]) for s in systems}}
 
 
 class EvalResult:
@@ -48,12 +48,9 @@ class EvalResult:
     def __init__(self, store: Store, run_id: str) -> None:
         self.store = store
         self.run_id = run_id
-        run = store.get_run(run_id)
-        if run is None:
-            raise StoreError(f"no run {run_id} in {store.path}")
-        self.run = run
-        self.method = str(run["method"])
-        self.metrics: list[str] = list(run["manifest"].get("metrics", []))
+        self.run = store.run(run_id)
+        self.method = self.run.method
+        self.metrics: list[str] = list(self.run.manifest.get("metrics", []))
         self.client_stats: CallStats | None = None
         """Calls made by the invocation that produced this result (None when read back)."""
         self.resumed_with: int | None = None
@@ -61,16 +58,16 @@ class EvalResult:
         self.wall_s: float | None = None
 
     @property
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[ResultRecord]:
         return self.store.results(self.run_id)
 
     def summary(self) -> dict[str, Any]:
         rows = self.rows
         out = summarize(rows, self.metrics)
         out["run_id"] = self.run_id
-        out["status"] = self.store.get_run(self.run_id)["status"]  # type: ignore[index]
+        out["status"] = self.store.run(self.run_id).status
         out["pending"] = len(self.store.items(self.run_id)) - len(rows)
-        keys = sorted({k for r in rows for k in r["call_keys"]})
+        keys = sorted({k for r in rows for k in r.call_keys})
         out["judge_calls"] = self.store.call_stats(keys)
         return out
 

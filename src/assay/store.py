@@ -11,6 +11,7 @@ import json
 import os
 import socket
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import StoreError
+from assay.records import Annotation, CallRecord, ResultRecord, RunRecord, StageRecord
 from assay.types import CALL_FAILED, Completion, Unit
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -132,6 +134,20 @@ def m004_stages(db: sqlite3.Connection) -> None:
     """)
 
 
+@migration
+def m005_addressed_annotations(db: sqlite3.Connection) -> None:
+    # An annotation addresses one verdict: (run, unit key, path inside the unit's result).
+    # Rows written before keep their index and free-text field as unit and path.
+    db.execute("ALTER TABLE annotations ADD COLUMN unit_key TEXT")
+    db.execute("ALTER TABLE annotations ADD COLUMN path TEXT")
+    db.execute("UPDATE annotations SET path = field, unit_key = (SELECT item_key FROM items i "
+               "WHERE i.run_id = annotations.run_id AND i.idx = annotations.idx)")
+    db.execute("CREATE INDEX annotations_unit ON annotations (run_id, unit_key)")
+    for action in ("UPDATE", "DELETE"):
+        db.execute(f"CREATE TRIGGER annotations_append_only_{action.lower()} BEFORE {action} ON annotations "
+                   "BEGIN SELECT RAISE(ABORT, 'annotations are append-only'); END")
+
+
 def _is_sqlite(path: Path) -> bool:
     with path.open("rb") as handle:
         return handle.read(16) == b"SQLite format 3\x00"
@@ -173,23 +189,43 @@ class Store:
             elif file.stat().st_size > 0 and not _is_sqlite(file):
                 raise StoreError(f"{file}: not an assay run store (not an SQLite database)")
             file.parent.mkdir(parents=True, exist_ok=True)
+        self._local = threading.local()
+        self._shared: sqlite3.Connection | None = None
         try:
-            self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            self.db.row_factory = sqlite3.Row
-            # busy_timeout first: a second process opening a new store waits for the first's
-            # migration instead of failing on a locked database.
-            self.db.execute("PRAGMA busy_timeout=30000")
-            self._check_ours()
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
+            if self.path == ":memory:":  # one connection: each new one would be another database
+                self._shared = self._connect()
+            db = self.db
+            self._check_ours(db)
+            db.execute("PRAGMA journal_mode=WAL")
             self._migrate()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: cannot be used as a run store ({exc})") from exc
 
-    def _check_ours(self) -> None:
-        tables = {row[0] for row in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        db.row_factory = sqlite3.Row
+        # busy_timeout first: a second process opening a new store waits for the first's
+        # migration instead of failing on a locked database.
+        db.execute("PRAGMA busy_timeout=30000")
+        db.execute("PRAGMA synchronous=NORMAL")
+        return db
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        """This thread's connection (one per thread, so readers — a web UI, an export — run
+        while a run writes; SQLite's WAL gives each reader a consistent snapshot)."""
+        if self._shared is not None:
+            return self._shared
+        connection: sqlite3.Connection | None = getattr(self._local, "db", None)
+        if connection is None:
+            connection = self._connect()
+            self._local.db = connection
+        return connection
+
+    def _check_ours(self, db: sqlite3.Connection) -> None:
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if tables and "migrations" not in tables:
-            self.db.close()
+            db.close()
             raise StoreError(f"{self.path}: an SQLite database, but not an assay run store (it has tables "
                              f"{', '.join(sorted(tables)[:5])}); assay leaves it alone")
 
@@ -218,7 +254,14 @@ class Store:
         self.db.execute("COMMIT")
 
     def close(self) -> None:
-        self.db.close()
+        """Close this thread's connection (the next use opens another)."""
+        if self._shared is not None:
+            self._shared.close()
+            return
+        connection = getattr(self._local, "db", None)
+        if connection is not None:
+            connection.close()
+            self._local.db = None
 
     # --- judge-call cache -------------------------------------------------------------------
     def cached_call(self, key: str) -> Completion | None:
@@ -237,25 +280,33 @@ class Store:
                  completion.usage.prompt_tokens, completion.usage.completion_tokens,
                  completion.latency_s, time.time()))
 
-    def call_record(self, key: str) -> dict[str, Any] | None:
+    def call_record(self, key: str) -> CallRecord | None:
         row = self.db.execute("SELECT * FROM judge_calls WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
-        return {"key": row["key"], "backend": row["backend"], "request": json.loads(row["request"]),
-                "completion": json.loads(row["completion"])}
+        return CallRecord(key=row["key"], backend=row["backend"], request=json.loads(row["request"]),
+                          completion=Completion.model_validate_json(row["completion"]), created_at=row["created_at"])
 
     # --- runs -------------------------------------------------------------------------------
-    def get_run(self, run_id: str) -> dict[str, Any] | None:
-        row = self.db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        if row is None:
-            return None
-        return {"run_id": row["run_id"], "method": row["method"], "status": row["status"],
-                "manifest": json.loads(row["manifest"]), "created_at": row["created_at"],
-                "finished_at": row["finished_at"]}
+    @staticmethod
+    def _run(row: sqlite3.Row) -> RunRecord:
+        return RunRecord.model_construct(run_id=row["run_id"], method=row["method"], status=row["status"],
+                                         manifest=json.loads(row["manifest"]), created_at=row["created_at"],
+                                         finished_at=row["finished_at"])
 
-    def list_runs(self) -> list[dict[str, Any]]:
-        ids = [r[0] for r in self.db.execute("SELECT run_id FROM runs ORDER BY created_at")]
-        return [run for run in (self.get_run(i) for i in ids) if run is not None]
+    def get_run(self, run_id: str) -> RunRecord | None:
+        row = self.db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return None if row is None else self._run(row)
+
+    def run(self, run_id: str) -> RunRecord:
+        """The run, or a StoreError naming the store."""
+        found = self.get_run(run_id)
+        if found is None:
+            raise StoreError(f"no run {run_id} in {self.path}")
+        return found
+
+    def list_runs(self) -> list[RunRecord]:
+        return [self._run(row) for row in self.db.execute("SELECT * FROM runs ORDER BY created_at, rowid")]
 
     def resolve_run(self, run_id: str | None) -> str:
         """The given run id, or the only/latest run of the store."""
@@ -263,12 +314,12 @@ class Store:
         if not runs:
             raise StoreError(f"{self.path} holds no run")
         if run_id is None:
-            return str(runs[-1]["run_id"])
-        matches = [r for r in runs if str(r["run_id"]).startswith(run_id)]
+            return runs[-1].run_id
+        matches = [r for r in runs if r.run_id.startswith(run_id)]
         if len(matches) != 1:
-            known = ", ".join(str(r["run_id"]) for r in runs)
+            known = ", ".join(r.run_id for r in runs)
             raise StoreError(f"no single run matches {run_id!r} in {self.path} (runs: {known})")
-        return str(matches[0]["run_id"])
+        return matches[0].run_id
 
     def create_run(self, run_id: str, method: str, manifest: dict[str, Any],
                    items: Sequence[tuple[str, dict[str, Any]] | Unit]) -> None:
@@ -357,7 +408,8 @@ class Store:
                             (run_id, idx, item_key, status, _dumps(scores), _dumps(unscored),
                              _dumps(details), _dumps(call_keys), time.time()))
 
-    def results(self, run_id: str) -> list[dict[str, Any]]:
+    def results(self, run_id: str) -> list[ResultRecord]:
+        """Every stored result of the run with its unit, in unit order."""
         rows = self.db.execute(
             "SELECT r.*, i.payload, i.kind, i.round FROM results r "
             "JOIN items i ON i.run_id = r.run_id AND i.idx = r.idx WHERE r.run_id = ? ORDER BY r.idx", (run_id,))
@@ -365,12 +417,19 @@ class Store:
         for r in rows:
             payload = json.loads(r["payload"])
             kind = r["kind"]
-            items = [payload] if kind == "item" else payload["items"]
-            out.append({"idx": r["idx"], "item_key": r["item_key"], "status": r["status"],
-                        "scores": json.loads(r["scores"]), "unscored": json.loads(r["unscored"]),
-                        "details": json.loads(r["details"]), "call_keys": json.loads(r["call_keys"]),
-                        "item": items[0], "unit": {"kind": kind, "round": r["round"], "items": items}})
+            out.append(ResultRecord.model_construct(
+                run_id=run_id, idx=r["idx"], key=r["item_key"], status=r["status"], scores=json.loads(r["scores"]),
+                unscored=json.loads(r["unscored"]), details=json.loads(r["details"]),
+                call_keys=json.loads(r["call_keys"]), created_at=r["created_at"], kind=kind, round=r["round"],
+                items=[payload] if kind == "item" else payload["items"]))
         return out
+
+    def result(self, run_id: str, unit_key: str) -> ResultRecord:
+        """One unit's result, by the unit's key; StoreError when there is none."""
+        for record in self.results(run_id):
+            if record.key == unit_key:
+                return record
+        raise StoreError(f"run {run_id} in {self.path} has no result for unit {unit_key!r}")
 
     def call_stats(self, keys: list[str]) -> dict[str, float]:
         """Token and latency totals of the given judge calls."""
@@ -405,23 +464,38 @@ class Store:
             self.db.execute("UPDATE stages SET status = ?, output_sha256 = ?, finished_at = ? WHERE stage_id = ?",
                             (status, output_sha256, time.time() if status == "finished" else None, stage_id))
 
-    def stages(self) -> list[dict[str, Any]]:
+    def stages(self) -> list[StageRecord]:
         rows = self.db.execute("SELECT * FROM stages ORDER BY created_at")
-        return [{"stage_id": r["stage_id"], "name": r["name"], "manifest": json.loads(r["manifest"]),
-                 "status": r["status"], "output_sha256": r["output_sha256"], "created_at": r["created_at"],
-                 "finished_at": r["finished_at"]} for r in rows]
+        return [StageRecord.model_construct(stage_id=r["stage_id"], name=r["name"], manifest=json.loads(r["manifest"]),
+                                            status=r["status"], output_sha256=r["output_sha256"],
+                                            created_at=r["created_at"], finished_at=r["finished_at"]) for r in rows]
 
     # --- annotations (append-only) ----------------------------------------------------------
-    def annotate(self, run_id: str, idx: int, author: str, field: str, value: Any, reason: str) -> None:
+    def annotate(self, run_id: str, unit_key: str, path: str, value: Any, *, author: str,
+                 reason: str = "") -> Annotation:
+        """Record a human's judgement of one verdict: ``path`` addresses it inside the unit's
+        result (``recall``, ``elements[3].supported``) and must exist there. Annotations are
+        never changed or deleted (the table refuses it); a correction is a newer annotation."""
         if not author.strip():
             raise StoreError("an annotation needs an author")
+        record = self.result(run_id, unit_key)
+        try:
+            record.resolve(path)
+        except (KeyError, IndexError, TypeError, ValueError):
+            raise StoreError(f"run {run_id}, unit {unit_key!r}: no verdict at {path!r}") from None
+        now = time.time()
         with self.transaction():
-            self.db.execute("INSERT INTO annotations (run_id, idx, author, field, value, reason, created_at) "
-                            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                            (run_id, idx, author, field, _dumps(value), reason, time.time()))
+            cursor = self.db.execute(
+                "INSERT INTO annotations (run_id, idx, author, field, value, reason, created_at, unit_key, path) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (run_id, record.idx, author, path, _dumps(value), reason, now, unit_key, path))
+        return Annotation(id=int(cursor.lastrowid or 0), run_id=run_id, unit_key=unit_key, path=path, author=author,
+                          value=value, reason=reason, created_at=now)
 
-    def annotations(self, run_id: str) -> list[dict[str, Any]]:
-        rows = self.db.execute("SELECT * FROM annotations WHERE run_id = ? ORDER BY id", (run_id,))
-        return [{"idx": r["idx"], "author": r["author"], "field": r["field"],
-                 "value": json.loads(r["value"]), "reason": r["reason"], "created_at": r["created_at"]}
-                for r in rows]
+    def annotations(self, run_id: str, unit_key: str | None = None) -> list[Annotation]:
+        """The run's annotations (of one unit, if given), oldest first."""
+        query = "SELECT * FROM annotations WHERE run_id = ?" + (" AND unit_key = ?" if unit_key else "")
+        rows = self.db.execute(query + " ORDER BY id", (run_id, unit_key) if unit_key else (run_id,))
+        return [Annotation.model_construct(id=r["id"], run_id=r["run_id"], unit_key=r["unit_key"], path=r["path"],
+                                           author=r["author"], value=json.loads(r["value"]), reason=r["reason"],
+                                           created_at=r["created_at"]) for r in rows]

@@ -43,11 +43,11 @@ def test_server_rejects_json_schema_mode_and_run_fails_closed(llama_server: str)
         assay.evaluate([ITEM], "dece", f"openai/smollm2@{llama_server}", runner=runner, store=store,
                        judge_options={"schema_mode": "json_schema"})
     run = store.list_runs()[0]
-    assert run["status"] == "failed: judge unreachable"
-    row = store.results(run["run_id"])[0]
+    assert run.status == "failed: judge unreachable"
+    row = store.results(run.run_id)[0]
     for metric in ("precision", "recall", "f_beta"):
-        assert row["scores"][metric] is None
-    assert any("judge call failed" in u["reason"] for u in row["unscored"])
+        assert row.scores[metric] is None
+    assert any("judge call failed" in u["reason"] for u in row.unscored)
 
 
 def test_dece_end_to_end_through_the_server(llama_server: str) -> None:

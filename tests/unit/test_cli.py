@@ -116,5 +116,5 @@ def test_toml_config_sets_defaults_and_flags_win(tmp_path: Path, data: Path, jud
     result = runner.invoke(app, ["eval", "dece", str(data), "--judge", judge, "--out", str(out), "--beta", "3",
                                  "--no-progress"], default_map=defaults, catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    manifest = Store(out).list_runs()[0]["manifest"]["method_manifest"]["config"]
+    manifest = Store(out).list_runs()[0].manifest["method_manifest"]["config"]
     assert manifest["domain"] == "legal" and manifest["beta"] == 3.0

@@ -77,16 +77,16 @@ def test_a_judge_whose_every_call_fails_stops_the_run_as_unreachable() -> None:
     with pytest.raises(JudgeUnreachable, match="HTTP 500"):
         assay.evaluate([ITEM], "dece", ScriptedBackend(rules=rules), runner=runner, store=store)
     run = store.list_runs()[0]
-    assert run["status"] == "failed: judge unreachable"
-    rows = store.results(run["run_id"])
-    assert rows and any("judge call failed: HTTP 500" in u["reason"] for u in rows[0]["unscored"])
+    assert run.status == "failed: judge unreachable"
+    rows = store.results(run.run_id)
+    assert rows and any("judge call failed: HTTP 500" in u["reason"] for u in rows[0].unscored)
     # a resumed run evaluates the items whose calls failed again, and finishes once the judge answers
-    assert store.done_indices(run["run_id"], retry_failed_calls=True) == set()
+    assert store.done_indices(run.run_id, retry_failed_calls=True) == set()
     good = [{"match": r"<elements>", "responses": [verdicts_json("element", [1])], "repeat": True},
             {"match": r"<criteria>", "responses": [verdicts_json("criterion", [1])], "repeat": True},
             {"match": r"<query>.*<reference>", "responses": [criteria_json("three years")], "repeat": True},
             {"match": r"<query>.*<answer>", "responses": [elements_json("three years")], "repeat": True}]
     resumed = assay.evaluate([ITEM], "dece", ScriptedBackend(rules=good, name="scripted/test"), runner=runner,
                              store=store, resume=True)
-    assert resumed.run_id == run["run_id"] and resumed.summary()["status"] == "finished"
+    assert resumed.run_id == run.run_id and resumed.summary()["status"] == "finished"
     assert resumed.records()[0]["status"] == "scored"

@@ -56,4 +56,4 @@ def test_resuming_a_run_of_another_method_version_is_refused(tmp_path) -> None:
         assay.evaluate([ITEM], RougeL2(), "scripted/none", store=store, runner=QUIET, resume=True)
     again = assay.evaluate([ITEM], RougeL2(), "scripted/none", store=store, runner=QUIET)  # a new run is fine
     assert again.run_id != first.run_id
-    assert store.get_run(again.run_id)["manifest"]["method_version"] == "2"  # type: ignore[index]
+    assert store.run(again.run_id).manifest["method_version"] == "2"

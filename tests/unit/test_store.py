@@ -39,15 +39,57 @@ def test_create_run_writes_all_items_or_none(tmp_path: Path) -> None:
         store.resolve_run("zzz")
 
 
-def test_annotations_are_append_only_with_provenance(tmp_path: Path) -> None:
+def test_annotations_address_one_verdict_and_are_append_only(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.db")
-    store.create_run("r1", "dece", {}, [("a", {"id": "a"})])
-    store.annotate("r1", 0, "alice", "recall", 0.5, "criterion 2 is met")
-    store.annotate("r1", 0, "bob", "recall", 1.0, "disagree")
+    store.create_run("r1", "dece", {}, [("q1::s1", {"id": "q1", "system": "s1", "query": "q", "response": "r"})])
+    details = {"elements": [{"n": 1, "element": "three years", "supported": True},
+                            {"n": 2, "element": "six years", "supported": True}]}
+    store.put_result("r1", 0, "q1::s1", "scored", {"precision": 1.0, "recall": 0.5}, [], details, [])
+    first = store.annotate("r1", "q1::s1", "elements[1].supported", False, author="alice",
+                           reason="the statute says three years")
+    store.annotate("r1", "q1::s1", "recall", 1.0, author="bob", reason="criterion 2 is met")
     notes = store.annotations("r1")
-    assert [(n["author"], n["value"]) for n in notes] == [("alice", 0.5), ("bob", 1.0)]
-    with pytest.raises(StoreError):
-        store.annotate("r1", 0, " ", "recall", 1, "no author")
+    assert [(n.author, n.path, n.value) for n in notes] == [("alice", "elements[1].supported", False),
+                                                            ("bob", "recall", 1.0)]
+    assert notes[0].id == first.id and notes[0].unit_key == "q1::s1" and notes[0].created_at > 0
+    assert store.result("r1", "q1::s1").resolve(notes[0].path) is True  # the judge's verdict, kept as it was
+    for bad_path in ("elements[5].supported", "elements[0].colour", "nonsense", "elements[0]..x"):
+        with pytest.raises(StoreError, match="no verdict at"):
+            store.annotate("r1", "q1::s1", bad_path, 1, author="alice")
+    with pytest.raises(StoreError, match="no result for unit"):
+        store.annotate("r1", "q9", "recall", 1, author="alice")
+    with pytest.raises(StoreError, match="needs an author"):
+        store.annotate("r1", "q1::s1", "recall", 1, author=" ")
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        store.db.execute("UPDATE annotations SET value = '0'")
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        store.db.execute("DELETE FROM annotations")
+
+
+def test_readers_in_other_threads_while_a_run_writes(tmp_path: Path) -> None:
+    import threading
+    store = Store(tmp_path / "s.db")
+    store.create_run("r1", "dece", {}, [(f"q{i}", {"id": f"q{i}", "query": "q", "response": "r"}) for i in range(300)])
+    errors: list[BaseException] = []
+    seen: list[list[int]] = [[], [], []]
+
+    def read(counts: list[int]) -> None:
+        try:  # each reader has its own connection; each sees a growing, consistent snapshot
+            while not counts or counts[-1] < 300:
+                counts.append(len(store.results("r1")))
+        except BaseException as exc:  # pragma: no cover - the failure being tested for
+            errors.append(exc)
+
+    readers = [threading.Thread(target=read, args=(counts,)) for counts in seen]
+    for thread in readers:
+        thread.start()
+    for i in range(300):
+        store.put_result("r1", i, f"q{i}", "scored", {"recall": 1.0}, [], {}, [])
+    for thread in readers:
+        thread.join(timeout=30)
+    assert not errors
+    for counts in seen:
+        assert counts == sorted(counts) and counts[-1] == 300
 
 
 def _open(path: str) -> str:

@@ -30,11 +30,11 @@ def test_an_old_store_migrates_and_exports_unchanged(old: Path) -> None:
     store = Store(old / "store.db", create=False)
     assert [r[0] for r in store.db.execute("SELECT name FROM migrations")] == [n for n, _ in MIGRATIONS]
     runs = store.list_runs()
-    assert [r["method"] for r in runs] == ["dece", "caseaware", "rougeL"]
+    assert [r.method for r in runs] == ["dece", "caseaware", "rougeL"]
     for run in runs:
-        expected = [json.loads(line) for line in (old / f"export-{run['run_id']}.jsonl").read_text().splitlines()]
-        assert export_rows(store, run["run_id"]) == expected
-        assert [u.kind for u in store.units(run["run_id"])] == ["item", "item"]
+        expected = [json.loads(line) for line in (old / f"export-{run.run_id}.jsonl").read_text().splitlines()]
+        assert export_rows(store, run.run_id) == expected
+        assert [u.kind for u in store.units(run.run_id)] == ["item", "item"]
 
 
 @pytest.mark.skipif(ASSAY is None, reason="the assay console script is not installed")

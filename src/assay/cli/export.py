@@ -29,7 +29,7 @@ def export(
     store = Store(run, create=False)
     rid = store.resolve_run(run_id)
     out = output or default_output(run, rid, fmt)
-    source = store.get_run(rid)["manifest"].get("data_source")  # type: ignore[index]
+    source = store.run(rid).manifest.get("data_source")
     check_output(out, inputs=[run, source], force=force)
     count = export_run(store, rid, out, fmt, compact=compact)
     console.print(f"wrote {count} row(s) of run {rid} to {out}")

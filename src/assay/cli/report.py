@@ -23,7 +23,7 @@ def report(
     """Write a self-contained HTML report of a run."""
     store = Store(run, create=False)
     rid = store.resolve_run(run_id)
-    source = store.get_run(rid)["manifest"].get("data_source")  # type: ignore[index]
+    source = store.run(rid).manifest.get("data_source")
     check_output(output, inputs=[run, meta, source], force=force)
     path = write_report(store, rid, output, meta)
     console.print(f"report written to {path}")

@@ -78,7 +78,7 @@ def render_report(store: Store, run_id: str, meta: Path | None = None) -> str:
     env.filters["tojson_pretty"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False, sort_keys=True)
     template = env.get_template("report.html.j2")
     run = result.run
-    created = dt.datetime.fromtimestamp(run["created_at"], tz=dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    created = dt.datetime.fromtimestamp(run.created_at, tz=dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     rows = result.records()
     section_html, item_html = Markup(""), [Markup("") for _ in rows]
     cls = methods().get(result.method)
