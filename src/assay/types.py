@@ -138,6 +138,24 @@ class Unit(BaseModel):
                    round=round or 0)
 
 
+def pairs_from_items(items: list[Item]) -> list[Unit]:
+    """The ordered pairs of answers to one query: a pairwise record's (a, b) in its order
+    (``metadata.pair_position``), else every two systems answering the same id, in system-name
+    order. Ids with one answer make no pair."""
+    by_id: dict[str, list[Item]] = {}
+    for item in items:
+        by_id.setdefault(item.id, []).append(item)
+    pairs = []
+    for answers in by_id.values():
+        marked = {a.metadata.get("pair_position"): a for a in answers}
+        if len(answers) == 2 and set(marked) == {"a", "b"}:
+            pairs.append(Unit.pair(marked["a"], marked["b"]))
+            continue
+        ordered = sorted(answers, key=lambda a: str(a.system))
+        pairs += [Unit.pair(x, y) for i, x in enumerate(ordered) for y in ordered[i + 1:]]
+    return pairs
+
+
 class Usage(BaseModel):
     """Token counts of one judge call."""
 

@@ -75,3 +75,29 @@ def test_unknown_format_and_missing_file(tmp_path: Path) -> None:
         read_items(write(tmp_path / "d.txt", "x"))
     with pytest.raises(InputError, match="no such file"):
         read_items(tmp_path / "nope.jsonl")
+
+
+def test_a_pairwise_record_reads_as_two_answers_in_order(tmp_path: Path) -> None:
+    from assay.errors import InputError
+    from assay.types import pairs_from_items
+    path = tmp_path / "pairs.jsonl"
+    rows = [{"id": "q1", "query": "Q?", "a": {"system": "zeta", "response": "A1", "contexts": [{"text": "c"}]},
+             "b": {"system": "alpha", "response": "B1"}, "human": {"winner": "A"}},
+            {"id": "q2", "query": "Q2?", "response": "x", "system": "s1"},
+            {"id": "q2", "query": "Q2?", "response": "y", "system": "s0"},
+            {"id": "q2", "query": "Q2?", "response": "z", "system": "s2"}]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    items = read_items(path)
+    assert [(i.id, i.system, i.response) for i in items[:2]] == [("q1", "zeta", "A1"), ("q1", "alpha", "B1")]
+    assert items[0].contexts[0].text == "c" and items[0].human == {"winner": "A"}
+    pairs = pairs_from_items(items)
+    assert [(p.items[0].system, p.items[1].system) for p in pairs] == [("zeta", "alpha"), ("s0", "s1"),
+                                                                      ("s0", "s2"), ("s1", "s2")]
+    assert pairs[0].kind == "pair" and pairs[0].key == "r0:q1:zeta|alpha"
+    path.write_text(json.dumps({"id": "q", "query": "Q", "a": {"response": "x"}, "b": {"system": "A",
+                                                                                     "response": "y"}}) + "\n")
+    with pytest.raises(InputError, match="line 1, field 'b.system'"):
+        read_items(path)
+    path.write_text(json.dumps({"id": "q", "query": "Q", "a": {"response": "x"}, "b": {"answer": "y"}}) + "\n")
+    with pytest.raises(InputError, match="field 'b.answer'"):
+        read_items(path)

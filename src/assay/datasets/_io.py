@@ -43,6 +43,43 @@ def _bad_text(value: Any, path: str = "") -> tuple[str, str] | None:
     return None
 
 
+PAIR_SIDES = ("a", "b")
+
+
+def _items_from(data: Any, source: str, line: int) -> list[Item]:
+    """One item, or — for a pairwise record (SPEC §2.6: ``a`` and ``b``, each ``{"system",
+    "response", "contexts"}``, instead of ``response``) — its two answers as two items sharing the
+    id, marked ``metadata.pair_position`` ``a`` / ``b`` so pairwise methods keep the order."""
+    if not (isinstance(data, dict) and ("a" in data or "b" in data)):
+        return [_item_from(data, source, line)]
+    common = {k: v for k, v in data.items() if k not in PAIR_SIDES}
+    if "response" in common:
+        raise InputError("a pairwise record has 'a' and 'b' instead of 'response'", source=source, line=line,
+                         field="response")
+    items = []
+    for side in PAIR_SIDES:
+        answer = data.get(side)
+        if not isinstance(answer, dict):
+            raise InputError(f"expected an object {{\"system\", \"response\", \"contexts\"}}, got "
+                             f"{type(answer).__name__}", source=source, line=line, field=side)
+        unknown = sorted(set(answer) - {"system", "response", "contexts"})
+        if unknown:
+            raise InputError("unknown field (a side has system, response, contexts)", source=source, line=line,
+                             field=f"{side}.{unknown[0]}")
+        if "response" not in answer:
+            raise InputError("required field is missing", source=source, line=line, field=f"{side}.response")
+        metadata = {**(common.get("metadata") or {}), "pair_position": side}
+        record = {**common, "response": answer["response"], "system": answer.get("system") or side.upper(),
+                  "metadata": metadata}
+        if "contexts" in answer:
+            record["contexts"] = answer["contexts"]
+        items.append(_item_from(record, source, line))
+    if items[0].system == items[1].system:
+        raise InputError(f"both answers of the pair come from system {items[0].system!r}", source=source, line=line,
+                         field="b.system")
+    return items
+
+
 def _item_from(data: Any, source: str, line: int) -> Item:
     if not isinstance(data, dict):
         raise InputError(f"expected a JSON object, got {type(data).__name__}", source=source, line=line)
@@ -100,7 +137,7 @@ def read_jsonl(path: str | Path) -> list[Item]:
                              line=number) from exc
         except RecursionError:
             raise InputError("JSON nested too deeply", source=source, line=number) from None
-        items.append(_item_from(data, source, number))
+        items.extend(_items_from(data, source, number))
     return items
 
 
