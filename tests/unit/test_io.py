@@ -96,8 +96,8 @@ def test_a_pairwise_record_reads_as_two_answers_in_order(tmp_path: Path) -> None
     assert pairs[0].kind == "pair" and pairs[0].key == "r0:q1:zeta|alpha"
     path.write_text(json.dumps({"id": "q", "query": "Q", "a": {"response": "x"}, "b": {"system": "A",
                                                                                      "response": "y"}}) + "\n")
-    with pytest.raises(InputError, match="line 1, field 'b.system'"):
+    with pytest.raises(InputError, match=r"line 1, field 'b\.system'"):
         read_items(path)
     path.write_text(json.dumps({"id": "q", "query": "Q", "a": {"response": "x"}, "b": {"answer": "y"}}) + "\n")
-    with pytest.raises(InputError, match="field 'b.answer'"):
+    with pytest.raises(InputError, match=r"field 'b\.answer'"):
         read_items(path)
