@@ -17,6 +17,7 @@ from assay.cli import compare, dece, demo, eval, export, injection, meta, model,
 from assay.cli._click import ClickException, NoArgsIsHelpError, UsageError, convert_option, is_group, is_option
 from assay.cli._common import err_console
 from assay.errors import AssayError, BudgetExhausted, ConfigError, JudgeUnreachable
+from assay.registry import method_class
 
 EXIT_CODES = """\
 Exit status: 0 ok · 1 a gate or check failed · 2 bad input, option or configuration (one line on
@@ -40,6 +41,8 @@ app.command("meta")(meta.meta)
 app.command("compare")(compare.compare)
 app.command("gate")(compare.gate_command)
 app.command("injection")(injection.injection)
+app.command("pairwise", help="DICE pairwise A/B/Tie verdicts with probabilities (the same command as "
+                             "`assay eval dice`).")(eval.make_command(method_class("dice")))
 
 
 @app.command("version")

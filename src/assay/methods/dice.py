@@ -1,0 +1,313 @@
+"""DICE: pairwise A/B/Tie verdicts with probabilities (``../shared/papers/dice.txt`` §3, App. A).
+
+A unit is an ordered pair of answers to one query (a pairwise record's ``a`` and ``b``, or two
+systems answering the same id). Two judge calls per order:
+
+1. Stage I (§3.1): an evidence-coupled analysis of both answers — each with its own retrieved
+   passages, against the reference when one is given — placing each in the hierarchy fully
+   correct > partially correct > insufficient information > incorrect (App. A's special rules).
+2. Stage II (§3.2): one decision from {A, B, Tie}, asked as a follow-up in the same conversation
+   (so llama.cpp reuses the whole stage-I prompt as a cached prefix).
+
+Probabilities (eq. 1). With logprobs, the distribution over the three labels is read at the
+position where the decision's label is generated: every top-logprob token that is a non-empty
+prefix of a label (``"T"`` and ``"Ti"`` count for ``Tie``, which the embedded tokenizer splits
+into ``T`` + ``ie``; a leading space or quote is ignored) adds its probability to that label, and
+the three are renormalised — the softmax over the labels' logits, read at the only position where
+the constrained output can still choose. The labels start with different letters, so a label's
+first token decides it and its later tokens are forced. A label absent from the top logprobs gets
+0, its true probability lies between 0 and the smallest probability shown (the row keeps that
+bound in ``p_missing_bound``). Without logprobs, ``samples`` decisions at temperature > 0 are
+drawn and the shares used (``probability_source: samples``).
+
+Scores (eqs. 2–4): margin ΔP = P_max − P_second; ΔP ≥ τ gives the hard score (1, 0), (0, 1) or
+(0.5, 0.5); below τ the soft score redistributes P(Tie) between A and B in proportion.
+
+Swap (``swap=true``): the pair is judged in both orders; the second order's probabilities are
+mapped back (its A is our B) and averaged with the first's, and the row records whether the
+verdict survived the swap and which position won each order.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from assay.errors import ConfigError
+from assay.methods._base import CallEstimate, ItemResult, Method
+from assay.prompts import fence, load_domain, load_prompt
+from assay.registry import register_method
+from assay.runner import JudgeClient
+from assay.structured import generate_structured
+from assay.types import Completion, GenerateConfig, Item, Message, Unit, Unscored, pairs_from_items
+
+LABELS = ("A", "B", "Tie")
+CLASSES = ("fully correct", "partially correct", "insufficient information", "incorrect")
+
+
+class DiceConfig(BaseModel):
+    """DICE options."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+    domain: str = "general"
+    """Domain pack (the expert named in the prompts): general, legal, medical, financial."""
+    tau: float = Field(default=0.1, ge=0, le=1, allow_inf_nan=False)
+    """Margin threshold: ΔP ≥ tau gives the hard score, below it the soft score (paper: 0.1)."""
+    swap: bool = False
+    """Judge both orders and combine the probabilities (position-bias control)."""
+    probabilities: Literal["auto", "logprobs", "samples"] = "auto"
+    """Where the label probabilities come from: logprobs when the backend returns them (auto)."""
+    samples: int = Field(default=5, ge=2, le=50)
+    """Decisions sampled per order when probabilities come from samples."""
+    sample_temperature: float = Field(default=0.7, gt=0, le=2)
+    """Temperature of the sampled decisions."""
+    top_logprobs: int = Field(default=10, ge=3, le=20)
+    """Alternatives read at the decision's position."""
+    max_analysis_chars: int = Field(default=600, ge=50)
+    """maxLength of each analysis field (small models loop without a bound)."""
+    seed: int = 0
+    max_reasks: int = Field(default=2, ge=0)
+
+
+class Analysis(BaseModel):
+    analysis_a: str
+    analysis_b: str
+    comparison: str
+    class_a: Literal["fully correct", "partially correct", "insufficient information", "incorrect"]
+    class_b: Literal["fully correct", "partially correct", "insufficient information", "incorrect"]
+
+
+class Decision(BaseModel):
+    verdict: Literal["A", "B", "Tie"]
+
+
+# --- scoring (pure functions, tested against hand-computed cases) -----------------------------
+def _label_of(token: str) -> str | None:
+    """The label a generated token starts, or None: a non-empty prefix of exactly one label,
+    after a leading space or quote (a closing quote or brace merged into the token is ignored)."""
+    piece = token.lstrip(' "').rstrip(' "}\n')
+    if not piece:
+        return None
+    found = [label for label in LABELS if label.startswith(piece) or piece == label]
+    return found[0] if len(found) == 1 else None
+
+
+def label_distribution(completion: Completion,
+                       field: str = "verdict") -> tuple[dict[str, float], dict[str, float]] | None:
+    """(P over A/B/Tie, upper bounds of labels absent from the top logprobs) at the position
+    where ``field``'s value starts in a JSON completion; None without logprobs there."""
+    if not completion.logprobs:
+        return None
+    text = ""
+    key = re.compile(rf'"{field}"\s*:\s*"?$')
+    for token in completion.logprobs:
+        if _label_of(token.token) is not None and key.search(text + token.token[: len(token.token)
+                                                                                 - len(token.token.lstrip(' "'))]):
+            candidates = dict(token.top)
+            candidates.setdefault(token.token, token.logprob)
+            mass = dict.fromkeys(LABELS, 0.0)
+            for candidate, logprob in candidates.items():
+                label = _label_of(candidate)
+                if label is not None:
+                    mass[label] += math.exp(logprob)
+            total = sum(mass.values())
+            if total <= 0:
+                return None
+            floor = math.exp(min(candidates.values()))
+            bounds = {label: floor / (total + floor) for label in LABELS if mass[label] == 0.0}
+            return {label: mass[label] / total for label in LABELS}, bounds
+        text += token.token
+    return None
+
+
+def margin(p: dict[str, float]) -> float:
+    """ΔP = P_max − P_second (eq. 2)."""
+    first, second = sorted(p.values(), reverse=True)[:2]
+    return first - second
+
+
+def scores(p: dict[str, float], tau: float) -> tuple[float, float, str]:
+    """(score_a, score_b, "hard" | "soft") by eqs. 3–4. With ΔP ≥ tau the argmax decides
+    (ties of probability go to Tie, then A); below it P(Tie) is split in proportion to P(A) and
+    P(B) (evenly when both are 0)."""
+    if margin(p) >= tau:
+        best = max(LABELS, key=lambda label: (p[label], label == "Tie", label == "A"))
+        return {"A": (1.0, 0.0), "B": (0.0, 1.0), "Tie": (0.5, 0.5)}[best] + ("hard",)
+    pa, pb, pt = p["A"], p["B"], p["Tie"]
+    if pa + pb == 0:
+        return 0.5, 0.5, "soft"
+    return pa + pt * pa / (pa + pb), pb + pt * pb / (pa + pb), "soft"
+
+
+def swapped(p: dict[str, float]) -> dict[str, float]:
+    """Probabilities of the reversed order expressed in the original order."""
+    return {"A": p["B"], "B": p["A"], "Tie": p["Tie"]}
+
+
+def combine(first: dict[str, float], second_reversed: dict[str, float]) -> dict[str, float]:
+    """Average of the first order and the (mapped-back) second order."""
+    back = swapped(second_reversed)
+    return {label: (first[label] + back[label]) / 2 for label in LABELS}
+
+
+def verdict_of(p: dict[str, float]) -> str:
+    return max(LABELS, key=lambda label: (p[label], label == "Tie", label == "A"))
+
+
+# --- the method -----------------------------------------------------------------------------------
+@register_method
+class Dice(Method):
+    """DICE: pairwise A/B/Tie verdicts with probabilities, hard/soft scores and optional swap."""
+
+    name: ClassVar[str] = "dice"
+    metrics: ClassVar[tuple[str, ...]] = ("score_a", "score_b")
+    version: ClassVar[str] = "1"
+    config_model: ClassVar[type[BaseModel] | None] = DiceConfig
+    primary_metric: ClassVar[str | None] = "score_a"
+    compact_columns: ClassVar[tuple[str, ...]] = ("system_a", "system_b", "verdict", "p_a", "p_b", "p_tie",
+                                                  "score_a", "score_b", "decision")
+    unit_kind: ClassVar[str] = "pair"
+
+    def __init__(self, config: DiceConfig | None = None) -> None:
+        self.config = config or DiceConfig()
+        self.domain = load_domain(self.config.domain)
+        self.prompts = {"analysis": load_prompt("dice/analysis"), "decision": load_prompt("dice/decision")}
+
+    def manifest(self) -> dict[str, Any]:
+        return {"config": self.config.model_dump(), "prompt_sha256": {k: p.sha256 for k, p in self.prompts.items()},
+                "domain_sha256": self.domain["sha256"]}
+
+    def check_item(self, item: Item) -> str | None:
+        if not item.system:
+            return "DICE compares systems: each answer needs its system (field 'system')"
+        return None
+
+    def units(self, items: list[Item]) -> list[Unit]:
+        pairs = pairs_from_items(items)
+        if not pairs:
+            raise ConfigError("DICE needs pairs: pairwise records (a, b) or at least two systems answering one id")
+        return pairs
+
+    def estimate(self, items: list[Item]) -> CallEstimate:
+        pairs = pairs_from_items(items)
+        orders = 2 if self.config.swap else 1
+        per_order = 1 + (self.config.samples if self.config.probabilities == "samples" else 1)
+        prompt = sum(len(p.items[0].query) + sum(len(i.response) for i in p.items) for p in pairs) // 4 + 700
+        return CallEstimate(calls=len(pairs) * orders * per_order, prompt_tokens=prompt * orders * per_order,
+                            completion_tokens=len(pairs) * orders * (450 + 8 * per_order))
+
+    # rendering ---------------------------------------------------------------------------------
+    def render_analysis(self, first: Item, second: Item) -> list[Message]:
+        def passages(item: Item) -> str:
+            return "\n\n".join(f"[{n}] {c.text.strip()}" for n, c in enumerate(item.contexts, 1)) or "(none)"
+        reference = (fence("reference", first.reference.full_text()) if first.reference is not None
+                     else "<reference>\n(no reference answer given)\n</reference>")
+        return self.prompts["analysis"].render(expert=str(self.domain["expert"]), query=_inner(first.query),
+                                               reference=reference, answer_a=_inner(first.response),
+                                               contexts_a=_inner(passages(first)), answer_b=_inner(second.response),
+                                               contexts_b=_inner(passages(second)))
+
+    def _analysis_schema(self) -> dict[str, Any]:
+        text = {"type": "string", "minLength": 1, "maxLength": self.config.max_analysis_chars}
+        return {"type": "object", "additionalProperties": False,
+                "required": ["analysis_a", "analysis_b", "comparison", "class_a", "class_b"],
+                "properties": {"analysis_a": text, "analysis_b": text, "comparison": text,
+                               "class_a": {"type": "string", "enum": list(CLASSES)},
+                               "class_b": {"type": "string", "enum": list(CLASSES)}}}
+
+    @staticmethod
+    def _decision_schema() -> dict[str, Any]:
+        return {"type": "object", "additionalProperties": False, "required": ["verdict"],
+                "properties": {"verdict": {"type": "string", "enum": list(LABELS)}}}
+
+    async def _judge_order(self, first: Item, second: Item, client: JudgeClient) -> dict[str, Any] | Unscored:
+        """Stages I and II for one order: the analysis, the label distribution and its source."""
+        messages = self.render_analysis(first, second)
+        chars = self.config.max_analysis_chars
+        analysis = await generate_structured(
+            client, messages, Analysis,
+            GenerateConfig(temperature=0.0, max_tokens=64 + (3 * chars) // 3 + 60, seed=self.config.seed,
+                           json_schema=self._analysis_schema()),
+            max_reasks=self.config.max_reasks, metric="score_a")
+        keys = analysis.keys
+        if analysis.value is None or analysis.completion is None:
+            assert analysis.unscored is not None
+            return analysis.unscored.model_copy(update={"reason": f"analysis: {analysis.unscored.reason}"})
+        follow_up = [*messages, Message(role="assistant", content=analysis.completion.text),
+                     *self.prompts["decision"].render()]
+        source = self.config.probabilities
+        use_logprobs = source == "logprobs" or (source == "auto" and client.backend.capabilities.logprobs)
+        record: dict[str, Any] = {"analysis": analysis.value.model_dump(), "call_keys": list(keys)}
+        if use_logprobs:
+            decision = await generate_structured(
+                client, follow_up, Decision,
+                GenerateConfig(temperature=0.0, max_tokens=16, seed=self.config.seed,
+                               json_schema=self._decision_schema(), logprobs=True,
+                               top_logprobs=self.config.top_logprobs),
+                max_reasks=self.config.max_reasks, metric="score_a")
+            record["call_keys"] += decision.keys
+            if decision.value is None or decision.completion is None:
+                assert decision.unscored is not None
+                return decision.unscored.model_copy(update={"reason": f"decision: {decision.unscored.reason}"})
+            found = label_distribution(decision.completion)
+            if found is None:
+                return Unscored(reason="decision: the backend returned no logprobs at the label's position",
+                                raw_output=decision.completion.text, metric="score_a")
+            record.update(p=found[0], p_missing_bound=found[1], probability_source="logprobs",
+                          greedy=decision.value.verdict)
+            return record
+        votes = dict.fromkeys(LABELS, 0)
+        for n in range(self.config.samples):
+            sample = await generate_structured(
+                client, follow_up, Decision,
+                GenerateConfig(temperature=self.config.sample_temperature, max_tokens=16,
+                               seed=self.config.seed + n, json_schema=self._decision_schema()),
+                max_reasks=self.config.max_reasks, metric="score_a")
+            record["call_keys"] += sample.keys
+            if sample.value is not None:
+                votes[sample.value.verdict] += 1
+        total = sum(votes.values())
+        if total == 0:
+            return Unscored(reason=f"decision: none of {self.config.samples} samples parsed", metric="score_a")
+        record.update(p={label: votes[label] / total for label in LABELS}, p_missing_bound={},
+                      probability_source="samples", votes=votes)
+        return record
+
+    async def evaluate_unit(self, unit: Unit, client: JudgeClient) -> ItemResult:
+        a, b = unit.items
+        orders = [(a, b), (b, a)] if self.config.swap else [(a, b)]
+        judged = [await self._judge_order(first, second, client) for first, second in orders]
+        call_keys = [k for j in judged if isinstance(j, dict) for k in j["call_keys"]]
+        failed = [j for j in judged if isinstance(j, Unscored)]
+        if failed:
+            reasons = "; ".join(f.reason for f in failed)
+            return ItemResult(scores={"score_a": None, "score_b": None},
+                              unscored=[Unscored(reason=reasons, raw_output=failed[0].raw_output, metric=m)
+                                        for m in self.metrics], call_keys=call_keys)
+        first = judged[0]
+        assert isinstance(first, dict)
+        p = first["p"]
+        details: dict[str, Any] = {"system_a": a.system, "system_b": b.system,
+                                   "probability_source": first["probability_source"],
+                                   "orders": [{k: v for k, v in j.items() if k != "call_keys"}  # type: ignore[union-attr]
+                                              for j in judged]}
+        if self.config.swap:
+            second = judged[1]
+            assert isinstance(second, dict)
+            p = combine(first["p"], second["p"])
+            kept = verdict_of(first["p"]) == verdict_of(swapped(second["p"]))
+            details["position_consistent"] = kept
+            details["first_position_won"] = [verdict_of(first["p"]) == "A", verdict_of(second["p"]) == "A"]
+        score_a, score_b, decision = scores(p, self.config.tau)
+        details.update(p_a=p["A"], p_b=p["B"], p_tie=p["Tie"], margin=margin(p), decision=decision,
+                       verdict=verdict_of(p), tau=self.config.tau)
+        return ItemResult(scores={"score_a": score_a, "score_b": score_b}, details=details, call_keys=call_keys)
+
+
+def _inner(text: str) -> str:
+    """Evaluated text, with anything imitating our delimiters neutralised (the tags are in the
+    prompt file)."""
+    return fence("x", text).removeprefix("<x>\n").removesuffix("\n</x>")

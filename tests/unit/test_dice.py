@@ -1,0 +1,153 @@
+"""DICE scoring rules against hand-computed cases, and the method on scripted judges."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+
+import assay
+from assay.backends import Capabilities, JudgeBackend
+from assay.methods.dice import combine, label_distribution, margin, scores, swapped, verdict_of
+from assay.runner import RunnerConfig
+from assay.types import Completion, GenerateConfig, Message, TokenLogprob
+
+QUIET = RunnerConfig(progress=False)
+
+
+def lp(p: float) -> float:
+    return math.log(p)
+
+
+def test_hard_above_the_margin_and_soft_below() -> None:
+    # ΔP = 0.83 − 0.16 = 0.67 ≥ 0.1: hard (the paper's App. A example)
+    assert scores({"A": 0.83, "B": 0.01, "Tie": 0.16}, 0.1) == (1.0, 0.0, "hard")
+    assert scores({"A": 0.2, "B": 0.7, "Tie": 0.1}, 0.1) == (0.0, 1.0, "hard")
+    assert scores({"A": 0.1, "B": 0.2, "Tie": 0.7}, 0.1) == (0.5, 0.5, "hard")
+    # ΔP = 0.45 − 0.40 = 0.05 < 0.1: soft, eq. 4 by hand: 0.45 + 0.15·0.45/0.85, 0.40 + 0.15·0.40/0.85
+    a, b, kind = scores({"A": 0.45, "B": 0.40, "Tie": 0.15}, 0.1)
+    assert kind == "soft" and a == pytest.approx(0.529412, abs=1e-6) and b == pytest.approx(0.470588, abs=1e-6)
+    assert a + b == pytest.approx(1.0)
+    # exactly at the boundary ΔP = τ is hard (eq. 3 uses ≥)
+    assert scores({"A": 0.5, "B": 0.25, "Tie": 0.25}, 0.25)[2] == "hard"
+    assert scores({"A": 0.5, "B": 0.25, "Tie": 0.25}, 0.2500001)[2] == "soft"
+    # soft with P(A) = P(B) = 0 splits evenly
+    assert scores({"A": 0.0, "B": 0.0, "Tie": 1.0}, 1.1) == (0.5, 0.5, "soft")
+    assert margin({"A": 0.5, "B": 0.3, "Tie": 0.2}) == pytest.approx(0.2)
+
+
+def decision(tokens: list[tuple[str, float, dict[str, float]]]) -> Completion:
+    text = "".join(t for t, _, _ in tokens)
+    return Completion(text=text, logprobs=[TokenLogprob(token=t, logprob=p, top=top) for t, p, top in tokens])
+
+
+PREFIX = [('{"', lp(0.99), {}), ("verdict", lp(0.99), {}), ('":', lp(0.99), {}), (' "', lp(0.99), {})]
+
+
+def test_label_probabilities_from_top_logprobs_with_multi_token_labels() -> None:
+    # "Tie" is split into "T" + "ie"; " B" is a leading-space variant; "x" is not a label
+    top = {"A": lp(0.5), "T": lp(0.2), " B": lp(0.1), "B": lp(0.1), "x": lp(0.05)}
+    found = label_distribution(decision([*PREFIX, ("A", lp(0.5), top), ('"}', lp(0.99), {})]))
+    assert found is not None
+    p, bounds = found
+    assert p["A"] == pytest.approx(0.5 / 0.9) and p["B"] == pytest.approx(0.2 / 0.9)
+    assert p["Tie"] == pytest.approx(0.2 / 0.9) and bounds == {}
+    # greedy took "T": the label is read at that position, its forced "ie" is not needed
+    found = label_distribution(decision([*PREFIX, ("T", lp(0.6), {"T": lp(0.6), "A": lp(0.3)}), ("ie", 0.0, {}),
+                                         ('"}', 0.0, {})]))
+    assert found is not None and verdict_of(found[0]) == "Tie"
+
+
+def test_a_label_missing_from_the_top_logprobs_is_zero_with_a_bound() -> None:
+    top = {"A": lp(0.6), "T": lp(0.3), "x": lp(0.05)}
+    found = label_distribution(decision([*PREFIX, ("A", lp(0.6), top)]))
+    assert found is not None
+    p, bounds = found
+    assert p["B"] == 0.0 and p["A"] == pytest.approx(0.6 / 0.9)
+    assert bounds == {"B": pytest.approx(0.05 / 0.95)}  # at most the smallest probability shown
+    assert label_distribution(Completion(text='{"verdict": "A"}')) is None  # no logprobs: None
+
+
+def test_swap_combination_maps_the_second_order_back() -> None:
+    first = {"A": 0.7, "B": 0.2, "Tie": 0.1}
+    second = {"A": 0.6, "B": 0.3, "Tie": 0.1}  # second order: its A is the original B
+    assert swapped(second) == {"A": 0.3, "B": 0.6, "Tie": 0.1}
+    combined = combine(first, second)
+    assert combined == pytest.approx({"A": 0.5, "B": 0.4, "Tie": 0.1})
+    assert verdict_of(first) == "A" and verdict_of(swapped(second)) == "B"  # not position-consistent
+
+
+class LogprobJudge(JudgeBackend):
+    """Analysis as JSON; the decision with logprobs favouring the longer answer (first order:
+    0.7 for it) — deterministic, reads the prompt."""
+
+    name = "fake/logprob"
+    max_concurrency = 1
+
+    def __init__(self, *, logprobs: bool = True, bias_first: float = 0.0) -> None:
+        self.capabilities = Capabilities(json_schema=True, logprobs=logprobs)
+        self.bias_first = bias_first
+        self.calls: list[list[Message]] = []
+
+    async def generate(self, messages: list[Message], config: GenerateConfig) -> Completion:
+        self.calls.append(messages)
+        user = messages[0 if messages[0].role == "user" else 1].content
+        a = user.split("<answer_a>")[1].split("</answer_a>")[0]
+        b = user.split("<answer_b>")[1].split("</answer_b>")[0]
+        if messages[-1].role == "user" and "DICE stage 2" in messages[-1].content:
+            better = "A" if len(a) > len(b) else "B"
+            pa = min(0.85, (0.7 if better == "A" else 0.2) + self.bias_first)
+            pb = 0.9 - pa
+            top = {"A": lp(pa), "B": lp(pb), "T": lp(0.1)}
+            label = max(top, key=lambda k: top[k])
+            text = json.dumps({"verdict": "Tie" if label == "T" else label})
+            tokens = [TokenLogprob(token='{"verdict": "', logprob=0.0),
+                      TokenLogprob(token=label, logprob=top[label], top=top),
+                      TokenLogprob(token='"}', logprob=0.0)] if config.logprobs else None
+            return Completion(text=text, logprobs=tokens)
+        analysis = {"analysis_a": "a", "analysis_b": "b", "comparison": "c",
+                    "class_a": "fully correct" if len(a) > len(b) else "partially correct",
+                    "class_b": "partially correct" if len(a) > len(b) else "fully correct"}
+        return Completion(text=json.dumps(analysis))
+
+
+def pair(a: str, b: str) -> dict[str, Any]:
+    return {"id": "q1", "query": "Q?", "a": {"system": "s1", "response": a}, "b": {"system": "s2", "response": b}}
+
+
+def items_of(*records: dict[str, Any]) -> list[assay.Item]:
+    from assay.datasets._io import _items_from
+    return [item for n, r in enumerate(records, 1) for item in _items_from(r, "test", n)]
+
+
+def test_a_pair_gets_probabilities_scores_and_the_row_fields() -> None:
+    judge = LogprobJudge()
+    result = assay.evaluate(items_of(pair("a long and complete answer", "short")), "dice", judge, runner=QUIET)
+    row = result.records()[0]
+    assert row["system_a"] == "s1" and row["system_b"] == "s2" and row["probability_source"] == "logprobs"
+    assert row["p_a"] == pytest.approx(0.7) and row["p_b"] == pytest.approx(0.2) and row["p_tie"] == pytest.approx(0.1)
+    assert row["margin"] == pytest.approx(0.5) and row["decision"] == "hard" and row["verdict"] == "A"
+    assert (row["score_a"], row["score_b"]) == (1.0, 0.0)
+    assert row["orders"][0]["analysis"]["class_a"] == "fully correct"
+    assert len(judge.calls) == 2  # stage I, then stage II as a follow-up of the same conversation
+    assert judge.calls[1][: len(judge.calls[0])] == judge.calls[0]
+
+
+def test_swap_reports_position_consistency() -> None:
+    biased = LogprobJudge(bias_first=0.3)  # the first-shown answer gets +0.3
+    row = assay.evaluate(items_of(pair("a long and complete answer", "short")), "dice", biased, runner=QUIET,
+                         swap=True).records()[0]
+    # order 1, long answer first: P(A) = min(0.85, 0.7 + 0.3) = 0.85; order 2, short answer first:
+    # P(A') = 0.2 + 0.3 = 0.5 for the short one, P(B') = 0.4 for the long one → mapped back 0.4
+    assert row["first_position_won"] == [True, True] and row["position_consistent"] is False
+    assert row["p_a"] == pytest.approx((0.85 + 0.4) / 2) and row["p_b"] == pytest.approx((0.05 + 0.5) / 2)
+
+
+def test_without_logprobs_the_shares_of_sampled_decisions_are_used() -> None:
+    judge = LogprobJudge(logprobs=False)
+    row = assay.evaluate(items_of(pair("short", "a long and complete answer")), "dice", judge, runner=QUIET,
+                         samples=4).records()[0]
+    assert row["probability_source"] == "samples" and row["orders"][0]["votes"] == {"A": 0, "B": 4, "Tie": 0}
+    assert row["p_b"] == 1.0 and row["verdict"] == "B" and len(judge.calls) == 5
