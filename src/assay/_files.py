@@ -113,8 +113,11 @@ def check_output(path: Path, *, inputs: Iterable[Path | str | None] = (), force:
 def atomic_write(path: Path, write: Callable[[IO[bytes]], object]) -> Path:
     """Write through ``write(handle)`` into an exclusively created temporary file beside
     ``path``, then rename it over ``path``. Nothing is left behind on failure."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from exc
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as handle:
