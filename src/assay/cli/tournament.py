@@ -1,0 +1,122 @@
+"""`assay tournament DATA`: rank many systems with DICE matches (Swiss or round-robin), Elo and
+Bradley–Terry, printed and written as JSON (``--out``). The run store is ``--store``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from assay._eval import _as_result, aevaluate
+from assay._files import atomic_write_text, check_output
+from assay.cli._common import console, parse_options
+from assay.cli.eval import RUN_OPTIONS, _coerce, _method_params
+from assay.datasets import read_items
+from assay.methods.tournament import Tournament
+from assay.registry import build_method, method_class
+from assay.runner import RunnerConfig
+from assay.stats import correlation
+
+
+def _fmt(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f}"
+
+
+def tournament_ranking(store: Any, run_id: str, method: Tournament, items: list) -> dict[str, Any]:
+    units = store.units(run_id)
+    results = {r.idx: r for r in store.results(run_id)}
+    history = [(unit, _as_result(results.get(i))) for i, unit in enumerate(units)]
+    return method.ranking(items, history)
+
+
+def make_tournament_command() -> Any:
+    import inspect
+
+    cls = method_class("tournament")
+
+    def command(**kwargs: Any) -> None:
+        data: Path = kwargs.pop("data")
+        out: Path | None = kwargs.pop("json_out")
+        store_path: Path = kwargs.pop("out")
+        versus_round_robin: bool = kwargs.pop("versus_round_robin")
+        force: bool = kwargs.pop("force")
+        run = {name: kwargs.pop(name) for name in list(kwargs) if name in {n for n, _, _ in RUN_OPTIONS}}
+        options = cls.options_from_cli(_coerce(cls, kwargs))
+        if out is not None:
+            check_output(out, inputs=[data, store_path], force=force, option="--out")
+        method = build_method("tournament", **options)
+        assert isinstance(method, Tournament)
+        items = read_items(data)
+        runner = RunnerConfig(concurrency=run["concurrency"], budget_tokens=run["budget"], timeout_s=run["timeout"],
+                              max_retries=run["retries"], progress=run["progress"])
+
+        async def go(opts: dict[str, Any]) -> Any:
+            return await aevaluate(items, "tournament", run["judge"], store=store_path, runner=runner,
+                                   resume=True, judge_options=parse_options(run["judge_opt"]),
+                                   data_source=str(data), wait_s=float("inf") if run["wait"] else None, **opts)
+
+        result = asyncio.run(go(options))
+        ranking = tournament_ranking(result.store, result.run_id, method, items)
+        calls = result.summary()["judge_calls"]["calls"]
+        ranking["judge_calls"] = calls
+        ranking["run_id"] = result.run_id
+        if versus_round_robin and method.config.mode == "swiss":
+            robin_options = {**options, "mode": "round-robin"}
+            robin_method = build_method("tournament", **robin_options)
+            assert isinstance(robin_method, Tournament)
+            robin = asyncio.run(go(robin_options))
+            robin_ranking = tournament_ranking(robin.store, robin.run_id, robin_method, items)
+            order = [r["system"] for r in robin_ranking["ranking"]]
+            swiss_rank = {r["system"]: i for i, r in enumerate(ranking["ranking"])}
+            tau = correlation([swiss_rank[s] for s in order], list(range(len(order))), "kendall", resamples=0).r
+            ranking["round_robin"] = {"ranking": robin_ranking["ranking"], "matches": len(robin_ranking["matches"]),
+                                      "run_id": robin.run_id}
+            ranking["kendall_tau_vs_round_robin"] = tau
+        table = Table(title=f"DICE {ranking['mode']} tournament · {ranking['systems']} systems · "
+                            f"{len(ranking['matches'])} matches · {ranking['comparisons']} comparisons")
+        for column in ("rank", "system", "Elo", "Bradley–Terry", "95% CI"):
+            table.add_column(column, justify="left" if column == "system" else "right")
+        for n, row in enumerate(ranking["ranking"], 1):
+            ci = f"[{row['bt_ci'][0]:.0f}, {row['bt_ci'][1]:.0f}]" if row["bt_ci"] else "—"
+            table.add_row(str(n), row["system"], _fmt(row["elo"]), _fmt(row["bt"]), ci)
+        console.print(table)
+        if ranking.get("bt_note"):
+            console.print(f"Bradley–Terry: {ranking['bt_note']}")
+        if "kendall_tau_vs_round_robin" in ranking:
+            tau = ranking["kendall_tau_vs_round_robin"]
+            console.print(f"Kendall τ, Swiss vs round-robin ranking: {'—' if tau is None else f'{tau:.3f}'} "
+                          f"({len(ranking['matches'])} vs {ranking['round_robin']['matches']} matches)")
+        console.print(f"judge calls behind the tournament: {calls} (cached calls cost nothing); store {store_path}")
+        if out is not None:
+            atomic_write_text(out, json.dumps(ranking, indent=2, ensure_ascii=False) + "\n")
+            console.print(f"wrote {out}")
+
+    params = [inspect.Parameter("data", inspect.Parameter.KEYWORD_ONLY, annotation=Path,
+                                default=typer.Argument(..., help="answers of several systems to the same questions"))]
+    params += _method_params(cls)
+    for name, annotation, option in RUN_OPTIONS:
+        if name == "out":
+            option = typer.Option(Path("tournament.db"), "--store", envvar="ASSAY_STORE",
+                                  help="SQLite run store (resumable; matches already judged cost no call)")
+        if name in ("dry_run", "price_in", "price_out", "resume"):
+            continue
+        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation))
+    params += [
+        inspect.Parameter("json_out", inspect.Parameter.KEYWORD_ONLY, annotation=Path | None,
+                          default=typer.Option(None, "--out", "-o", help="write the ranking, matches and judge "
+                                                                         "calls as JSON")),
+        inspect.Parameter("versus_round_robin", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
+                          default=typer.Option(False, "--versus-round-robin",
+                                               help="also play the round-robin and report Kendall τ between the "
+                                                    "rankings (reuses every judged match)")),
+        inspect.Parameter("force", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
+                          default=typer.Option(False, "--force", help="replace an --out file assay did not write")),
+    ]
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
+    command.__doc__ = "DICE tournament: rank systems with Swiss (or round-robin) pairwise matches, Elo and BT."
+    return command

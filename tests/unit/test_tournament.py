@@ -1,0 +1,109 @@
+"""DICE tournaments: Swiss pairing, the Elo update, and a tournament run on a fake judge."""
+
+from __future__ import annotations
+
+import pytest
+
+import assay
+from assay.methods.tournament import Tournament, elo_after, match_scores, swiss_pairs
+from assay.runner import RunnerConfig
+from assay.store import Store
+from tests.unit.test_dice import LogprobJudge
+
+QUIET = RunnerConfig(progress=False)
+
+
+def test_swiss_pairs_closest_ratings_without_repeats() -> None:
+    ratings = {"a": 1600.0, "b": 1550.0, "c": 1500.0, "d": 1420.0, "e": 1400.0}
+    assert swiss_pairs(ratings, set()) == [("a", "b"), ("c", "d")]  # e sits out (odd number)
+    assert swiss_pairs(ratings, {frozenset(("a", "b"))}) == [("a", "c"), ("b", "d")]
+    assert swiss_pairs({"a": 1500.0, "b": 1500.0}, {frozenset(("a", "b"))}) == []
+
+
+def test_elo_update_by_hand() -> None:
+    ratings = elo_after(["a", "b"], [(0, "a", "b", 1.0, 3)], k=32, upset_weight=0, initial=1500)
+    assert ratings == {"a": 1516.0, "b": 1484.0}  # E = 0.5, Δ = 32 · (1 − 0.5)
+    # then b (1484) beats a (1516): an upset. E_b = 1 / (1 + 10^(32/400)) = 0.454078;
+    # plain: Δ = 32 · 0.545922 = 17.4695; with w = 1: K = 32 · (1 + 32/400) = 34.56, Δ = 18.8671
+    played = [(0, "a", "b", 1.0, 3), (1, "b", "a", 1.0, 3)]
+    plain = elo_after(["a", "b"], played, k=32, upset_weight=0, initial=1500)
+    weighted = elo_after(["a", "b"], played, k=32, upset_weight=1.0, initial=1500)
+    assert plain["b"] == pytest.approx(1484 + 17.4695, abs=1e-3)
+    assert weighted["b"] == pytest.approx(1484 + 18.8671, abs=1e-3)
+    assert weighted["a"] + weighted["b"] == pytest.approx(3000)  # zero-sum
+
+
+def answers(systems: dict[str, int], questions: int = 2) -> list[dict]:
+    return [{"id": f"q{q}", "query": f"question {q}?", "response": "x" * (length + q), "system": name}
+            for q in range(questions) for name, length in systems.items()]
+
+
+def test_a_swiss_tournament_ranks_by_strength_and_round_robin_reuses_its_judgments(tmp_path) -> None:
+    data = answers({"weak": 5, "fair": 15, "good": 25, "best": 35})
+    store = Store(tmp_path / "t.db")
+    judge = LogprobJudge()
+    swiss = assay.evaluate(data, "tournament", judge, store=store, runner=QUIET)
+    units = store.units(swiss.run_id)
+    assert sorted({u.round for u in units}) == [0, 1, 2]  # ⌈log2 4⌉ + 1 rounds
+    assert len(units) == 3 * 2 * 2  # rounds × matches per round × questions
+    first_round = {(u.items[0].system, u.items[1].system) for u in units if u.round == 0}
+    assert len(first_round) == 2 and all(a < b for a, b in first_round)  # canonical order: name first
+    history = [(u, _result(r)) for u, r in zip(units, store.results(swiss.run_id), strict=True)]
+    ranking = Tournament().ranking([assay.Item.model_validate(d) for d in data], history, resamples=200)
+    assert [r["system"] for r in ranking["ranking"]] == ["best", "good", "fair", "weak"]
+    assert len(ranking["matches"]) == 6 and ranking["comparisons"] == 12
+    calls_before = len(judge.calls)
+    robin = assay.evaluate(data, "tournament", judge, store=store, runner=QUIET, mode="round-robin")
+    assert robin.client_stats is not None and robin.client_stats.calls == 0  # every match was judged already
+    assert len(judge.calls) == calls_before
+    assert len(store.units(robin.run_id)) == 6 * 2
+
+
+def _result(record):  # a stored result as the engine hands it to the scheduler
+    from assay._eval import _as_result
+    return _as_result(record)
+
+
+def test_match_scores_average_over_questions() -> None:
+    from assay.methods._base import ItemResult
+    from assay.types import Item, Unit
+    a1 = Item(id="q1", query="q", response="x", system="a")
+    b1 = Item(id="q1", query="q", response="y", system="b")
+    a2 = Item(id="q2", query="q", response="x", system="a")
+    b2 = Item(id="q2", query="q", response="y", system="b")
+    history = [(Unit.pair(a1, b1), ItemResult(scores={"score_a": 1.0, "score_b": 0.0})),
+               (Unit.pair(a2, b2), ItemResult(scores={"score_a": 0.3, "score_b": 0.7}))]
+    assert match_scores(history) == [(0, "a", "b", pytest.approx(0.65), 2)]
+
+
+def test_assay_tournament_through_the_executable(tmp_path) -> None:
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    exe = shutil.which("assay", path=str(Path(sys.executable).parent))
+    assert exe is not None
+    (tmp_path / "answers.jsonl").write_text("\n".join(json.dumps(a) for a in answers(
+        {"s1": 5, "s2": 15, "s3": 25, "s4": 35, "s5": 45}, questions=2)) + "\n")
+    analysis = json.dumps({"analysis_a": "x", "analysis_b": "y", "comparison": "z", "class_a": "fully correct",
+                           "class_b": "incorrect"})
+    rules = [{"match": "DICE stage 2", "responses": ['{"verdict": "A"}'], "repeat": True},
+             {"match": "<answer_a>", "responses": [analysis], "repeat": True}]
+    (tmp_path / "judge.json").write_text(json.dumps({"rules": rules}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    proc = subprocess.run([exe, "tournament", "answers.jsonl", "--judge", "scripted/judge.json", "--samples", "2",
+                           "--store", "t.db", "--out", "t.json", "--versus-round-robin", "--no-progress"],
+                          cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads((tmp_path / "t.json").read_text())
+    assert result["mode"] == "swiss" and result["rounds"] == 4 and result["systems"] == 5
+    assert {r["system"] for r in result["ranking"]} == {"s1", "s2", "s3", "s4", "s5"}
+    assert all(set(r) == {"system", "elo", "bt", "bt_ci"} for r in result["ranking"])
+    assert result["judge_calls"] > 0 and result["round_robin"]["matches"] == 10
+    assert len(result["matches"]) <= 2 * 4  # ⌊5/2⌋ matches a round, 4 rounds
+    # the judge always says "A" and A is the name that sorts first: s1 wins everything
+    assert result["ranking"][0]["system"] == "s1" and result["kendall_tau_vs_round_robin"] is not None
+    assert "Kendall τ, Swiss vs round-robin" in proc.stdout
