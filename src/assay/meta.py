@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import statistics
 from pathlib import Path
 from typing import Any
@@ -235,6 +236,69 @@ def compare_metrics(metaset: MetaSet, per_metric: dict[str, tuple[dict[str, dict
     return rows
 
 
+def _item_key(item: dict[str, Any]) -> str:
+    return f"{item['id']}::{item['system']}" if item.get("system") else str(item["id"])
+
+
+def _majority(labels: list[float]) -> float | None:
+    """The most frequent of −1 / 0 / +1; a tie between counts is a tie (0)."""
+    if not labels:
+        return None
+    counts = {v: labels.count(v) for v in set(labels)}
+    best = max(counts.values())
+    winners = [v for v, c in counts.items() if c == best]
+    return winners[0] if len(winners) == 1 else 0.0
+
+
+def pair_agreement(metaset: MetaSet, rows: list[Any]) -> dict[str, Any] | None:
+    """A pairwise method's verdicts against the humans' majority preference (−1 first better,
+    0 tie, +1 second better): accuracy, Cohen's kappa, the confusion matrix, accuracy of hard vs
+    soft decisions, and calibration of the confidence (the probability of the verdict given) by
+    ECE and Brier. Units whose first answer is the pair's ``b`` are read the other way round."""
+    from assay.stats import brier, cohen_kappa, ece
+
+    label = "preference" if "preference" in metaset.labels else None
+    if label is None:
+        return None
+    by_id = {u.id: u for u in metaset.units}
+    pairs = []
+    for r in rows:
+        unit = by_id.get(str(r.items[0]["id"]))
+        verdict = r.details.get("verdict")
+        if unit is None or verdict is None:
+            continue
+        human = _majority(list(unit.human.get(label) or []))
+        if human is None:
+            continue
+        flipped = _item_key(r.items[0]) != unit.keys[0]
+        judge = {"A": -1.0, "B": 1.0, "Tie": 0.0}[verdict] * (-1.0 if flipped else 1.0)
+        confidence = {"A": r.details.get("p_a"), "B": r.details.get("p_b"), "Tie": r.details.get("p_tie")}[verdict]
+        pairs.append((judge, human, r.details.get("decision"), confidence))
+    if not pairs:
+        return None
+    names = {-1.0: "first", 0.0: "tie", 1.0: "second"}
+    judged = [names[j] for j, _, _, _ in pairs]
+    humans = [names[h] for _, h, _, _ in pairs]
+    correct = [int(j == h) for j, h in zip(judged, humans, strict=True)]
+    confusion = {h: {j: sum(1 for a, b in zip(humans, judged, strict=True) if a == h and b == j)
+                     for j in ("first", "tie", "second")} for h in ("first", "tie", "second")}
+    split = {}
+    for kind in ("hard", "soft"):
+        hits = [c for c, (_, _, d, _) in zip(correct, pairs, strict=True) if d == kind]
+        split[kind] = {"n": len(hits), "accuracy": statistics.fmean(hits) if hits else None}
+    confident = [(float(c_), ok) for (_, _, _, c_), ok in zip(pairs, correct, strict=True) if c_ is not None]
+    try:
+        kappa: float | None = cohen_kappa(humans, judged)
+    except ValueError:
+        kappa = None
+    if kappa is not None and math.isnan(kappa):
+        kappa = None
+    return {"n": len(pairs), "accuracy": statistics.fmean(correct), "cohen_kappa": kappa, "confusion": confusion,
+            "by_decision": split, "human_majority_counts": {k: humans.count(k) for k in ("first", "tie", "second")},
+            "ece": ece([c for c, _ in confident], [o for _, o in confident]) if confident else None,
+            "brier": brier([c for c, _ in confident], [o for _, o in confident]) if confident else None}
+
+
 def default_versus(built: dict[str, Any], per_metric: dict[str, Any]) -> str:
     """The metric the others are compared with by default: the primary metric of the first
     method that declares itself the reference (DeCE), else of the first method, else its first
@@ -264,6 +328,7 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
     runs: dict[str, Any] = {}
     judge_name = judge.name if isinstance(judge, JudgeBackend) else judge
     per_metric: dict[str, tuple[dict[str, dict[str, float | None]], str]] = {}
+    pair_results: dict[str, Any] = {}
     built = {method: build_method(method, **(method_options or {}).get(method, {})) for method in methods}
     names = [metric_name(m, metric, obj.metrics) for m, obj in built.items() for metric in obj.metrics]
     if versus is not None and versus not in names:  # before any judge call
@@ -277,12 +342,22 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
                                  data_source=f"{metaset.kind}:{metaset.source}")
         rows = result.rows
         scores = {r.key: r.scores for r in rows}
+        metrics: tuple[str, ...] = method_obj.metrics
+        if method_obj.unit_kind == "pair":
+            # A pair's scores go to its two answers, so a pairwise set's units (first, second
+            # response) correlate as for pointwise methods: score(second) − score(first).
+            scores = {}
+            for r in rows:
+                scores[_item_key(r.items[0])] = {"score": r.scores.get("score_a")}
+                scores[_item_key(r.items[1])] = {"score": r.scores.get("score_b")}
+            metrics = ("score",)
+            pair_results[method] = pair_agreement(metaset, rows)
         runs[method] = {"run_id": result.run_id, "judge": "none" if not method_obj.needs_judge else judge_name,
                         "unscored_items": sum(1 for r in rows if r.status != "scored"),
                         "judge_calls": result.client_stats.calls if result.client_stats else None,
                         "wall_s": result.wall_s}
-        for metric in method_obj.metrics:
-            name = metric_name(method, metric, method_obj.metrics)
+        for metric in metrics:
+            name = metric_name(method, metric, metrics)
             per_metric[name] = (scores, metric)
             table, records = correlate(metaset, scores, name, metric, resamples, seed)
             all_rows += table
@@ -300,6 +375,7 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
             "runs": runs, "methods": manifests, "rows": all_rows, "comparisons": comparisons,
             "human_agreement": human_agreement(metaset, resamples, seed),
             "system_ranking": system_rankings(metaset, per_metric, seed) if metaset.pairwise else None,
+            "verdict_agreement": pair_results,
             "items": all_items}
 
 

@@ -151,3 +151,26 @@ def test_without_logprobs_the_shares_of_sampled_decisions_are_used() -> None:
                          samples=4).records()[0]
     assert row["probability_source"] == "samples" and row["orders"][0]["votes"] == {"A": 0, "B": 4, "Tie": 0}
     assert row["p_b"] == 1.0 and row["verdict"] == "B" and len(judge.calls) == 5
+
+
+def test_dice_meta_on_pandalm_gives_verdict_agreement_and_the_difference_correlation() -> None:
+    from pathlib import Path
+
+    from assay.datasets.adapters import read_labelled
+    from assay.meta import _majority, meta
+
+    metaset = read_labelled("pandalm", Path(__file__).parent.parent / "data" / "pandalm_slice.json")
+    result = meta(metaset, ["dice"], LogprobJudge(), resamples=50)
+    agreement = result["verdict_agreement"]["dice"]
+    # by hand: the fake judge prefers the longer response; map to −1 first / +1 second
+    expected_hits = 0
+    for unit in metaset.units:
+        first, second = (next(i for i in metaset.items if i.key == k) for k in unit.keys)
+        judge = -1.0 if len(first.response) > len(second.response) else 1.0
+        expected_hits += judge == _majority(unit.human["preference"])
+    assert agreement["n"] == len(metaset.units)
+    assert agreement["accuracy"] == pytest.approx(expected_hits / len(metaset.units))
+    assert sum(sum(row.values()) for row in agreement["confusion"].values()) == len(metaset.units)
+    assert agreement["by_decision"]["hard"]["n"] == len(metaset.units)  # the fake judge is always confident
+    assert [r["method"] for r in result["rows"]] == ["dice.score"]
+    assert _majority([1.0, 1.0, -1.0]) == 1.0 and _majority([1.0, 0.0, -1.0]) == 0.0 and _majority([]) is None

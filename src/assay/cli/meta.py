@@ -72,6 +72,14 @@ def meta(
         table.add_row(row["method"], row["human_label"], f(row["pearson"]), ci, p, f(row["spearman"]),
                       f(row["kendall"]), f(row.get("agreement")), str(row["n"]), str(row["unscored"]))
     console.print(table)
+    for name, agreement in (result.get("verdict_agreement") or {}).items():
+        if agreement:
+            hard, soft = agreement["by_decision"]["hard"], agreement["by_decision"]["soft"]
+            console.print(f"{name} verdicts vs the humans' majority ({agreement['n']} pairs): accuracy "
+                          f"{agreement['accuracy']:.3f}, Cohen's κ {f(agreement['cohen_kappa'])}, hard decisions "
+                          f"{hard['n']} (accuracy {f(hard['accuracy'])}), soft {soft['n']} (accuracy "
+                          f"{f(soft['accuracy'])}), ECE {f(agreement['ece'])}; confusion (human → judge) "
+                          f"{agreement['confusion']}", soft_wrap=True)
     for row in result["human_agreement"]:
         if row["alpha_interval"] is not None:
             console.print(f"annotators among themselves · {row['human_label']}: Krippendorff α (interval) "

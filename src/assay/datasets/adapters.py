@@ -268,7 +268,8 @@ def read_pandalm(path: str | Path) -> MetaSet:
                 response = str(response)
             item = Item(id=f"pandalm{idx}", query=query, response=response,
                         system=system if systems[0] != systems[1] else f"{system}-{side}",
-                        metadata={"motivation_app": record.get("motivation_app"), "side": side})
+                        metadata={"motivation_app": record.get("motivation_app"), "side": side,
+                                  "pair_position": "a" if side == "response1" else "b"})
             items.append(item)
             keys.append(item.key)
         labels = []

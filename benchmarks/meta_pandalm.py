@@ -1,0 +1,81 @@
+"""DICE verdicts vs PandaLM's human preferences (three annotators, ties) with the embedded judge.
+
+For N pairs of ``pandalm_testset_dev.json`` (a seeded subset), DICE judges response1 (A) against
+response2 (B) on Qwen2.5-Coder-1.5B loaded with logits_all, so the label probabilities come from
+real logprobs. Reported: accuracy against the annotators' majority, Cohen's kappa, confusion
+matrix, accuracy of hard vs soft decisions, ECE/Brier of the confidence, the correlation of
+score(B) − score(A) with each annotator's preference, and — from the same calls — the accuracy
+of the greedy single-order verdict (the discrete judge DICE is compared with).
+
+The calls go to ``benchmarks/results/meta_pandalm.db`` (not in git; resumable, nested subsets).
+Writes benchmarks/results/meta_pandalm.json. Usage:
+python benchmarks/meta_pandalm.py [--pairs 60] [--swap] [--seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+from pathlib import Path
+
+from assay.backends._llamacpp import LlamaCppBackend
+from assay.datasets.adapters import read_pandalm
+from assay.meta import _majority, ameta
+from assay.runner import RunnerConfig
+from assay.store import Store
+
+HERE = Path(__file__).parent
+DATA = HERE.parents[1] / "shared" / "data" / "pandalm_testset_dev.json"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pairs", type=int, default=60)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--swap", action="store_true")
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--store", type=Path, default=HERE / "results" / "meta_pandalm.db")
+    parser.add_argument("--out", type=Path, default=HERE / "results" / "meta_pandalm.json")
+    parser.add_argument("--max-analysis-chars", type=int, default=240)
+    args = parser.parse_args()
+    metaset = read_pandalm(args.data).subset(args.pairs, args.seed)
+    judge = LlamaCppBackend("default", n_ctx=4096, logits_all=True)
+    options = {"dice": {"swap": args.swap, "max_analysis_chars": args.max_analysis_chars}}
+    started = time.perf_counter()
+    result = asyncio.run(ameta(metaset, ["dice"], judge, store=args.store, seed=args.seed, resamples=1000,
+                               runner=RunnerConfig(progress=True), method_options=options))
+    wall = time.perf_counter() - started
+    store = Store(args.store, create=False)
+    rows = store.results(result["runs"]["dice"]["run_id"])
+    by_id = {u.id: u for u in metaset.units}
+    greedy_hits, greedy_n, first_wins = 0, 0, 0
+    for row in rows:
+        unit = by_id[str(row.items[0]["id"])]
+        human = _majority(list(unit.human.get("preference") or []))
+        greedy = row.details.get("orders", [{}])[0].get("greedy")
+        if human is None or greedy is None:
+            continue
+        greedy_n += 1
+        greedy_hits += {"A": -1.0, "B": 1.0, "Tie": 0.0}[greedy] == human
+        first_wins += greedy == "A"
+    calls = store.call_stats(sorted({k for r in rows for k in r.call_keys}))
+    summary = {"benchmark": "meta_pandalm", "judge": "llamacpp/default (Qwen2.5-Coder-1.5B Q4_K_M, logits_all)",
+               "pairs": len(metaset.units), "seed": args.seed, "swap": args.swap,
+               "dice": result["verdict_agreement"]["dice"],
+               "greedy_single_order": {"n": greedy_n, "accuracy": greedy_hits / greedy_n if greedy_n else None,
+                                       "first_position_share": first_wins / greedy_n if greedy_n else None},
+               "correlation_rows": result["rows"], "human_agreement": result["human_agreement"],
+               "system_ranking": result["system_ranking"], "judge_calls": calls, "wall_s": round(wall, 1),
+               "signature": result["signature"],
+               "p_tie_mean": statistics.fmean(r.details["p_tie"] for r in rows if "p_tie" in r.details) if rows else None}
+    args.out.write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    print(json.dumps({k: summary[k] for k in ("pairs", "dice", "greedy_single_order", "judge_calls", "wall_s")},
+                     indent=1))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
