@@ -62,6 +62,8 @@ def main() -> None:
         greedy_hits += {"A": -1.0, "B": 1.0, "Tie": 0.0}[greedy] == human
         first_wins += greedy == "A"
     calls = store.call_stats(sorted({k for r in rows for k in r.call_keys}))
+    ties = [float(r.details["p_tie"]) for r in rows if "p_tie" in r.details]
+    p_tie_mean = statistics.fmean(ties) if ties else None
     summary = {"benchmark": "meta_pandalm", "judge": "llamacpp/default (Qwen2.5-Coder-1.5B Q4_K_M, logits_all)",
                "pairs": len(metaset.units), "seed": args.seed, "swap": args.swap,
                "dice": result["verdict_agreement"]["dice"],
@@ -69,8 +71,7 @@ def main() -> None:
                                        "first_position_share": first_wins / greedy_n if greedy_n else None},
                "correlation_rows": result["rows"], "human_agreement": result["human_agreement"],
                "system_ranking": result["system_ranking"], "judge_calls": calls, "wall_s": round(wall, 1),
-               "signature": result["signature"],
-               "p_tie_mean": statistics.fmean(r.details["p_tie"] for r in rows if "p_tie" in r.details) if rows else None}
+               "signature": result["signature"], "p_tie_mean": p_tie_mean}
     args.out.write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     print(json.dumps({k: summary[k] for k in ("pairs", "dice", "greedy_single_order", "judge_calls", "wall_s")},
                      indent=1))
