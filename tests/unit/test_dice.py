@@ -174,3 +174,14 @@ def test_dice_meta_on_pandalm_gives_verdict_agreement_and_the_difference_correla
     assert agreement["by_decision"]["hard"]["n"] == len(metaset.units)  # the fake judge is always confident
     assert [r["method"] for r in result["rows"]] == ["dice.score"]
     assert _majority([1.0, 1.0, -1.0]) == 1.0 and _majority([1.0, 0.0, -1.0]) == 0.0 and _majority([]) is None
+
+
+def test_the_report_shows_the_pairs_with_a_confusion_matrix_against_human_winners(tmp_path) -> None:
+    records = [pair("a long and complete answer", "short") | {"human": {"winner": "A"}},
+               {**pair("tiny", "a much longer answer here"), "id": "q2", "human": {"winner": "tie"}}]
+    result = assay.evaluate(items_of(*records), "dice", LogprobJudge(), runner=QUIET, swap=True,
+                            store=tmp_path / "d.db")
+    html = result.report(tmp_path / "r.html").read_text()
+    assert "Pairwise verdicts (DICE)" in html and "Against the human winner (2 pairs)" in html
+    assert "accuracy 0.500" in html and "verdict survived the swap in 2 of 2" in html
+    assert "order 2 (swapped)" in html and "a long and complete answer" in html

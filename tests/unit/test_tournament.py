@@ -107,3 +107,14 @@ def test_assay_tournament_through_the_executable(tmp_path) -> None:
     # the judge always says "A" and A is the name that sorts first: s1 wins everything
     assert result["ranking"][0]["system"] == "s1" and result["kendall_tau_vs_round_robin"] is not None
     assert "Kendall τ, Swiss vs round-robin" in proc.stdout
+
+
+def test_the_report_of_a_tournament_ranks_the_systems(tmp_path) -> None:
+    data = answers({"weak": 5, "fair": 15, "good": 25, "best": 35})
+    result = assay.evaluate(data, "tournament", LogprobJudge(), store=tmp_path / "t.db", runner=QUIET)
+    html = result.report(tmp_path / "r.html").read_text()
+    assert "Tournament ranking" in html
+    html = html[html.index("Tournament ranking"):]
+    ranked = [name for name in ("best", "good", "fair", "weak") if f"<td>{name}</td>" in html]
+    positions = [html.index(f"<td>{name}</td>") for name in ranked]
+    assert len(ranked) == 4 and positions == sorted(positions)

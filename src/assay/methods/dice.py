@@ -37,7 +37,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from assay.errors import ConfigError
-from assay.methods._base import CallEstimate, ItemResult, Method
+from assay.methods._base import CallEstimate, ItemResult, Method, ReportSection, method_template
 from assay.prompts import fence, load_domain, load_prompt
 from assay.registry import register_method
 from assay.runner import JudgeClient
@@ -180,6 +180,11 @@ class Dice(Method):
         return {"config": self.config.model_dump(), "prompt_sha256": {k: p.sha256 for k, p in self.prompts.items()},
                 "domain_sha256": self.domain["sha256"]}
 
+    @classmethod
+    def report_section(cls, rows: list[dict[str, Any]]) -> ReportSection | None:
+        return ReportSection(section=method_template("dice.section.html.j2"), item=method_template("dice.item.html.j2"),
+                             context=dice_section(rows))
+
     def check_item(self, item: Item) -> str | None:
         if not item.system:
             return "DICE compares systems: each answer needs its system (field 'system')"
@@ -305,6 +310,41 @@ class Dice(Method):
         details.update(p_a=p["A"], p_b=p["B"], p_tie=p["Tie"], margin=margin(p), decision=decision,
                        verdict=verdict_of(p), tau=self.config.tau)
         return ItemResult(scores={"score_a": score_a, "score_b": score_b}, details=details, call_keys=call_keys)
+
+
+def dice_section(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Counts for the report: verdicts, hard/soft, margins, swap consistency, and the confusion
+    matrix against ``human.winner`` (A | B | tie) where the items carry it."""
+    from assay.stats import cohen_kappa
+
+    scored = [r for r in rows if r.get("verdict") is not None]
+    verdicts = {label: sum(1 for r in scored if r["verdict"] == label) for label in LABELS}
+    swapped_rows = [r for r in scored if "position_consistent" in r]
+    first_wins = [w for r in swapped_rows for w in r.get("first_position_won") or []]
+    context: dict[str, Any] = {
+        "n": len(rows), "unscored": len(rows) - len(scored), "verdicts": verdicts,
+        "hard": sum(1 for r in scored if r.get("decision") == "hard"),
+        "soft": sum(1 for r in scored if r.get("decision") == "soft"),
+        "mean_margin": sum(r["margin"] for r in scored) / len(scored) if scored else None,
+        "tau": scored[0].get("tau") if scored else None,
+        "sources": sorted({str(r.get("probability_source")) for r in scored}),
+        "swapped": len(swapped_rows), "consistent": sum(1 for r in swapped_rows if r["position_consistent"]),
+        "consistent_share": (sum(1 for r in swapped_rows if r["position_consistent"]) / len(swapped_rows)
+                             if swapped_rows else None),
+        "first_share": sum(first_wins) / len(first_wins) if first_wins else None,
+        "labels": ["A", "B", "Tie"], "confusion": None, "ranking": None, "bar": {}}
+    human = [(str((r.get("human") or {}).get("winner", "")).capitalize().replace("Tie", "Tie"), r["verdict"])
+             for r in scored if (r.get("human") or {}).get("winner")]
+    human = [(h if h in ("A", "B") else "Tie", j) for h, j in human]
+    if human:
+        context["confusion"] = {h: {j: sum(1 for a, b in human if a == h and b == j) for j in LABELS} for h in LABELS}
+        context["confusion_n"] = len(human)
+        context["accuracy"] = sum(1 for a, b in human if a == b) / len(human)
+        try:
+            context["kappa"] = cohen_kappa([a for a, _ in human], [b for _, b in human])
+        except ValueError:
+            context["kappa"] = None
+    return context
 
 
 def _inner(text: str) -> str:

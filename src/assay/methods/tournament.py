@@ -27,7 +27,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
-from assay.methods._base import CallEstimate, ItemResult
+from assay.methods._base import CallEstimate, ItemResult, ReportSection
 from assay.methods.dice import Dice, DiceConfig
 from assay.registry import register_method
 from assay.types import Item, Unit
@@ -141,6 +141,37 @@ class Tournament(Dice):
 
     def units(self, items: list[Item]) -> list[Unit]:
         return self.next_units(items, [])
+
+    @classmethod
+    def report_section(cls, rows: list[dict[str, Any]]) -> ReportSection | None:
+        """DICE's section plus the ranking, rebuilt from the exported rows (defaults for K and the
+        initial rating: the report does not know the run's options)."""
+        section = super().report_section(rows)
+        assert section is not None
+        played: dict[tuple[int, str, str], list[float]] = {}
+        for r in rows:
+            if r.get("score_a") is not None and r.get("system_a") is not None:
+                played.setdefault((int(r.get("round") or 0), str(r["system_a"]), str(r["system_b"])), []).append(
+                    float(r["score_a"]))
+        matches = [(rnd, a, b, sum(v) / len(v), len(v)) for (rnd, a, b), v in sorted(played.items())]
+        if matches:
+            from assay.stats import bradley_terry
+
+            systems = sorted({s for _, a, b, _, _ in matches for s in (a, b)})
+            elo = elo_after(systems, matches, k=32.0, upset_weight=0.0, initial=1500.0)
+            comparisons = [(str(r["system_a"]), str(r["system_b"]), float(r["score_a"])) for r in rows
+                           if r.get("score_a") is not None and r.get("system_a") is not None]
+            bt = bradley_terry(comparisons, resamples=200, seed=0)
+            order = sorted(systems, key=lambda s: (-bt.ratings.get(s, -math.inf), s))
+            ranking: list[dict[str, Any]] = [{"system": s, "elo": elo[s], "bt": bt.ratings.get(s),
+                        "bt_ci": list(bt.ci[s]) if bt.ci and s in bt.ci else None} for s in order]
+            low = min(r["bt"] for r in ranking if r["bt"] is not None)
+            high = max(r["bt"] for r in ranking if r["bt"] is not None)
+            section.context["ranking"] = {"mode": "tournament", "ranked_by": "bt", "ranking": ranking,
+                                          "matches": matches}
+            section.context["bar"] = {r["system"]: round(5 + 95 * ((r["bt"] - low) / (high - low) if high > low
+                                                                   else 1.0)) for r in ranking}
+        return section
 
     def estimate(self, items: list[Item]) -> CallEstimate:
         """Calls of the planned rounds: ⌊N/2⌋ matches a Swiss round (N(N−1)/2 for round-robin),
