@@ -118,3 +118,16 @@ def test_the_report_of_a_tournament_ranks_the_systems(tmp_path) -> None:
     ranked = [name for name in ("best", "good", "fair", "weak") if f"<td>{name}</td>" in html]
     positions = [html.index(f"<td>{name}</td>") for name in ranked]
     assert len(ranked) == 4 and positions == sorted(positions)
+
+
+def test_adding_a_system_to_a_round_robin_costs_only_its_matches(tmp_path) -> None:
+    store = Store(tmp_path / "t.db")
+    judge = LogprobJudge()
+    three = answers({"weak": 5, "fair": 15, "good": 25})
+    assay.evaluate(three, "tournament", judge, store=store, runner=QUIET, mode="round-robin")
+    before = len(judge.calls)
+    assert before == 3 * 2 * 2  # 3 matches × 2 questions × (analysis + decision)
+    four = answers({"weak": 5, "fair": 15, "good": 25, "best": 35})
+    bigger = assay.evaluate(four, "tournament", judge, store=store, runner=QUIET, mode="round-robin")
+    assert len(judge.calls) - before == 3 * 2 * 2  # only best's 3 matches are judged
+    assert bigger.client_stats is not None and bigger.client_stats.cache_hits == 3 * 2 * 2
