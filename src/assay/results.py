@@ -37,9 +37,13 @@ def summarize(rows: list[ResultRecord], metrics: Iterable[str]) -> dict[str, Any
             }
         return out
 
-    systems = sorted({str(r.item.get("system")) for r in rows if r.item.get("system")})
+    # Per system only for item units: a pair's scores belong to two systems at once, and
+    # grouping it under its first system (as before) misled; pairwise methods rank systems
+    # themselves (DICE's report and `assay tournament`).
+    single = [r for r in rows if r.kind == "item"]
+    systems = sorted({str(r.item.get("system")) for r in single if r.item.get("system")})
     return {"items": len(rows), "overall": block(rows),
-            "by_system": {s: block([r for r in rows if r.item.get("system") == s]) for s in systems}}
+            "by_system": {s: block([r for r in single if r.item.get("system") == s]) for s in systems}}
 
 
 class EvalResult:

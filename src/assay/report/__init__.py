@@ -29,7 +29,12 @@ def _human_table(rows: list[dict[str, Any]], metrics: list[str]) -> list[dict[st
     """Agreement of each metric with each human label carried by the items (mean of raters)."""
     from assay.stats import correlation
 
-    labels = sorted({label for r in rows for label in (r.get("human") or {})})
+    def numeric(value: Any) -> bool:
+        values = value if isinstance(value, list) else [value]
+        return any(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
+
+    # numeric labels only: a categorical one (a pairwise "winner") has no correlation to show
+    labels = sorted({label for r in rows for label, value in (r.get("human") or {}).items() if numeric(value)})
     table = []
     for metric in metrics:
         for label in labels:
