@@ -23,6 +23,12 @@ ASSAY = shutil.which("assay", path=str(Path(sys.executable).parent))
 def old(tmp_path: Path) -> Path:
     folder = tmp_path / "old"
     shutil.copytree(OLD, folder)
+    # The store is kept as the previous release wrote it, as SQL text (sqlite3 iterdump), so no
+    # binary store is tracked in git; restoring it gives the same tables and rows.
+    import sqlite3
+    db = sqlite3.connect(folder / "store.db")
+    db.executescript((folder / "store.sql").read_text(encoding="utf-8"))
+    db.close()
     return folder
 
 

@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay.errors import ConfigError
 from assay.runner import JudgeClient
 from assay.types import Item, Unit, Unscored
 
@@ -113,7 +114,7 @@ class Method(ABC):
     async def evaluate_unit(self, unit: Unit, client: JudgeClient) -> ItemResult:
         """Score one unit; for item methods, :meth:`evaluate` of its item."""
         if unit.kind != "item":
-            raise NotImplementedError(f"{self.name} evaluates items, not {unit.kind}s")
+            raise ConfigError(f"{self.name} evaluates items, not {unit.kind}s")
         return await self.evaluate(unit.item, client)
 
     @classmethod
@@ -150,7 +151,7 @@ class Method(ABC):
 
     async def evaluate(self, item: Item, client: JudgeClient) -> ItemResult:
         """Score one item (item methods implement this; others :meth:`evaluate_unit`)."""
-        raise NotImplementedError(f"{self.name} does not evaluate single items")
+        raise ConfigError(f"{self.name} evaluates {self.unit_kind}s, not single items")
 
     @abstractmethod
     def estimate(self, items: list[Item]) -> CallEstimate:
