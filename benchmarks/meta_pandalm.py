@@ -5,11 +5,16 @@ response2 (B) on Qwen2.5-Coder-1.5B loaded with logits_all, so the label probabi
 real logprobs. Reported: accuracy against the annotators' majority, Cohen's kappa, confusion
 matrix, accuracy of hard vs soft decisions, ECE/Brier of the confidence, the correlation of
 score(B) − score(A) with each annotator's preference, and — from the same calls — the accuracy
-of the greedy single-order verdict (the discrete judge DICE is compared with).
+of the greedy single-order verdict (the discrete judge DICE is compared with), and the
+thresholded-scalar baseline of DICE §4.2: the reference-free pointwise 0–4 grade of each answer,
+Tie when the two grades differ by less than Δ = 0.15 of the range (``--no-pointwise`` skips it).
+Position bias: the share of verdicts for the first-shown answer (response1), against the share
+of pairs the annotators' majority gives to response1; with ``--swap`` also the share of each
+order's verdicts that went to whichever answer was shown first.
 
 The calls go to ``benchmarks/results/meta_pandalm.db`` (not in git; resumable, nested subsets).
 Writes benchmarks/results/meta_pandalm.json. Usage:
-python benchmarks/meta_pandalm.py [--pairs 60] [--swap] [--seed 0]
+python benchmarks/meta_pandalm.py [--pairs 60] [--swap] [--seed 0] [--out F]
 """
 
 from __future__ import annotations
@@ -40,18 +45,24 @@ def main() -> None:
     parser.add_argument("--store", type=Path, default=HERE / "results" / "meta_pandalm.db")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "meta_pandalm.json")
     parser.add_argument("--max-analysis-chars", type=int, default=240)
+    parser.add_argument("--no-pointwise", action="store_true")
     args = parser.parse_args()
     metaset = read_pandalm(args.data).subset(args.pairs, args.seed)
     judge = LlamaCppBackend("default", n_ctx=4096, logits_all=True)
-    options = {"dice": {"swap": args.swap, "max_analysis_chars": args.max_analysis_chars}}
+    options = {"dice": {"swap": args.swap, "max_analysis_chars": args.max_analysis_chars},
+               "pointwise": {"reference_free": True}}
+    methods = ["dice"] if args.no_pointwise else ["dice", "pointwise"]
     started = time.perf_counter()
-    result = asyncio.run(ameta(metaset, ["dice"], judge, store=args.store, seed=args.seed, resamples=1000,
+    result = asyncio.run(ameta(metaset, methods, judge, store=args.store, seed=args.seed, resamples=1000,
                                runner=RunnerConfig(progress=True), method_options=options))
     wall = time.perf_counter() - started
     store = Store(args.store, create=False)
     rows = store.results(result["runs"]["dice"]["run_id"])
     by_id = {u.id: u for u in metaset.units}
     greedy_hits, greedy_n, first_wins = 0, 0, 0
+    verdict_first = [r.details["verdict"] == "A" for r in rows if r.details.get("verdict")]
+    order_first = [w for r in rows for w in r.details.get("first_position_won") or []]
+    human_first = [_majority(list(u.human.get("preference") or [])) == -1.0 for u in metaset.units]
     for row in rows:
         unit = by_id[str(row.items[0]["id"])]
         human = _majority(list(unit.human.get("preference") or []))
@@ -67,13 +78,20 @@ def main() -> None:
     summary = {"benchmark": "meta_pandalm", "judge": "llamacpp/default (Qwen2.5-Coder-1.5B Q4_K_M, logits_all)",
                "pairs": len(metaset.units), "seed": args.seed, "swap": args.swap,
                "dice": result["verdict_agreement"]["dice"],
+               "thresholded_scalar": result["verdict_agreement"].get("pointwise (thresholded)"),
+               "position": {"verdict_for_response1_share": statistics.fmean(verdict_first) if verdict_first else None,
+                            "humans_for_response1_share": statistics.fmean(human_first),
+                            "per_order_first_shown_won_share": statistics.fmean(order_first) if order_first else None,
+                            "orders_judged": len(order_first)},
                "greedy_single_order": {"n": greedy_n, "accuracy": greedy_hits / greedy_n if greedy_n else None,
                                        "first_position_share": first_wins / greedy_n if greedy_n else None},
                "correlation_rows": result["rows"], "human_agreement": result["human_agreement"],
-               "system_ranking": result["system_ranking"], "judge_calls": calls, "wall_s": round(wall, 1),
+               "system_ranking": result["system_ranking"], "judge_calls": calls, "runs": result["runs"],
+               "wall_s": round(wall, 1),
                "signature": result["signature"], "p_tie_mean": p_tie_mean}
     args.out.write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
-    print(json.dumps({k: summary[k] for k in ("pairs", "dice", "greedy_single_order", "judge_calls", "wall_s")},
+    print(json.dumps({k: summary[k] for k in ("pairs", "dice", "thresholded_scalar", "position", "greedy_single_order",
+                                                 "judge_calls", "wall_s")},
                      indent=1))
     print(f"wrote {args.out}")
 

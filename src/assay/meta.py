@@ -252,13 +252,9 @@ def _majority(labels: list[float]) -> float | None:
 
 def pair_agreement(metaset: MetaSet, rows: list[Any]) -> dict[str, Any] | None:
     """A pairwise method's verdicts against the humans' majority preference (−1 first better,
-    0 tie, +1 second better): accuracy, Cohen's kappa, the confusion matrix, accuracy of hard vs
-    soft decisions, and calibration of the confidence (the probability of the verdict given) by
-    ECE and Brier. Units whose first answer is the pair's ``b`` are read the other way round."""
-    from assay.stats import brier, cohen_kappa, ece
-
-    label = "preference" if "preference" in metaset.labels else None
-    if label is None:
+    0 tie, +1 second better): see :func:`verdict_agreement`. Units whose first answer is the
+    pair's ``b`` are read the other way round."""
+    if "preference" not in metaset.labels:
         return None
     by_id = {u.id: u for u in metaset.units}
     pairs = []
@@ -267,13 +263,45 @@ def pair_agreement(metaset: MetaSet, rows: list[Any]) -> dict[str, Any] | None:
         verdict = r.details.get("verdict")
         if unit is None or verdict is None:
             continue
-        human = _majority(list(unit.human.get(label) or []))
+        human = _majority(list(unit.human.get("preference") or []))
         if human is None:
             continue
         flipped = _item_key(r.items[0]) != unit.keys[0]
         judge = {"A": -1.0, "B": 1.0, "Tie": 0.0}[verdict] * (-1.0 if flipped else 1.0)
         confidence = {"A": r.details.get("p_a"), "B": r.details.get("p_b"), "Tie": r.details.get("p_tie")}[verdict]
         pairs.append((judge, human, r.details.get("decision"), confidence))
+    return verdict_agreement(pairs)
+
+
+def threshold_agreement(metaset: MetaSet, scores: dict[str, dict[str, float | None]], metric: str,
+                        span: float, delta: float = 0.15) -> dict[str, Any] | None:
+    """The thresholded-scalar baseline of DICE §4.2: a pointwise score for each answer of a pair,
+    turned into a verdict — Tie when the two scores differ by less than ``delta`` of the metric's
+    range (``span``), else the higher one wins — and compared with the humans' majority as
+    :func:`verdict_agreement` does (no decision kind, no confidence)."""
+    if "preference" not in metaset.labels or not metaset.pairwise:
+        return None
+    pairs: list[tuple[float, float, str | None, float | None]] = []
+    for unit in metaset.units:
+        first, second = (scores.get(k, {}).get(metric) for k in unit.keys[:2])
+        human = _majority(list(unit.human.get("preference") or []))
+        if first is None or second is None or human is None:
+            continue
+        difference = (float(second) - float(first)) / span
+        pairs.append((0.0 if abs(difference) < delta else math.copysign(1.0, difference), human, None, None))
+    result = verdict_agreement(pairs)
+    if result is not None:
+        result["threshold"] = {"delta": delta, "range": span}
+    return result
+
+
+def verdict_agreement(pairs: list[tuple[float, float, str | None, float | None]]) -> dict[str, Any] | None:
+    """Agreement of (judge verdict, human majority, decision kind, confidence) tuples, verdicts
+    as −1 first better / 0 tie / +1 second better: accuracy, Cohen's kappa, the confusion matrix,
+    accuracy of hard vs soft decisions, and calibration of the confidence (the probability of the
+    verdict given) by ECE and Brier."""
+    from assay.stats import brier, cohen_kappa, ece
+
     if not pairs:
         return None
     names = {-1.0: "first", 0.0: "tie", 1.0: "second"}
@@ -295,6 +323,7 @@ def pair_agreement(metaset: MetaSet, rows: list[Any]) -> dict[str, Any] | None:
         kappa = None
     return {"n": len(pairs), "accuracy": statistics.fmean(correct), "cohen_kappa": kappa, "confusion": confusion,
             "by_decision": split, "human_majority_counts": {k: humans.count(k) for k in ("first", "tie", "second")},
+            "judge_counts": {k: judged.count(k) for k in ("first", "tie", "second")},
             "ece": ece([c for c, _ in confident], [o for _, o in confident]) if confident else None,
             "brier": brier([c for c, _ in confident], [o for _, o in confident]) if confident else None}
 
@@ -317,10 +346,14 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
                 store: Store | str | Path | None = None, seed: int = 0, resamples: int = 1000,
                 runner: RunnerConfig | None = None, method_options: dict[str, dict[str, Any]] | None = None,
                 judge_options: dict[str, Any] | None = None,
-                judge_for: dict[str, JudgeBackend] | None = None, versus: str | None = None) -> dict[str, Any]:
+                judge_for: dict[str, JudgeBackend] | None = None, versus: str | None = None,
+                verdict_delta: float = 0.15) -> dict[str, Any]:
     """Score ``metaset`` with each method (one run each, resumable in ``store``) and correlate.
     ``judge_for`` gives a method its own backend instance (e.g. G-Eval on one with logprobs);
-    ``versus`` names the metric the others are compared with (see the module docstring)."""
+    ``versus`` names the metric the others are compared with (see the module docstring). On a
+    pairwise set with a ``preference`` label, a pairwise method's verdicts and every pointwise
+    metric thresholded at ``verdict_delta`` of its range (DICE §4.2) are scored as verdicts
+    (``verdict_agreement``)."""
     store_obj = store if isinstance(store, Store) else Store(store or ":memory:")
     all_rows: list[dict[str, Any]] = []
     all_items: list[dict[str, Any]] = []
@@ -359,6 +392,11 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
         for metric in metrics:
             name = metric_name(method, metric, metrics)
             per_metric[name] = (scores, metric)
+            if method_obj.unit_kind == "item":
+                low, high = method_obj.metric_range(metric)
+                thresholded = threshold_agreement(metaset, scores, metric, high - low, verdict_delta)
+                if thresholded is not None:
+                    pair_results[f"{name} (thresholded)"] = thresholded
             table, records = correlate(metaset, scores, name, metric, resamples, seed)
             all_rows += table
             all_items += records
@@ -423,6 +461,18 @@ def markdown_table(result: dict[str, Any]) -> str:
         for row in ranking:
             lines.append(f"| {row['method']} | {row['human_label']} | {f(row['kendall_tau'])} | {row['p']:.3g} | "
                          f"{row['systems']} | {row['matches']} |")
+    verdicts = {name: v for name, v in (result.get("verdict_agreement") or {}).items() if v}
+    if verdicts:
+        lines += ["", "Verdicts (first better / tie / second better) against the annotators' majority; a pointwise "
+                  "metric is thresholded (Tie when the scores differ by less than Δ of its range):", "",
+                  "| judge | n | accuracy | Cohen's κ | hard n (acc.) | soft n (acc.) | ECE | judge first/tie/second |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for name, v in verdicts.items():
+            hard, soft = v["by_decision"]["hard"], v["by_decision"]["soft"]
+            counts = v.get("judge_counts") or {}
+            lines.append(f"| {name} | {v['n']} | {f(v['accuracy'])} | {f(v['cohen_kappa'])} | {hard['n']} "
+                         f"({f(hard['accuracy'])}) | {soft['n']} ({f(soft['accuracy'])}) | {f(v['ece'])} | "
+                         f"{counts.get('first', '–')}/{counts.get('tie', '–')}/{counts.get('second', '–')} |")
     comparisons = result.get("comparisons") or []
     if comparisons:
         lines += ["", f"Δ Pearson r, {comparisons[0]['versus']} minus each other metric (paired bootstrap over "

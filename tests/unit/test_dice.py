@@ -12,7 +12,7 @@ import assay
 from assay.backends import Capabilities, JudgeBackend
 from assay.methods.dice import combine, label_distribution, margin, scores, swapped, verdict_of
 from assay.runner import RunnerConfig
-from assay.types import Completion, GenerateConfig, Message, TokenLogprob
+from assay.types import Completion, GenerateConfig, Item, Message, TokenLogprob
 
 QUIET = RunnerConfig(progress=False)
 
@@ -187,3 +187,44 @@ def test_the_report_shows_the_pairs_with_a_confusion_matrix_against_human_winner
     assert "order 2 (swapped)" in html and "a long and complete answer" in html
     assert "By system" not in html  # pair units are not grouped under their first system
     assert "Agreement with the human labels" not in html  # "winner" is categorical: the confusion matrix shows it
+
+
+def test_thresholded_scalar_verdicts_tie_below_delta_of_the_range() -> None:
+    from assay.datasets.adapters import MetaSet, MetaUnit
+    from assay.meta import markdown_table, threshold_agreement
+
+    units = [MetaUnit(f"u{n}", (f"u{n}::x", f"u{n}::y"), {"preference": human})
+             for n, human in enumerate([[-1.0, -1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 1.0, 1.0], [1.0, -1.0, 0.0]])]
+    metaset = MetaSet("pandalm", "hand", True, ["preference"], [], units)
+    # pointwise 0–4: Δ = 0.15 of the range is 0.6 points
+    scores = {"u0::x": {"p": 3.0}, "u0::y": {"p": 2.0},    # −1.0 → first (human first) ✓
+              "u1::x": {"p": 2.0}, "u1::y": {"p": 2.5},    # +0.5 < 0.6 → tie (human tie) ✓
+              "u2::x": {"p": 1.0}, "u2::y": {"p": 1.5},    # +0.5 → tie (human second) ✗
+              "u3::x": {"p": 0.0}, "u3::y": {"p": 4.0}}    # +4 → second (human majority: tie) ✗
+    result = threshold_agreement(metaset, scores, "p", 4.0, 0.15)
+    assert result is not None and result["n"] == 4 and result["accuracy"] == 0.5
+    assert result["judge_counts"] == {"first": 1, "tie": 2, "second": 1}
+    assert result["confusion"]["second"]["tie"] == 1 and result["confusion"]["tie"]["second"] == 1
+    assert result["by_decision"]["hard"]["n"] == 0 and result["ece"] is None
+    assert result["threshold"] == {"delta": 0.15, "range": 4.0}
+    # on a 0–1 scale the same differences are all above Δ
+    assert threshold_agreement(metaset, scores, "p", 1.0, 0.15)["judge_counts"] == {"first": 1, "tie": 0, "second": 3}
+    table = markdown_table({"rows": [], "signature": {"line": "sig"}, "verdict_agreement": {"p (thresholded)": result}})
+    assert "| p (thresholded) | 4 | 0.50 |" in table and "1/2/1" in table
+
+
+def test_reference_free_pointwise_grades_without_a_gold_answer_and_keeps_old_run_ids() -> None:
+    from assay.methods.baselines import Pointwise, PointwiseConfig
+
+    plain, free = Pointwise(), Pointwise(PointwiseConfig(reference_free=True))
+    item = Item(id="q", query="Say hi.", response="hi")
+    assert plain.check_item(item) is not None and free.check_item(item) is None
+    assert "reference_free" not in plain.manifest()["config"] and free.manifest()["config"]["reference_free"]
+    text = "\n".join(m.content for m in free.render(item))
+    assert "<query>" in text and "gold" in text and "reference>" not in text
+    from assay.backends import ScriptedBackend
+
+    canned = json.dumps({"reasoning": "greets", "issues": [], "score": 3, "justification": "fine"})
+    row = assay.evaluate([item], "pointwise", ScriptedBackend([canned]), runner=QUIET,
+                         reference_free=True).records()[0]
+    assert row["pointwise"] == 3.0 and row["status"] == "scored"

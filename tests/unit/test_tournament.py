@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 import assay
@@ -11,6 +18,12 @@ from assay.store import Store
 from tests.unit.test_dice import LogprobJudge
 
 QUIET = RunnerConfig(progress=False)
+
+
+def _exe() -> str:
+    exe = shutil.which("assay", path=str(Path(sys.executable).parent))
+    assert exe is not None
+    return exe
 
 
 def test_swiss_pairs_closest_ratings_without_repeats() -> None:
@@ -76,24 +89,22 @@ def test_match_scores_average_over_questions() -> None:
     assert match_scores(history) == [(0, "a", "b", pytest.approx(0.65), 2)]
 
 
-def test_assay_tournament_through_the_executable(tmp_path) -> None:
-    import json
-    import os
-    import shutil
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    exe = shutil.which("assay", path=str(Path(sys.executable).parent))
-    assert exe is not None
-    (tmp_path / "answers.jsonl").write_text("\n".join(json.dumps(a) for a in answers(
-        {"s1": 5, "s2": 15, "s3": 25, "s4": 35, "s5": 45}, questions=2)) + "\n")
+def always_a_judge(tmp_path: Path) -> dict[str, str]:
+    """A scripted judge (judge.json) whose analysis prefers A and whose decision is always A; the
+    environment to run the executable in."""
     analysis = json.dumps({"analysis_a": "x", "analysis_b": "y", "comparison": "z", "class_a": "fully correct",
                            "class_b": "incorrect"})
     rules = [{"match": "DICE stage 2", "responses": ['{"verdict": "A"}'], "repeat": True},
              {"match": "<answer_a>", "responses": [analysis], "repeat": True}]
     (tmp_path / "judge.json").write_text(json.dumps({"rules": rules}))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    return {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+
+
+def test_assay_tournament_through_the_executable(tmp_path) -> None:
+    exe = _exe()
+    (tmp_path / "answers.jsonl").write_text("\n".join(json.dumps(a) for a in answers(
+        {"s1": 5, "s2": 15, "s3": 25, "s4": 35, "s5": 45}, questions=2)) + "\n")
+    env = always_a_judge(tmp_path)
     proc = subprocess.run([exe, "tournament", "answers.jsonl", "--judge", "scripted/judge.json", "--samples", "2",
                            "--store", "t.db", "--out", "t.json", "--versus-round-robin", "--no-progress"],
                           cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
@@ -131,3 +142,65 @@ def test_adding_a_system_to_a_round_robin_costs_only_its_matches(tmp_path) -> No
     bigger = assay.evaluate(four, "tournament", judge, store=store, runner=QUIET, mode="round-robin")
     assert len(judge.calls) - before == 3 * 2 * 2  # only best's 3 matches are judged
     assert bigger.client_stats is not None and bigger.client_stats.cache_hits == 3 * 2 * 2
+
+
+def test_baseline_tiers_place_a_new_system_with_its_record_per_tier(tmp_path) -> None:
+    tiers = answers({"high": 30, "medium": 15, "low": 3}, questions=3)
+    new = answers({"new": 20}, questions=3)
+    store = Store(tmp_path / "t.db")
+    judge = LogprobJudge()  # prefers the longer answer, confidently
+    run = assay.evaluate(tiers + new, "tournament", judge, store=store, runner=QUIET, mode="baselines",
+                         tiers=["high", "medium", "low"])
+    units = store.units(run.run_id)
+    played = [(u.items[0].system, u.items[1].system) for u in units[::3]]
+    assert played == [("high", "medium"), ("high", "low"), ("low", "medium"), ("low", "new"), ("medium", "new"),
+                      ("high", "new")]  # tiers first, then the new system from the lowest tier up
+    history = [(u, _result(r)) for u, r in zip(units, store.results(run.run_id), strict=True)]
+    method = Tournament(Tournament.config_model(mode="baselines", tiers=["high", "medium", "low"]))
+    ranking = method.ranking([assay.Item.model_validate(d) for d in tiers + new], history, resamples=100)
+    record = ranking["placement"]["new"]
+    assert record["low"] == {"won": 3, "tied": 0, "lost": 0, "mean_score": 1.0, "questions": 3}
+    assert record["medium"]["won"] == 3 and record["high"]["lost"] == 3 and record["high"]["mean_score"] == 0.0
+    assert [r["system"] for r in ranking["ranking"]] == ["high", "new", "medium", "low"]
+    # a second system placed later costs only its own three matches
+    before = len(judge.calls)
+    assay.evaluate(tiers + new + answers({"newer": 40}, questions=3), "tournament", judge, store=store,
+                   runner=QUIET, mode="baselines", tiers=["high", "medium", "low"])
+    assert len(judge.calls) - before == 3 * 3 * 2
+    with pytest.raises(Exception, match="needs tiers"):
+        Tournament.config_model(mode="baselines")
+
+
+def test_assay_tournament_baselines_through_the_executable(tmp_path) -> None:
+    exe = _exe()
+
+    def write(name: str, rows: list[dict]) -> None:
+        (tmp_path / name).write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+
+    write("new.jsonl", answers({"new": 20}))
+    write("h.jsonl", answers({"gpt": 30}))
+    write("l.jsonl", [{k: v for k, v in r.items() if k != "system"} for r in answers({"x": 3})])
+    write("two.jsonl", answers({"p": 3, "q": 4}))
+    write("other.jsonl", [{**r, "query": "another question"} for r in answers({"x": 3})])
+    env = always_a_judge(tmp_path)
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([exe, "tournament", "new.jsonl", "--judge", "scripted/judge.json", "--samples", "2",
+                               "--no-progress", *args], cwd=tmp_path, capture_output=True, text=True, env=env,
+                              timeout=120)
+
+    proc = run("--baselines", "high=h.jsonl,low=l.jsonl", "--store", "t.db", "--out", "t.json")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads((tmp_path / "t.json").read_text())
+    assert result["mode"] == "baselines" and result["tiers"] == ["high", "low"]
+    # the judge always says "A", the name that sorts first: high < low < new, so new loses every question
+    assert result["placement"]["new"]["high"] == {"won": 0, "tied": 0, "lost": 2, "mean_score": 0.0, "questions": 2}
+    assert result["placement"]["new"]["low"]["lost"] == 2 and len(result["matches"]) == 3
+    assert "against the baseline tiers" in proc.stdout
+    for spec, message in [("high", "expected TIER=FILE"), ("new=h.jsonl", "also a system"),
+                          ("high=two.jsonl", "one system's answers; this file has 2"),
+                          ("high=other.jsonl", "is not the question of the same id"),
+                          ("high=h.jsonl,high=l.jsonl", "named twice"), ("high=nope.jsonl", "no such file")]:
+        bad = run("--baselines", spec, "--store", "bad.db")
+        assert bad.returncode == 2 and message in bad.stderr, (spec, bad.stderr)
+        assert bad.stderr.count("\n") == 1 and not (tmp_path / "bad.db").exists()

@@ -34,6 +34,10 @@ def meta(
     versus: str | None = typer.Option(None, "--versus", help="metric the others are compared with, e.g. "
                                       "dece.f_beta or rougeL (default: the primary metric of the reference "
                                       "method, DeCE, when it runs; else of the first method)"),
+    verdict_delta: float = typer.Option(0.15, "--verdict-delta", min=0.0, max=1.0,
+                                        help="on a pairwise set, a pointwise metric also gives verdicts: Tie when "
+                                             "the two answers' scores differ by less than this share of the "
+                                             "metric's range (DICE §4.2's thresholded-scalar baseline)"),
     force: bool = typer.Option(False, "--force", help="replace an existing --out file that assay did not write"),
 ) -> None:
     """Run methods on a human-labelled set and print a Table-2-style comparison: correlation of
@@ -56,7 +60,7 @@ def meta(
                   f"{' (pairwise)' if metaset.pairwise else ''}")
     runner = RunnerConfig(concurrency=concurrency) if concurrency else RunnerConfig()
     result = asyncio.run(ameta(metaset, list(method), judge, store=store or out.with_suffix(".db"), seed=seed,
-                               resamples=resamples, runner=runner, versus=versus,
+                               resamples=resamples, runner=runner, versus=versus, verdict_delta=verdict_delta,
                                method_options=method_options, judge_options=parse_options(judge_opt)))
     table = Table(title=f"agreement with human labels · {kind}")
     for column in ("method", "human label", "Pearson r", "95% CI", "p", "Spearman", "Kendall", "agreement", "n",
@@ -75,11 +79,13 @@ def meta(
     for name, agreement in (result.get("verdict_agreement") or {}).items():
         if agreement:
             hard, soft = agreement["by_decision"]["hard"], agreement["by_decision"]["soft"]
+            decisions = ""
+            if hard["n"] + soft["n"]:
+                decisions = (f", hard decisions {hard['n']} (accuracy {f(hard['accuracy'])}), soft {soft['n']} "
+                             f"(accuracy {f(soft['accuracy'])}), ECE {f(agreement['ece'])}")
             console.print(f"{name} verdicts vs the humans' majority ({agreement['n']} pairs): accuracy "
-                          f"{agreement['accuracy']:.3f}, Cohen's κ {f(agreement['cohen_kappa'])}, hard decisions "
-                          f"{hard['n']} (accuracy {f(hard['accuracy'])}), soft {soft['n']} (accuracy "
-                          f"{f(soft['accuracy'])}), ECE {f(agreement['ece'])}; confusion (human → judge) "
-                          f"{agreement['confusion']}", soft_wrap=True)
+                          f"{agreement['accuracy']:.3f}, Cohen's κ {f(agreement['cohen_kappa'])}{decisions}; "
+                          f"confusion (human → judge) {agreement['confusion']}", soft_wrap=True)
     for row in result["human_agreement"]:
         if row["alpha_interval"] is not None:
             console.print(f"annotators among themselves · {row['human_label']}: Krippendorff α (interval) "

@@ -11,15 +11,17 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from assay._eval import _as_result, aevaluate
+from assay._eval import _as_result, aevaluate, check_items
 from assay._files import atomic_write_text, check_output
 from assay.cli._common import console, parse_options
 from assay.cli.eval import RUN_OPTIONS, _coerce, _method_params
 from assay.datasets import read_items
+from assay.errors import InputError
 from assay.methods.tournament import Tournament
 from assay.registry import build_method, method_class
 from assay.runner import RunnerConfig
 from assay.stats import correlation
+from assay.types import Item
 
 
 def _fmt(value: float | None) -> str:
@@ -33,6 +35,46 @@ def tournament_ranking(store: Any, run_id: str, method: Tournament, items: list)
     return method.ranking(items, history)
 
 
+def parse_baselines(spec: str) -> list[tuple[str, Path]]:
+    """``high=a.jsonl,medium=b.jsonl,low=c.jsonl`` → [(tier, path)], best first as given."""
+    tiers: list[tuple[str, Path]] = []
+    for part in spec.split(","):
+        name, eq, path = part.strip().partition("=")
+        if not eq or not name.strip() or not path.strip():
+            raise InputError(f"--baselines: expected TIER=FILE[,TIER=FILE...] (best first), got {part.strip()!r}")
+        if name.strip() in {t for t, _ in tiers}:
+            raise InputError(f"--baselines: tier {name.strip()!r} named twice")
+        tiers.append((name.strip(), Path(path.strip())))
+    return tiers
+
+
+def baseline_items(data: Path, items: list[Item], tiers: list[tuple[str, Path]], method: Tournament) -> list[Item]:
+    """The answers to place (from DATA) plus each tier's stored answers, relabelled with the tier's
+    name. Each file is checked on its own (errors name the file and line); a tier file holds one
+    system's answers; a question id must ask the same question in every file."""
+    check_items(method, items, str(data))
+    taken = {str(i.system) for i in items}
+    combined = list(items)
+    queries = {i.id: (i.query, data) for i in items}
+    for tier, path in tiers:
+        if tier in taken:
+            raise InputError(f"--baselines: tier {tier!r} is also a system in {data}; name the tier differently")
+        answers = read_items(path)
+        systems = sorted({str(a.system) for a in answers if a.system is not None})
+        if len(systems) > 1:
+            raise InputError(f"a baseline tier holds one system's answers; this file has {len(systems)}: "
+                             f"{', '.join(systems[:5])}", source=str(path))
+        answers = [a.model_copy(update={"system": tier}) for a in answers]
+        check_items(method, answers, str(path))
+        for answer in answers:
+            seen = queries.setdefault(answer.id, (answer.query, path))
+            if seen[0].strip() != answer.query.strip():
+                raise InputError(f"question {answer.id!r} is not the question of the same id in {seen[1]}",
+                                 source=str(path), line=answer._line, field="query")
+            combined.append(answer)
+    return combined
+
+
 def make_tournament_command() -> Any:
     import inspect
 
@@ -43,21 +85,29 @@ def make_tournament_command() -> Any:
         out: Path | None = kwargs.pop("json_out")
         store_path: Path = kwargs.pop("out")
         versus_round_robin: bool = kwargs.pop("versus_round_robin")
+        baselines_spec: str | None = kwargs.pop("baselines")
         force: bool = kwargs.pop("force")
         run = {name: kwargs.pop(name) for name in list(kwargs) if name in {n for n, _, _ in RUN_OPTIONS}}
         options = cls.options_from_cli(_coerce(cls, kwargs))
+        tiers = parse_baselines(baselines_spec) if baselines_spec else []
+        if tiers:
+            options = {**options, "mode": "baselines", "tiers": [t for t, _ in tiers]}
         if out is not None:
-            check_output(out, inputs=[data, store_path], force=force, option="--out")
+            check_output(out, inputs=[data, store_path, *(p for _, p in tiers)], force=force, option="--out")
         method = build_method("tournament", **options)
         assert isinstance(method, Tournament)
         items = read_items(data)
+        source = str(data)
+        if tiers:
+            items = baseline_items(data, items, tiers, method)
+            source = " + ".join([str(data), *(str(p) for _, p in tiers)])
         runner = RunnerConfig(concurrency=run["concurrency"], budget_tokens=run["budget"], timeout_s=run["timeout"],
                               max_retries=run["retries"], progress=run["progress"])
 
         async def go(opts: dict[str, Any]) -> Any:
             return await aevaluate(items, "tournament", run["judge"], store=store_path, runner=runner,
                                    resume=True, judge_options=parse_options(run["judge_opt"]),
-                                   data_source=str(data), wait_s=float("inf") if run["wait"] else None, **opts)
+                                   data_source=source, wait_s=float("inf") if run["wait"] else None, **opts)
 
         result = asyncio.run(go(options))
         ranking = tournament_ranking(result.store, result.run_id, method, items)
@@ -84,6 +134,14 @@ def make_tournament_command() -> Any:
             ci = f"[{row['bt_ci'][0]:.0f}, {row['bt_ci'][1]:.0f}]" if row["bt_ci"] else "—"
             table.add_row(str(n), row["system"], _fmt(row["elo"]), _fmt(row["bt"]), ci)
         console.print(table)
+        if ranking.get("placement"):
+            placed = Table(title="against the baseline tiers (questions won / tied / lost, mean DICE score)")
+            for column in ("system", *ranking["tiers"]):
+                placed.add_column(column, justify="left" if column == "system" else "right")
+            for system, record in ranking["placement"].items():
+                placed.add_row(system, *(f"{r['won']}/{r['tied']}/{r['lost']} · {r['mean_score']:.2f}"
+                                         if (r := record.get(t)) else "—" for t in ranking["tiers"]))
+            console.print(placed)
         if ranking.get("bt_note"):
             console.print(f"Bradley–Terry: {ranking['bt_note']}")
         if "kendall_tau_vs_round_robin" in ranking:
@@ -113,6 +171,11 @@ def make_tournament_command() -> Any:
                           default=typer.Option(False, "--versus-round-robin",
                                                help="also play the round-robin and report Kendall τ between the "
                                                     "rankings (reuses every judged match)")),
+        inspect.Parameter("baselines", inspect.Parameter.KEYWORD_ONLY, annotation=str | None,
+                          default=typer.Option(None, "--baselines",
+                                               help="TIER=FILE,... best first (e.g. high=h.jsonl,medium=m.jsonl,"
+                                                    "low=l.jsonl): place DATA's systems against stored answer "
+                                                    "sets; implies --mode baselines")),
         inspect.Parameter("force", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
                           default=typer.Option(False, "--force", help="replace an --out file assay did not write")),
     ]

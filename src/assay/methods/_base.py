@@ -95,9 +95,18 @@ class Method(ABC):
     """Columns the compact export keeps besides id, system, status, query, response and reasons
     (default: the metrics)."""
 
+    metric_ranges: ClassVar[dict[str, tuple[float, float]]] = {}
+    """(low, high) of a metric whose scale is not 0–1 (the pointwise baseline's 0–4): what a
+    threshold "of the range" is taken of (DICE's thresholded-scalar verdicts, injection audit)."""
+
     unit_kind: ClassVar[str] = "item"
     """What one evaluation scores: ``item`` (one answer), ``pair`` (two answers to one query),
     ``group``. A method of pairs or groups overrides :meth:`units` and :meth:`evaluate_unit`."""
+
+    @classmethod
+    def metric_range(cls, metric: str) -> tuple[float, float]:
+        """The scale of ``metric``: 0–1 unless ``metric_ranges`` says otherwise."""
+        return cls.metric_ranges.get(metric, (0.0, 1.0))
 
     def units(self, items: list[Item]) -> list[Unit]:
         """The units known before anything is evaluated: by default one per item."""

@@ -82,6 +82,15 @@ class _Baseline(Method):
 
 
 # --- pointwise ---------------------------------------------------------------------------------
+class PointwiseConfig(BaselineConfig):
+    """Pointwise baseline options."""
+
+    reference_free: bool = False
+    """Grade each answer against the question alone (no gold answer; a reference, if given, is
+    not shown). For sets without references, e.g. PandaLM's pairs, where the scores feed DICE
+    §4.2's thresholded-scalar verdicts."""
+
+
 class PointwiseOutput(BaseModel):
     reasoning: str
     issues: list[Literal[ISSUE_LABELS]]  # type: ignore[valid-type]
@@ -95,11 +104,31 @@ class Pointwise(_Baseline):
 
     name: ClassVar[str] = "pointwise"
     metrics: ClassVar[tuple[str, ...]] = ("pointwise",)
-    config_model: ClassVar[type[BaseModel] | None] = BaselineConfig
+    metric_ranges: ClassVar[dict[str, tuple[float, float]]] = {"pointwise": (0.0, 4.0)}
+    config_model: ClassVar[type[BaseModel] | None] = PointwiseConfig
     primary_metric: ClassVar[str | None] = "pointwise"
     prompt_names: ClassVar[tuple[str, ...]] = ("pointwise",)
+    config: PointwiseConfig
+
+    def __init__(self, config: PointwiseConfig | None = None) -> None:
+        super().__init__(config or PointwiseConfig())
+        if self.config.reference_free:
+            self.prompts = {"pointwise_noref": load_prompt("baselines/pointwise_noref")}
+
+    def check_item(self, item: Item) -> str | None:
+        return None if self.config.reference_free else super().check_item(item)
+
+    def manifest(self) -> dict[str, Any]:
+        manifest = super().manifest()
+        if not self.config.reference_free:  # runs made before the option existed keep their run id
+            del manifest["config"]["reference_free"]
+        return manifest
 
     def render(self, item: Item) -> list[Any]:
+        if self.config.reference_free:
+            return self.prompts["pointwise_noref"].render(
+                expert=str(self.domain["expert"]), issue_labels=", ".join(ISSUE_LABELS), query=item.query.strip(),
+                answer=fence("answer", item.response))
         return self.prompts["pointwise"].render(
             expert=str(self.domain["expert"]), issue_labels=", ".join(ISSUE_LABELS), query=item.query.strip(),
             reference=self._gold(item), answer=fence("answer", item.response))

@@ -12,6 +12,12 @@ number (S_total / N_questions, eq. 5). Two modes:
   upset (the lower-rated system scores above 1/2): K · (1 + w · min(1, |R_A − R_B| / 400)), our
   reading of the paper's "upset bonuses" (it gives no formula). Rounds default to ⌈log2 N⌉ + 1.
 - ``round-robin``: every pair of systems once.
+- ``baselines``: a gauntlet against stored answer sets of known quality (``tiers``, e.g. the
+  answers of a strong, a middling and a weak system to the same questions): the tiers play each
+  other once and every other system plays every tier, in one round. A new system's place is its
+  wins per tier and its rating on the tiers' scale (Elo over the matches — tier matches first,
+  then each system's from the lowest tier up — and Bradley–Terry). The tiers' own matches are
+  cached, so placing another system later costs only its matches against them.
 
 The schedule is a function of the stored results (``next_units``), so a tournament killed
 mid-round resumes where it stopped; a match already judged in another run of the same store
@@ -25,8 +31,9 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
+from assay.errors import ConfigError
 from assay.methods._base import CallEstimate, ItemResult, ReportSection
 from assay.methods.dice import Dice, DiceConfig
 from assay.registry import register_method
@@ -36,8 +43,11 @@ from assay.types import Item, Unit
 class TournamentConfig(DiceConfig):
     """DICE tournament options."""
 
-    mode: Literal["swiss", "round-robin"] = "swiss"
-    """swiss: pair by current Elo each round; round-robin: every pair of systems once."""
+    mode: Literal["swiss", "round-robin", "baselines"] = "swiss"
+    """swiss: pair by current Elo each round; round-robin: every pair of systems once; baselines:
+    every system plays each of the tiers (and the tiers play each other)."""
+    tiers: list[str] = Field(default_factory=list)
+    """baselines mode: the systems that are baseline tiers, best first (e.g. high, medium, low)."""
     rounds: int | None = Field(default=None, ge=1)
     """Swiss rounds (default ⌈log2 N⌉ + 1 for N systems)."""
     k: float = Field(default=32.0, gt=0, allow_inf_nan=False)
@@ -46,6 +56,16 @@ class TournamentConfig(DiceConfig):
     """w > 0 amplifies K for an upset: K · (1 + w · min(1, |ΔR| / 400)); 0 is the plain update."""
     initial: float = Field(default=1500.0, allow_inf_nan=False)
     """Every system's starting Elo."""
+    @model_validator(mode="after")
+    def _tiers_for_baselines(self) -> TournamentConfig:
+        if self.mode == "baselines" and not self.tiers:
+            raise ValueError("mode 'baselines' needs tiers (the baseline systems, best first)")
+        if self.mode != "baselines" and self.tiers:
+            raise ValueError(f"tiers are only used by mode 'baselines', not {self.mode!r}")
+        if len(set(self.tiers)) != len(self.tiers):
+            raise ValueError(f"tiers named twice: {self.tiers}")
+        return self
+
     rank_by: Literal["bt", "elo"] = "bt"
     """Order of the final ranking: bt (Bradley–Terry over every judged comparison, order-free) or
     elo (the sequential rating after the last round, as in the paper's Algorithm 1). Elo drives
@@ -135,7 +155,7 @@ class Tournament(Dice):
 
     def planned_rounds(self, items: list[Item]) -> int:
         n = len(self.systems(items))
-        if self.config.mode == "round-robin":
+        if self.config.mode in ("round-robin", "baselines"):
             return 1
         return self.config.rounds or math.ceil(math.log2(max(n, 2))) + 1
 
@@ -177,7 +197,9 @@ class Tournament(Dice):
         """Calls of the planned rounds: ⌊N/2⌋ matches a Swiss round (N(N−1)/2 for round-robin),
         each over the questions its two systems share (taken as all of them)."""
         n = len(self.systems(items))
-        matches = n * (n - 1) // 2 if self.config.mode == "round-robin" else self.planned_rounds(items) * (n // 2)
+        t = len(self.config.tiers)
+        matches = {"round-robin": n * (n - 1) // 2, "baselines": t * (t - 1) // 2 + (n - t) * t}.get(
+            self.config.mode, self.planned_rounds(items) * (n // 2))
         questions = len({i.id for i in items})
         orders = 2 if self.config.swap else 1
         per_order = 1 + (self.config.samples if self.config.probabilities == "samples" else 1)
@@ -193,6 +215,13 @@ class Tournament(Dice):
             return []
         if self.config.mode == "round-robin":
             pairs = [(a, b) for i, a in enumerate(systems) for b in systems[i + 1:]]
+        elif self.config.mode == "baselines":
+            tiers = self.config.tiers
+            missing = [t for t in tiers if t not in systems]
+            if missing:
+                raise ConfigError(f"baseline tier(s) {', '.join(missing)} have no answers among the items")
+            pairs = [(a, b) for i, a in enumerate(tiers) for b in tiers[i + 1:]]
+            pairs += [(s, t) for s in systems if s not in tiers for t in reversed(tiers)]
         else:
             played = match_scores(history)
             ratings = elo_after(systems, played, k=self.config.k, upset_weight=self.config.upset_weight,
@@ -226,8 +255,30 @@ class Tournament(Dice):
         rows: list[dict[str, Any]] = [{"system": s, "elo": elo[s], "bt": bt_of[s],
                                        "bt_ci": list(bt.ci[s]) if bt and bt.ci and s in bt.ci else None}
                                       for s in order]
+        placement = self.placement(history) if self.config.mode == "baselines" else None
         return {"mode": self.config.mode, "rounds": self.planned_rounds(items), "systems": len(systems),
+                **({"tiers": self.config.tiers, "placement": placement} if placement is not None else {}),
                 "ranked_by": self.config.rank_by if bt is not None else "elo",
                 "ranking": rows, "bt_note": bt.note if bt else None,
                 "matches": [{"round": r, "a": a, "b": b, "score_a": s, "questions": n} for r, a, b, s, n in played],
                 "comparisons": len(comparisons)}
+
+    def placement(self, history: list[tuple[Unit, ItemResult | None]]) -> dict[str, dict[str, dict[str, Any]]]:
+        """baselines mode: for every system that is not a tier, its record against each tier —
+        questions won, tied (score exactly ½) and lost, and its mean DICE score."""
+        tiers = self.config.tiers
+        table: dict[str, dict[str, list[float]]] = {}
+        for unit, result in history:
+            if result is None or result.scores.get("score_a") is None:
+                continue
+            a, b = (str(i.system) for i in unit.items)
+            score_a = float(result.scores["score_a"])  # type: ignore[arg-type]
+            if b in tiers and a not in tiers:
+                table.setdefault(a, {}).setdefault(b, []).append(score_a)
+            elif a in tiers and b not in tiers:
+                table.setdefault(b, {}).setdefault(a, []).append(1.0 - score_a)
+        return {system: {tier: {"won": sum(v > 0.5 for v in scores), "tied": sum(v == 0.5 for v in scores),
+                                "lost": sum(v < 0.5 for v in scores), "mean_score": sum(scores) / len(scores),
+                                "questions": len(scores)}
+                         for tier in tiers if (scores := per_tier.get(tier))}
+                for system, per_tier in sorted(table.items())}
