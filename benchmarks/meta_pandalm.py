@@ -4,7 +4,8 @@ For N pairs of ``pandalm_testset_dev.json`` (a seeded subset), DICE judges respo
 response2 (B) on Qwen2.5-Coder-1.5B loaded with logits_all, so the label probabilities come from
 real logprobs. Reported: accuracy against the annotators' majority, Cohen's kappa, confusion
 matrix, accuracy of hard vs soft decisions, ECE/Brier of the confidence, the correlation of
-score(B) − score(A) with each annotator's preference, and — from the same calls — the accuracy
+score(B) − score(A) with each annotator's preference (DICE with its default hierarchy="enforce",
+and — from the same calls — with hierarchy="advise", the paper's stage II alone), the accuracy
 of the greedy single-order verdict (the discrete judge DICE is compared with), and the
 thresholded-scalar baseline of DICE §4.2: the reference-free pointwise 0–4 grade of each answer,
 Tie when the two grades differ by less than Δ = 0.15 of the range (``--no-pointwise`` skips it).
@@ -56,6 +57,10 @@ def main() -> None:
     result = asyncio.run(ameta(metaset, methods, judge, store=args.store, seed=args.seed, resamples=1000,
                                runner=RunnerConfig(progress=True), method_options=options))
     wall = time.perf_counter() - started
+    # the same calls read with the paper's stage II as the only decider (no call is repeated)
+    advise = asyncio.run(ameta(metaset, ["dice"], judge, store=args.store, seed=args.seed, resamples=1000,
+                               runner=RunnerConfig(progress=False),
+                               method_options={"dice": {**options["dice"], "hierarchy": "advise"}}))
     store = Store(args.store, create=False)
     rows = store.results(result["runs"]["dice"]["run_id"])
     by_id = {u.id: u for u in metaset.units}
@@ -78,6 +83,7 @@ def main() -> None:
     summary = {"benchmark": "meta_pandalm", "judge": "llamacpp/default (Qwen2.5-Coder-1.5B Q4_K_M, logits_all)",
                "pairs": len(metaset.units), "seed": args.seed, "swap": args.swap,
                "dice": result["verdict_agreement"]["dice"],
+               "dice_hierarchy_advise": advise["verdict_agreement"]["dice"],
                "thresholded_scalar": result["verdict_agreement"].get("pointwise (thresholded)"),
                "position": {"verdict_for_response1_share": statistics.fmean(verdict_first) if verdict_first else None,
                             "humans_for_response1_share": statistics.fmean(human_first),
@@ -90,8 +96,9 @@ def main() -> None:
                "wall_s": round(wall, 1),
                "signature": result["signature"], "p_tie_mean": p_tie_mean}
     args.out.write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
-    print(json.dumps({k: summary[k] for k in ("pairs", "dice", "thresholded_scalar", "position", "greedy_single_order",
-                                                 "judge_calls", "wall_s")},
+    shown = ("pairs", "dice", "dice_hierarchy_advise", "thresholded_scalar", "position", "greedy_single_order",
+             "judge_calls", "wall_s")
+    print(json.dumps({k: summary[k] for k in shown},
                      indent=1))
     print(f"wrote {args.out}")
 

@@ -9,7 +9,9 @@ answers to one question), and plays:
 1. a Swiss tournament (⌈log2 5⌉ + 1 = 4 rounds, 2 matches a round, one system sits out), then
 2. the round-robin (10 matches) in the same store, which re-uses every Swiss match's calls,
 
-with Qwen2.5-Coder-1.5B loaded with logits_all (probabilities from logprobs). The humans'
+with Qwen2.5-Coder-1.5B loaded with logits_all (probabilities from logprobs), once with DICE's
+stage II as the only decider (hierarchy="advise") and once with the default hierarchy="enforce"
+(the second costs no call: every match is judged in the first round-robin). The humans'
 ranking is a Bradley–Terry fit over the annotators' majority preference on all 499 labelled
 pairs (and, for reference, on the pairs of the sampled questions only). Reported: both
 rankings, Kendall τ Swiss vs round-robin, each vs the humans, judge calls and wall time.
@@ -87,21 +89,8 @@ def main() -> None:
     out: dict[str, Any] = {"benchmark": "tournament_pandalm",
                            "judge": "llamacpp/default (Qwen2.5-Coder-1.5B Q4_K_M, logits_all)",
                            "systems": systems, "questions": len(chosen), "seed": args.seed}
-    rankings = {}
-    for mode in ("swiss", "round-robin"):
-        config = TournamentConfig(mode=mode, max_analysis_chars=args.max_analysis_chars)
-        method = Tournament(config)
-        started = time.perf_counter()
-        result = asyncio.run(aevaluate(items, method, judge, store=store, resume=True,
-                                       runner=RunnerConfig(progress=True)))
-        wall = time.perf_counter() - started
-        ranking = tournament_ranking(store, result.run_id, method, items)
-        calls = result.summary()["judge_calls"]
-        rankings[mode] = [r["system"] for r in ranking["ranking"]]
-        out[mode] = {"ranking": ranking["ranking"], "matches": len(ranking["matches"]),
-                     "comparisons": ranking["comparisons"], "judge_calls": calls, "wall_s": round(wall, 1),
-                     "elo_order": sorted(systems, key=lambda s: -next(r["elo"] for r in ranking["ranking"]
-                                                                       if r["system"] == s))}
+    for hierarchy in ("advise", "enforce"):  # the second reuses every call of the first
+        out[hierarchy] = play(items, systems, judge, store, hierarchy, args.max_analysis_chars)
     human_all = bradley_terry([(a, b, s) for a, b, s, _ in human], resamples=1000, seed=0)
     human_sub = bradley_terry([(a, b, s) for a, b, s, q in human if q in set(chosen)], resamples=1000, seed=0)
     orders = {"humans_all_pairs": sorted(systems, key=lambda s: -human_all.ratings[s]),
@@ -110,18 +99,41 @@ def main() -> None:
                                    "bt": human_all.ratings, "ci": human_all.ci},
                      "sampled_questions": {"pairs": sum(q in set(chosen) for *_, q in human),
                                            "ranking": orders["humans_sampled_questions"], "bt": human_sub.ratings}}
-    out["kendall_tau"] = {
-        "swiss_vs_round_robin": tau(rankings["swiss"], rankings["round-robin"]),
-        "swiss_vs_humans": tau(rankings["swiss"], orders["humans_all_pairs"]),
-        "round_robin_vs_humans": tau(rankings["round-robin"], orders["humans_all_pairs"]),
-        "swiss_elo_vs_humans": tau(out["swiss"]["elo_order"], orders["humans_all_pairs"]),
-        "humans_sampled_vs_all": tau(orders["humans_sampled_questions"], orders["humans_all_pairs"]),
-    }
+    out["humans_sampled_vs_all_tau"] = tau(orders["humans_sampled_questions"], orders["humans_all_pairs"])
+    for hierarchy in ("advise", "enforce"):
+        played = out[hierarchy]
+        rankings = {mode: [r["system"] for r in played[mode]["ranking"]] for mode in ("swiss", "round-robin")}
+        played["kendall_tau"] = {
+            "swiss_vs_round_robin": tau(rankings["swiss"], rankings["round-robin"]),
+            "swiss_vs_humans": tau(rankings["swiss"], orders["humans_all_pairs"]),
+            "round_robin_vs_humans": tau(rankings["round-robin"], orders["humans_all_pairs"]),
+            "swiss_elo_vs_humans": tau(played["swiss"]["elo_order"], orders["humans_all_pairs"])}
+        print(hierarchy, json.dumps({"swiss": rankings["swiss"], "round_robin": rankings["round-robin"],
+                                     "humans": orders["humans_all_pairs"], "kendall_tau": played["kendall_tau"],
+                                     "calls": {m: played[m]["judge_calls"] for m in ("swiss", "round-robin")}},
+                                    indent=1))
     args.out.write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
-    print(json.dumps({"swiss": rankings["swiss"], "round_robin": rankings["round-robin"],
-                      "humans": orders["humans_all_pairs"], "kendall_tau": out["kendall_tau"],
-                      "calls": {m: out[m]["judge_calls"] for m in ("swiss", "round-robin")}}, indent=1))
     print(f"wrote {args.out}")
+
+
+def play(items: list[Item], systems: list[str], judge: LlamaCppBackend, store: Store, hierarchy: str,
+         max_analysis_chars: int) -> dict[str, Any]:
+    """Swiss, then round-robin, with one hierarchy setting: rankings, matches, calls, wall time."""
+    out: dict[str, Any] = {}
+    for mode in ("swiss", "round-robin"):
+        config = TournamentConfig(mode=mode, max_analysis_chars=max_analysis_chars, hierarchy=hierarchy)
+        method = Tournament(config)
+        started = time.perf_counter()
+        result = asyncio.run(aevaluate(items, method, judge, store=store, resume=True,
+                                       runner=RunnerConfig(progress=True)))
+        wall = time.perf_counter() - started
+        ranking = tournament_ranking(store, result.run_id, method, items)
+        calls = result.summary()["judge_calls"]
+        out[mode] = {"ranking": ranking["ranking"], "matches": len(ranking["matches"]),
+                     "comparisons": ranking["comparisons"], "judge_calls": calls, "wall_s": round(wall, 1),
+                     "elo_order": sorted(systems, key=lambda s: -next(r["elo"] for r in ranking["ranking"]
+                                                                       if r["system"] == s))}
+    return out
 
 
 if __name__ == "__main__":

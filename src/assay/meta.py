@@ -258,6 +258,7 @@ def pair_agreement(metaset: MetaSet, rows: list[Any]) -> dict[str, Any] | None:
         return None
     by_id = {u.id: u for u in metaset.units}
     pairs = []
+    deciders: dict[str, list[int]] = {}
     for r in rows:
         unit = by_id.get(str(r.items[0]["id"]))
         verdict = r.details.get("verdict")
@@ -270,7 +271,11 @@ def pair_agreement(metaset: MetaSet, rows: list[Any]) -> dict[str, Any] | None:
         judge = {"A": -1.0, "B": 1.0, "Tie": 0.0}[verdict] * (-1.0 if flipped else 1.0)
         confidence = {"A": r.details.get("p_a"), "B": r.details.get("p_b"), "Tie": r.details.get("p_tie")}[verdict]
         pairs.append((judge, human, r.details.get("decision"), confidence))
-    return verdict_agreement(pairs)
+        deciders.setdefault(str(r.details.get("decided_by") or "judge"), []).append(int(judge == human))
+    result = verdict_agreement(pairs)
+    if result is not None:  # DICE: orders decided by the §3.1 class hierarchy vs by the stage-II label
+        result["by_decider"] = {k: {"n": len(v), "accuracy": statistics.fmean(v)} for k, v in sorted(deciders.items())}
+    return result
 
 
 def threshold_agreement(metaset: MetaSet, scores: dict[str, dict[str, float | None]], metric: str,

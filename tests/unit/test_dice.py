@@ -10,7 +10,16 @@ import pytest
 
 import assay
 from assay.backends import Capabilities, JudgeBackend
-from assay.methods.dice import combine, label_distribution, margin, scores, swapped, verdict_of
+from assay.methods.dice import (
+    CLASSES,
+    combine,
+    hierarchy_winner,
+    label_distribution,
+    margin,
+    scores,
+    swapped,
+    verdict_of,
+)
 from assay.runner import RunnerConfig
 from assay.types import Completion, GenerateConfig, Item, Message, TokenLogprob
 
@@ -86,9 +95,12 @@ class LogprobJudge(JudgeBackend):
     name = "fake/logprob"
     max_concurrency = 1
 
-    def __init__(self, *, logprobs: bool = True, bias_first: float = 0.0) -> None:
+    def __init__(self, *, logprobs: bool = True, bias_first: float = 0.0, classes: str = "same") -> None:
         self.capabilities = Capabilities(json_schema=True, logprobs=logprobs)
         self.bias_first = bias_first
+        # stage I: "same" puts both answers in one class (stage II decides); "longer": the longer
+        # answer is fully correct, the other incorrect; "first": the first-shown one is
+        self.classes = classes
         self.calls: list[list[Message]] = []
 
     async def generate(self, messages: list[Message], config: GenerateConfig) -> Completion:
@@ -107,9 +119,10 @@ class LogprobJudge(JudgeBackend):
                       TokenLogprob(token=label, logprob=top[label], top=top),
                       TokenLogprob(token='"}', logprob=0.0)] if config.logprobs else None
             return Completion(text=text, logprobs=tokens)
+        a_better = {"same": None, "longer": len(a) > len(b), "first": True}[self.classes]
         analysis = {"analysis_a": "a", "analysis_b": "b", "comparison": "c",
-                    "class_a": "fully correct" if len(a) > len(b) else "partially correct",
-                    "class_b": "partially correct" if len(a) > len(b) else "fully correct"}
+                    "class_a": "partially correct" if a_better is None else CLASSES[0 if a_better else 3],
+                    "class_b": "partially correct" if a_better is None else CLASSES[3 if a_better else 0]}
         return Completion(text=json.dumps(analysis))
 
 
@@ -130,7 +143,7 @@ def test_a_pair_gets_probabilities_scores_and_the_row_fields() -> None:
     assert row["p_a"] == pytest.approx(0.7) and row["p_b"] == pytest.approx(0.2) and row["p_tie"] == pytest.approx(0.1)
     assert row["margin"] == pytest.approx(0.5) and row["decision"] == "hard" and row["verdict"] == "A"
     assert (row["score_a"], row["score_b"]) == (1.0, 0.0)
-    assert row["orders"][0]["analysis"]["class_a"] == "fully correct"
+    assert row["orders"][0]["analysis"]["class_a"] == "partially correct" and row["decided_by"] == "judge"
     assert len(judge.calls) == 2  # stage I, then stage II as a follow-up of the same conversation
     assert judge.calls[1][: len(judge.calls[0])] == judge.calls[0]
 
@@ -228,3 +241,25 @@ def test_reference_free_pointwise_grades_without_a_gold_answer_and_keeps_old_run
     row = assay.evaluate([item], "pointwise", ScriptedBackend([canned]), runner=QUIET,
                          reference_free=True).records()[0]
     assert row["pointwise"] == 3.0 and row["status"] == "scored"
+
+
+def test_the_hierarchy_decides_an_order_whose_classes_differ() -> None:
+    assert hierarchy_winner("fully correct", "incorrect") == "A"
+    assert hierarchy_winner("insufficient information", "partially correct") == "B"
+    assert hierarchy_winner("incorrect", "incorrect") is None
+    # the judge's stage II favours the longer answer (0.7), the analysis ranks the first-shown one higher
+    data = items_of(pair("short", "a long and complete answer"))
+    row = assay.evaluate(data, "dice", LogprobJudge(classes="first"), runner=QUIET).records()[0]
+    assert row["decided_by"] == "hierarchy" and row["verdict"] == "A" and (row["p_a"], row["p_b"]) == (1.0, 0.0)
+    assert row["orders"][0]["p_judge"]["B"] == pytest.approx(0.7) and row["orders"][0]["hierarchy_winner"] == "A"
+    # advise: the stage-II label decides, the classes are only recorded
+    row = assay.evaluate(data, "dice", LogprobJudge(classes="first"), runner=QUIET, hierarchy="advise").records()[0]
+    assert row["decided_by"] == "judge" and row["verdict"] == "B" and row["p_b"] == pytest.approx(0.7)
+    assert row["orders"][0]["hierarchy_winner"] == "A" and "p_judge" not in row["orders"][0]
+    # swap: the hierarchy favours whichever answer is shown first, so the two orders cancel: a soft tie
+    row = assay.evaluate(data, "dice", LogprobJudge(classes="first"), runner=QUIET, swap=True).records()[0]
+    assert (row["p_a"], row["p_b"], row["p_tie"]) == (0.5, 0.5, 0.0) and row["decision"] == "soft"
+    assert (row["score_a"], row["score_b"]) == (0.5, 0.5) and row["position_consistent"] is False
+    # classes that agree with the length preference across both orders: consistent, hard
+    row = assay.evaluate(data, "dice", LogprobJudge(classes="longer"), runner=QUIET, swap=True).records()[0]
+    assert row["verdict"] == "B" and row["decision"] == "hard" and row["position_consistent"] is True

@@ -23,6 +23,18 @@ drawn and the shares used (``probability_source: samples``).
 Scores (eqs. 2–4): margin ΔP = P_max − P_second; ΔP ≥ τ gives the hard score (1, 0), (0, 1) or
 (0.5, 0.5); below τ the soft score redistributes P(Tie) between A and B in proportion.
 
+Hierarchy (§3.1: "fully correct answers win over all other types; partially correct answers
+win over insufficient or incorrect answers …"). The paper makes the four classes the decision's
+ranking rule; a small judge's stage-II label often ignores its own stage-I classes (on 60 PandaLM
+dev pairs the 1.5B judge said Tie in 20 of the 26 pairs its analysis had put in different
+classes). With ``hierarchy="enforce"`` (default) an order whose analysis put the answers in
+different classes is decided by the classes: its distribution becomes all on the higher-class
+answer (the judge's own stays in ``p_judge``), and the order is ``decided_by: hierarchy``; when
+both answers share a class the judge's label distribution decides (``decided_by: judge``). With
+swap, two orders decided by the hierarchy in opposite directions average to 0.5/0.5 — a soft
+tie. ``hierarchy="advise"`` keeps the paper's stage II as the only decider (the classes are
+shown to the judge and recorded, nothing more).
+
 Swap (``swap=true``): the pair is judged in both orders; the second order's probabilities are
 mapped back (its A is our B) and averaged with the first's, and the row records whether the
 verdict survived the swap and which position won each order.
@@ -66,6 +78,10 @@ class DiceConfig(BaseModel):
     """Temperature of the sampled decisions."""
     top_logprobs: int = Field(default=10, ge=3, le=20)
     """Alternatives read at the decision's position."""
+    hierarchy: Literal["enforce", "advise"] = "enforce"
+    """enforce: when the analysis puts the two answers in different classes (fully correct >
+    partially correct > insufficient information > incorrect), the higher class wins that order;
+    advise: the stage-II label alone decides (see the module docstring for the measurements)."""
     max_analysis_chars: int = Field(default=600, ge=50)
     """maxLength of each analysis field (small models loop without a bound)."""
     seed: int = 0
@@ -168,7 +184,7 @@ class Dice(Method):
     config_model: ClassVar[type[BaseModel] | None] = DiceConfig
     primary_metric: ClassVar[str | None] = "score_a"
     compact_columns: ClassVar[tuple[str, ...]] = ("system_a", "system_b", "verdict", "p_a", "p_b", "p_tie",
-                                                  "score_a", "score_b", "decision")
+                                                  "score_a", "score_b", "decision", "decided_by")
     unit_kind: ClassVar[str] = "pair"
 
     def __init__(self, config: DiceConfig | None = None) -> None:
@@ -263,7 +279,7 @@ class Dice(Method):
                                 raw_output=decision.completion.text, metric="score_a")
             record.update(p=found[0], p_missing_bound=found[1], probability_source="logprobs",
                           greedy=decision.value.verdict)
-            return record
+            return self._by_hierarchy(record)
         votes = dict.fromkeys(LABELS, 0)
         for n in range(self.config.samples):
             sample = await generate_structured(
@@ -279,6 +295,18 @@ class Dice(Method):
             return Unscored(reason=f"decision: none of {self.config.samples} samples parsed", metric="score_a")
         record.update(p={label: votes[label] / total for label in LABELS}, p_missing_bound={},
                       probability_source="samples", votes=votes)
+        return self._by_hierarchy(record)
+
+    def _by_hierarchy(self, record: dict[str, Any]) -> dict[str, Any]:
+        """Record the class ranking of one order and, with ``hierarchy="enforce"``, let it decide."""
+        winner = hierarchy_winner(record["analysis"]["class_a"], record["analysis"]["class_b"])
+        record["hierarchy_winner"] = winner
+        if self.config.hierarchy == "enforce" and winner is not None:
+            record["p_judge"] = record["p"]
+            record["p"] = {label: float(label == winner) for label in LABELS}
+            record["decided_by"] = "hierarchy"
+        else:
+            record["decided_by"] = "judge"
         return record
 
     async def evaluate_unit(self, unit: Unit, client: JudgeClient) -> ItemResult:
@@ -295,8 +323,10 @@ class Dice(Method):
         first = judged[0]
         assert isinstance(first, dict)
         p = first["p"]
+        deciders = {j["decided_by"] for j in judged if isinstance(j, dict)}
         details: dict[str, Any] = {"system_a": a.system, "system_b": b.system,
                                    "probability_source": first["probability_source"],
+                                   "decided_by": deciders.pop() if len(deciders) == 1 else "mixed",
                                    "orders": [{k: v for k, v in j.items() if k != "call_keys"}  # type: ignore[union-attr]
                                               for j in judged]}
         if self.config.swap:
@@ -310,6 +340,12 @@ class Dice(Method):
         details.update(p_a=p["A"], p_b=p["B"], p_tie=p["Tie"], margin=margin(p), decision=decision,
                        verdict=verdict_of(p), tau=self.config.tau)
         return ItemResult(scores={"score_a": score_a, "score_b": score_b}, details=details, call_keys=call_keys)
+
+
+def hierarchy_winner(class_a: str, class_b: str) -> str | None:
+    """"A" or "B" when the §3.1 hierarchy ranks one class above the other, None for the same class."""
+    rank_a, rank_b = CLASSES.index(class_a), CLASSES.index(class_b)  # CLASSES is best first
+    return None if rank_a == rank_b else ("A" if rank_a < rank_b else "B")
 
 
 def dice_section(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -328,6 +364,7 @@ def dice_section(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "mean_margin": sum(r["margin"] for r in scored) / len(scored) if scored else None,
         "tau": scored[0].get("tau") if scored else None,
         "sources": sorted({str(r.get("probability_source")) for r in scored}),
+        "deciders": {k: sum(1 for r in scored if r.get("decided_by") == k) for k in ("hierarchy", "judge", "mixed")},
         "swapped": len(swapped_rows), "consistent": sum(1 for r in swapped_rows if r["position_consistent"]),
         "consistent_share": (sum(1 for r in swapped_rows if r["position_consistent"]) / len(swapped_rows)
                              if swapped_rows else None),
