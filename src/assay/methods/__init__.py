@@ -3,7 +3,7 @@ nothing here names a method (importing the modules is what registers the built-i
 
 from __future__ import annotations
 
-from assay.methods import baselines, caseaware, dece, dice, lexical, tournament  # noqa: F401  (they register on import)
+from assay.methods import baselines, caseaware, dece, dice, lemaj, lexical, tournament  # noqa: F401  (they register on import)
 from assay.methods._base import CallEstimate, CliOption, ItemResult, Method, ReportSection
 from assay.methods.dece import DeCE, DeCEConfig
 from assay.registry import build_method, method_class, methods, register_method

@@ -1,0 +1,67 @@
+"""`assay triage RUN`: LeMAJ's triage (§5, App. H) of a run — cleared vs needs-review answers and
+the review time saved — from its store (.db) or from an exported JSONL file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from assay._files import atomic_write_text, check_output
+from assay.cli._common import console
+from assay.errors import InputError
+from assay.triage import triage
+
+
+def _rows(run: Path, run_id: str | None) -> list[dict]:
+    if run.suffix.lower() in (".jsonl", ".ndjson"):
+        rows = []
+        try:
+            lines = run.read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror}", source=str(run)) from exc
+        for n, line in enumerate(lines, 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"malformed JSON: {exc.msg}", source=str(run), line=n) from exc
+        return rows
+    from assay.export import export_rows
+    from assay.store import Store
+
+    store = Store(run, create=False)
+    return export_rows(store, store.resolve_run(run_id))
+
+
+def triage_command(
+    run: Path = typer.Argument(..., help="a LeMAJ run: its store (.db) or an exported .jsonl"),
+    run_id: str | None = typer.Option(None, "--run-id", help="which run of the store (default: the latest)"),
+    min_correctness: float = typer.Option(1.0, "--min-correctness", min=0.0, max=1.0,
+                                          help="clear only answers with at least this correctness"),
+    min_relevance: float = typer.Option(0.8, "--min-relevance", min=0.0, max=1.0,
+                                        help="… and at least this relevance (F1 / F_beta)"),
+    minutes_per_item: float = typer.Option(3.5, "--minutes-per-item", min=0.0,
+                                           help="expert review minutes an answer takes"),
+    out: Path | None = typer.Option(None, "--out", "-o", help="write cleared / needs-review lists as JSON"),
+    force: bool = typer.Option(False, "--force", help="replace an --out file assay did not write"),
+) -> None:
+    """LeMAJ triage: which answers an expert still has to review, and the time saved."""
+    if out is not None:
+        check_output(out, inputs=[run], force=force, option="--out")
+    rows = _rows(run, run_id)
+    missing = [str(r.get("id")) for r in rows if "correctness" not in r or "relevance" not in r]
+    if missing or not rows:
+        raise InputError(f"not a LeMAJ run: {len(missing)} row(s) without correctness/relevance "
+                         f"(e.g. id {missing[0]})" if missing else "no rows", source=str(run))
+    result = triage(rows, min_correctness=min_correctness, min_relevance=min_relevance,
+                    minutes_per_item=minutes_per_item)
+    share = result["share_saved"]
+    console.print(f"{len(result['cleared'])} of {result['answers']} answer(s) cleared, "
+                  f"{len(result['needs_review'])} need review; review time {result['minutes_without_triage']:.1f} → "
+                  f"{result['minutes_without_triage'] - result['minutes_saved']:.1f} minutes "
+                  f"(saved {result['minutes_saved']:.1f}, {100 * share:.0f}%)" if share is not None else "")
+    if out is not None:
+        atomic_write_text(out, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+        console.print(f"wrote {out}")

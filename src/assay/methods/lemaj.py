@@ -1,0 +1,475 @@
+"""LeMAJ: reference-free Legal Data Points (``../shared/papers/lemaj.txt`` §3–5, App. E.4, H).
+
+One judge call (§3.2) reads the document, the question, the answer (its sentences numbered) and
+— when the item has one — a gold answer, splits the answer into Legal Data Points and tags each
+``correct`` / ``incorrect`` / ``irrelevant``, and adds ``missing`` points for critical omissions
+found in the document. Metrics (§3.2): Correctness C/(C+I), Precision C/(C+Irr), Recall C/(C+M),
+F1, and Relevance = F_beta (``beta``; 1 gives the paper's F1 — the emphasis knob). A metric
+whose denominator is zero is null, with the reason in ``unscored``.
+
+Spans. Each LDP names its sentence and quotes the answer; the quote is located in that sentence
+(exactly, then ignoring case and spacing; then anywhere in the answer) and the LDP's ``text`` is
+the located span, so ``response[start:end] == text`` always. A quote that cannot be found falls
+back to its whole sentence (``located: "sentence"``, the judge's words kept in ``judge_quote``).
+Sentences no LDP covers are listed in ``uncovered`` (the paper's "data points missing from the
+evaluation" error). Missing points have no span (``start``/``end`` null).
+
+Citations. The document is shown as numbered paragraphs (blank-line separated; long ones cut at
+sentence ends into ``paragraph_chars`` pieces); an LDP's ``citation`` lists the paragraph numbers
+the judge gave, constrained to the ones it was shown. ``document_view`` records what the judge
+saw: every paragraph's character offsets in the document and which were shown.
+
+Long documents (``long_documents``). When the document is longer than ``max_document_chars``:
+``retrieve`` (default) shows the paragraphs most similar to the question and the answer (TF-IDF
+cosine), best first until the budget is spent, in document order with their original numbers —
+missing points can then only come from what was shown, which ``document_view`` makes explicit;
+``refuse`` rejects the item before any call. Never silent truncation.
+
+Jury (App. E.4, Table 16). ``samples`` > 1 asks the one judge that many times at
+``sample_temperature`` (seeds ``seed``, ``seed``+1, …) and aggregates per LDP: LDPs of different
+jurors are matched by sentence embeddings (``matcher``, :mod:`assay.embeddings`); ``majority``
+takes the most common tag, ``rule`` the most severe tag any juror gave (incorrect > irrelevant >
+correct: the paper's red, grey, …, green order), ``majority+rule`` (default) is incorrect if any
+juror said so, else the majority. An answer LDP is kept when most jurors found it, or under the
+rule modes when any juror called it incorrect; a missing point is kept when most jurors listed it
+(``rule``: any juror). Ties between tags go to the more severe one. Each LDP keeps its ``votes``.
+Juries of different judges are runs of their own, combined with :func:`aggregate_jurors`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from assay.embeddings import Matcher, match
+from assay.methods._base import CallEstimate, ItemResult, Method, ReportSection, method_template
+from assay.prompts import defuse, fence, load_domain, load_prompt
+from assay.registry import register_method
+from assay.runner import JudgeClient
+from assay.structured import OutputInvalid, generate_structured
+from assay.text import split_sentences
+from assay.types import GenerateConfig, Item, Unscored
+
+TAGS = ("correct", "incorrect", "irrelevant", "missing")
+SEVERITY = {"incorrect": 3, "irrelevant": 2, "missing": 1, "correct": 0}
+"""The rule-based jury's order (App. E.4: red, grey, orange, green — our reading: incorrect,
+irrelevant, missing, correct)."""
+STRINGENCY = {
+    "lenient": "Be generous: only clearly off-topic assertions are irrelevant.",
+    "standard": "Judge relevance as an experienced lawyer answering this client would.",
+    "strict": "Be strict: anything the question did not ask for is irrelevant, however true.",
+}
+
+
+class LeMAJConfig(BaseModel):
+    """LeMAJ options."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+    domain: str = "legal"
+    """Domain pack (the expert named in the prompt): legal, general, medical, financial."""
+    beta: float = Field(default=1.0, gt=0, allow_inf_nan=False)
+    """Relevance = F_beta of precision and recall; beta > 1 weighs omissions more (1: the paper's F1)."""
+    stringency: Literal["lenient", "standard", "strict"] = "standard"
+    """How strictly relevance is judged (§3.2: the prompt's knob)."""
+    max_document_chars: int = Field(default=6000, ge=500)
+    """Document characters shown to the judge (the embedded judge has a 4,096-token context)."""
+    long_documents: Literal["retrieve", "refuse"] = "retrieve"
+    """A longer document: show the paragraphs most relevant to the question and answer, or refuse the item."""
+    paragraph_chars: int = Field(default=700, ge=100)
+    """Longest paragraph shown as one numbered unit (longer ones are cut at sentence ends)."""
+    samples: int = Field(default=1, ge=1, le=15)
+    """Jurors: >1 samples the judge that many times and aggregates per LDP (App. E.4)."""
+    sample_temperature: float = Field(default=0.7, gt=0, le=2)
+    """Temperature of the jurors' samples."""
+    aggregate: Literal["majority", "rule", "majority+rule"] = "majority+rule"
+    """Per-LDP jury aggregation (Table 16's best: majority+rule)."""
+    matcher: Literal["embeddings", "lexical"] = "embeddings"
+    """How LDPs of different jurors are matched: sentence embeddings, or TF-IDF cosine."""
+    match_threshold: float | None = Field(default=None, ge=0, le=1)
+    """Similarity at or above which two LDPs are the same (default 0.6 embeddings, 0.3 lexical)."""
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    max_reason_chars: int = Field(default=160, ge=20)
+    max_quote_chars: int = Field(default=300, ge=20)
+    max_missing: int = Field(default=5, ge=0, le=20)
+    seed: int = 0
+    max_reasks: int = Field(default=2, ge=0)
+
+
+class _Point(BaseModel):
+    sentence: int
+    quote: str
+    reason: str
+    paragraphs: list[int] = Field(default_factory=list)
+    tag: Literal["correct", "incorrect", "irrelevant"]
+
+
+class _Missing(BaseModel):
+    text: str
+    paragraphs: list[int] = Field(default_factory=list)
+
+
+class Tagging(BaseModel):
+    points: list[_Point]
+    missing: list[_Missing] = Field(default_factory=list)
+
+
+# --- text geometry ---------------------------------------------------------------------------------
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each citable sentence of ``text`` (:func:`assay.text.split_sentences`)."""
+    spans, cursor = [], 0
+    for sentence in split_sentences(text):
+        start = text.find(sentence, cursor)
+        if start < 0:  # cannot happen for pieces of the text; keep going rather than misplace
+            continue
+        spans.append((start, start + len(sentence)))
+        cursor = start + len(sentence)
+    return spans
+
+
+def paragraph_spans(document: str, max_chars: int) -> list[tuple[int, int]]:
+    """(start, end) of each numbered paragraph: blank-line blocks (single lines when the text
+    has no blank lines), long ones cut after a sentence end into pieces of at most ``max_chars``
+    where the sentences allow."""
+    blocks = [(m.start(), m.end()) for m in re.finditer(r"\S(?:.*?\S)?(?=\s*\n\s*\n|\s*$)", document, re.S)]
+    if len(blocks) <= 1 and document.count("\n") >= 2:
+        blocks = [(m.start(), m.end()) for m in re.finditer(r"\S[^\n]*", document)]
+    spans = []
+    for start, end in blocks:
+        while end - start > max_chars:
+            cut = None
+            for m in re.finditer(r"[.;!?](?=\s)", document[start:start + max_chars]):
+                cut = start + m.end()
+            if cut is None or cut <= start:
+                break
+            spans.append((start, cut))
+            start = cut
+            while start < end and document[start].isspace():
+                start += 1
+        spans.append((start, end))
+    return spans
+
+
+def locate(answer: str, sentences: list[tuple[int, int]], sentence: int, quote: str) -> tuple[int, int, str]:
+    """Where an LDP's quote is in the answer: (start, end, how) with how ``exact`` (found in its
+    sentence or, failing that, anywhere) or ``sentence`` (not found: its whole sentence)."""
+    words = quote.strip().strip("\"'“”‘’").strip().rstrip(".;,:").split()
+    s_start, s_end = sentences[sentence - 1]
+    if words:
+        pattern = re.compile(r"\s+".join(re.escape(w) for w in words), re.I)
+        for lo, hi in ((s_start, s_end), (0, len(answer))):
+            found = pattern.search(answer, lo, hi)
+            if found:
+                return found.start(), found.end(), "exact"
+    return s_start, s_end, "sentence"
+
+
+def _document(item: Item) -> str:
+    if item.document and item.document.strip():
+        return item.document
+    return "\n\n".join(c.text.strip() for c in item.contexts if c.text.strip())
+
+
+def choose_paragraphs(document: str, spans: list[tuple[int, int]], query: str, answer: str,
+                      budget: int) -> list[int]:
+    """Indices of the paragraphs to show: all when they fit, else the most similar to the
+    question and answer (TF-IDF cosine, the better of the two) until ``budget`` characters."""
+    if sum(e - s for s, e in spans) <= budget:
+        return list(range(len(spans)))
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.metrics.pairwise import cosine_similarity
+
+    texts = [document[s:e] for s, e in spans]
+    matrix = TfidfVectorizer(sublinear_tf=True, stop_words="english").fit_transform([*texts, query, answer])
+    sims = cosine_similarity(matrix[: len(texts)], matrix[len(texts):]).max(axis=1)
+    chosen: list[int] = []
+    used = 0
+    for i in sorted(range(len(texts)), key=lambda i: (-sims[i], i)):
+        if used + len(texts[i]) > budget and chosen:
+            continue
+        chosen.append(i)
+        used += len(texts[i])
+    return sorted(chosen)
+
+
+# --- scores ----------------------------------------------------------------------------------------
+def ldp_scores(counts: dict[str, int], beta: float = 1.0) -> tuple[dict[str, float | None], list[Unscored]]:
+    """§3.2's metrics from tag counts; a zero denominator gives null with its reason."""
+    c, i, irr, m = (counts.get(t, 0) for t in TAGS)
+    scores: dict[str, float | None] = {}
+    unscored: list[Unscored] = []
+
+    def ratio(metric: str, den: int, why: str) -> None:
+        scores[metric] = c / den if den else None
+        if not den:
+            unscored.append(Unscored(reason=f"undefined: {why}", metric=metric))
+
+    ratio("correctness", c + i, "no correct or incorrect point")
+    ratio("precision", c + irr, "no correct or irrelevant point")
+    ratio("recall", c + m, "no correct or missing point")
+    p, r = scores["precision"], scores["recall"]
+    for metric, b in (("f1", 1.0), ("relevance", beta)):
+        if p is None or r is None:
+            scores[metric] = None
+            unscored.append(Unscored(reason="undefined: needs precision and recall", metric=metric))
+        else:
+            scores[metric] = 0.0 if p + r == 0 else (1 + b * b) * p * r / (b * b * p + r)
+    return scores, unscored
+
+
+# --- jury ------------------------------------------------------------------------------------------
+def _decide(tags: list[str], aggregate: str) -> str:
+    if aggregate == "rule" or (aggregate == "majority+rule" and "incorrect" in tags):
+        return max(tags, key=lambda t: SEVERITY[t])
+    counts = Counter(tags)
+    return max(counts, key=lambda t: (counts[t], SEVERITY[t]))
+
+
+def aggregate_jurors(jurors: list[list[dict[str, Any]]], aggregate: str = "majority+rule",
+                     matcher: Matcher = "embeddings", threshold: float | None = None) -> list[dict[str, Any]]:
+    """One LDP list from several jurors' (App. E.4). Answer LDPs and missing points are matched
+    across jurors by text similarity (each juror's LDP joins the cluster of its best match among
+    the earlier jurors', one-to-one), then kept and tagged as the module docstring says. Each
+    kept LDP is the first juror's version with the decided tag, plus ``votes``."""
+    n = len(jurors)
+    out: list[dict[str, Any]] = []
+    for missing in (False, True):
+        clusters: list[list[dict[str, Any]]] = []
+        for ldps in jurors:
+            mine = [d for d in ldps if (d["tag"] == "missing") == missing]
+            heads = [c[0]["text"] for c in clusters]
+            pairs = {j: i for i, j, _ in match(heads, [d["text"] for d in mine], matcher, threshold)}
+            for j, ldp in enumerate(mine):
+                if j in pairs:
+                    clusters[pairs[j]].append(ldp)
+                else:
+                    clusters.append([ldp])
+        for cluster in clusters:
+            tags = [d["tag"] for d in cluster]
+            majority = len(cluster) * 2 > n
+            if missing:
+                keep = majority or aggregate == "rule"
+            else:
+                keep = majority or (aggregate != "majority" and "incorrect" in tags)
+            if not keep:
+                continue
+            tag = _decide(tags, aggregate)
+            chosen = next((d for d in cluster if d["tag"] == tag), cluster[0])
+            out.append({**chosen, "tag": tag, "votes": dict(Counter(tags)), "jurors": len(cluster)})
+    return sorted(out, key=lambda d: (d["start"] is None, d["start"] or 0, d["end"] or 0))
+
+
+@register_method
+class LeMAJ(Method):
+    """LeMAJ: the answer split into Legal Data Points, each tagged against the document."""
+
+    name: ClassVar[str] = "lemaj"
+    metrics: ClassVar[tuple[str, ...]] = ("correctness", "precision", "recall", "f1", "relevance")
+    version: ClassVar[str] = "1"
+    config_model: ClassVar[type[BaseModel] | None] = LeMAJConfig
+    primary_metric: ClassVar[str | None] = "relevance"
+    compact_columns: ClassVar[tuple[str, ...]] = ("correctness", "precision", "recall", "f1", "relevance", "ldps")
+    config: LeMAJConfig
+
+    def __init__(self, config: LeMAJConfig | None = None) -> None:
+        self.config = config or LeMAJConfig()
+        self.domain = load_domain(self.config.domain)
+        self.prompt = load_prompt("lemaj/tagging")
+
+    def manifest(self) -> dict[str, Any]:
+        return {"config": self.config.model_dump(), "prompt_sha256": {"tagging": self.prompt.sha256},
+                "domain_sha256": self.domain["sha256"]}
+
+    @classmethod
+    def report_section(cls, rows: list[dict[str, Any]]) -> ReportSection | None:
+        return ReportSection(section=method_template("lemaj.section.html.j2"),
+                             item=method_template("lemaj.item.html.j2"), context=lemaj_section(rows))
+
+    def check_item(self, item: Item) -> str | None:
+        document = _document(item)
+        if not document.strip():
+            return "LeMAJ checks the answer against a document: give 'document' (or 'contexts') (field 'document')"
+        if not split_sentences(item.response):
+            return "the answer has no sentence to split into data points (field 'response')"
+        if self.config.long_documents == "refuse" and len(document) > self.config.max_document_chars:
+            return (f"the document has {len(document):,} characters, over max_document_chars "
+                    f"({self.config.max_document_chars:,}) with long_documents=refuse (field 'document')")
+        return None
+
+    # the judge's view -------------------------------------------------------------------------
+    def view(self, item: Item) -> dict[str, Any]:
+        """What the judge is shown of the document: every paragraph's offsets, the shown ones."""
+        document = _document(item)
+        spans = paragraph_spans(document, self.config.paragraph_chars)
+        shown = choose_paragraphs(document, spans, item.query, item.response, self.config.max_document_chars)
+        return {"strategy": "all" if len(shown) == len(spans) else "retrieve", "paragraphs": [list(s) for s in spans],
+                "shown": [i + 1 for i in shown], "chars_total": len(document),
+                "chars_shown": sum(spans[i][1] - spans[i][0] for i in shown),
+                "source": "document" if item.document and item.document.strip() else "contexts"}
+
+    def render(self, item: Item, view: dict[str, Any]) -> list[Any]:
+        document = _document(item)
+        lines, previous = [], 0
+        for number in view["shown"]:
+            start, end = view["paragraphs"][number - 1]
+            if number != previous + 1:
+                lines.append("[…]")
+            lines.append(f"[{number}] {document[start:end]}")
+            previous = number
+        if previous != len(view["paragraphs"]):
+            lines.append("[…]")
+        spans = sentence_spans(item.response)
+        answer = "\n".join(f"[{n}] {item.response[s:e]}" for n, (s, e) in enumerate(spans, 1))
+        reference = (fence("reference", item.reference.full_text()) if item.reference is not None
+                     else "<reference>\n(no gold answer given: judge against the document)\n</reference>")
+        return self.prompt.render(expert=str(self.domain["expert"]), stringency=STRINGENCY[self.config.stringency],
+                                  query=item.query.strip(), document=fence("document", "\n\n".join(lines)),
+                                  reference=reference, answer=defuse(answer))
+
+    def schema(self, sentences: int, shown: list[int]) -> dict[str, Any]:
+        cfg = self.config
+        cite = {"type": "array", "maxItems": 3, "items": {"type": "integer", "enum": shown}}
+        point = {"type": "object", "additionalProperties": False,
+                 "required": ["sentence", "quote", "reason", "paragraphs", "tag"],
+                 "properties": {"sentence": {"type": "integer", "enum": list(range(1, sentences + 1))},
+                                "quote": {"type": "string", "minLength": 1, "maxLength": cfg.max_quote_chars},
+                                "reason": {"type": "string", "minLength": 1, "maxLength": cfg.max_reason_chars},
+                                "paragraphs": cite, "tag": {"type": "string", "enum": list(TAGS[:3])}}}
+        missing = {"type": "object", "additionalProperties": False, "required": ["text", "paragraphs"],
+                   "properties": {"text": {"type": "string", "minLength": 1, "maxLength": cfg.max_quote_chars},
+                                  "paragraphs": {**cite, "minItems": 1}}}
+        return {"type": "object", "additionalProperties": False, "required": ["points", "missing"],
+                "properties": {"points": {"type": "array", "minItems": 1, "maxItems": min(40, 2 * sentences + 2),
+                                          "items": point},
+                               "missing": {"type": "array", "maxItems": cfg.max_missing, "items": missing}}}
+
+    def _max_tokens(self, sentences: int) -> int:
+        per_point = (self.config.max_quote_chars // 2 + self.config.max_reason_chars) // 3 + 30
+        return 64 + min(40, 2 * sentences + 2) * per_point // 2 + self.config.max_missing * 60
+
+    # evaluation ---------------------------------------------------------------------------------
+    async def _juror(self, item: Item, client: JudgeClient, view: dict[str, Any], n: int,
+                     spans: list[tuple[int, int]]) -> tuple[list[dict[str, Any]] | Unscored, list[str]]:
+        shown = view["shown"]
+
+        def check(out: Tagging) -> None:
+            for p in out.points:
+                if not 1 <= p.sentence <= len(spans):
+                    raise OutputInvalid(f"sentence {p.sentence} does not exist (1–{len(spans)})")
+            for cited in [*(p.paragraphs for p in out.points), *(m.paragraphs for m in out.missing)]:
+                wrong = [c for c in cited if c not in shown]
+                if wrong:
+                    raise OutputInvalid(f"paragraph(s) {wrong} were not shown")
+
+        jury = self.config.samples > 1
+        out = await generate_structured(
+            client, self.render(item, view), Tagging,
+            GenerateConfig(temperature=self.config.sample_temperature if jury else self.config.temperature,
+                           max_tokens=self._max_tokens(len(spans)), seed=self.config.seed + n,
+                           json_schema=self.schema(len(spans), shown)),
+            check=check, max_reasks=self.config.max_reasks, metric="correctness")
+        if out.value is None:
+            assert out.unscored is not None
+            return out.unscored, out.keys
+        ldps: list[dict[str, Any]] = []
+        for p in out.value.points:
+            start, end, how = locate(item.response, spans, p.sentence, p.quote)
+            ldp = {"text": item.response[start:end], "tag": p.tag, "start": start, "end": end,
+                   "citation": sorted(set(p.paragraphs)), "sentence": p.sentence, "reason": p.reason, "located": how}
+            if how != "exact":
+                ldp["judge_quote"] = p.quote
+            ldps.append(ldp)
+        for m in out.value.missing:
+            ldps.append({"text": m.text.strip(), "tag": "missing", "start": None, "end": None,
+                         "citation": sorted(set(m.paragraphs)), "sentence": None, "reason": None, "located": None})
+        return ldps, out.keys
+
+    async def evaluate(self, item: Item, client: JudgeClient) -> ItemResult:
+        view = self.view(item)
+        spans = sentence_spans(item.response)
+        keys: list[str] = []
+        jurors: list[list[dict[str, Any]]] = []
+        failures: list[Unscored] = []
+        for n in range(self.config.samples):
+            result, used = await self._juror(item, client, view, n, spans)
+            keys += used
+            if isinstance(result, Unscored):
+                failures.append(result)
+            else:
+                jurors.append(result)
+        details: dict[str, Any] = {"document_view": view, "sentences": [list(s) for s in spans]}
+        enough = bool(jurors) if self.config.samples == 1 else len(jurors) * 2 > self.config.samples
+        if not enough:
+            reason = "; ".join(dict.fromkeys(f.reason for f in failures))
+            if self.config.samples > 1:
+                reason = f"{len(failures)} of {self.config.samples} jurors unparseable: {reason}"
+            return ItemResult(scores=dict.fromkeys(self.metrics), call_keys=keys, details=details,
+                              unscored=[Unscored(reason=reason, raw_output=failures[0].raw_output, metric=m)
+                                        for m in self.metrics])
+        if len(jurors) == 1:
+            ldps = sorted(jurors[0], key=lambda d: (d["start"] is None, d["start"] or 0, d["end"] or 0))
+        else:
+            ldps = aggregate_jurors(jurors, self.config.aggregate, self.config.matcher, self.config.match_threshold)
+            details["jury"] = {"jurors": self.config.samples, "parsed": len(jurors), "aggregate": self.config.aggregate,
+                               "matcher": self.config.matcher}
+        counts = {t: sum(1 for d in ldps if d["tag"] == t) for t in TAGS}
+        scores, unscored = ldp_scores(counts, self.config.beta)
+        covered = {d["sentence"] for d in ldps if d["sentence"] is not None}
+        details.update(ldps=ldps, counts=counts,
+                       uncovered=[n for n in range(1, len(spans) + 1) if n not in covered])
+        return ItemResult(scores=scores, unscored=unscored, details=details, call_keys=keys)
+
+    def estimate(self, items: list[Item]) -> CallEstimate:
+        total = CallEstimate()
+        for item in items:
+            view = self.view(item)
+            prompt = (len(self.prompt.system) + len(item.query) + view["chars_shown"] + len(item.response)) // 4 + 80
+            n = len(sentence_spans(item.response))
+            total += CallEstimate(calls=self.config.samples, prompt_tokens=prompt * self.config.samples,
+                                  completion_tokens=self.config.samples * min(self._max_tokens(n), 60 * n + 120))
+        return total
+
+
+def lemaj_section(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Tag counts per system, the triage split at the paper's thresholds, and each answer cut
+    into its LDPs for colouring in place."""
+    from assay.triage import triage
+
+    per_system: dict[str, Counter[str]] = {}
+    for r in rows:
+        tally = per_system.setdefault(str(r.get("system") or "—"), Counter())
+        for d in r.get("ldps") or []:
+            tally[d["tag"]] += 1
+    pieces = {}
+    for r in rows:
+        pieces[f"{r.get('id')}::{r.get('system')}"] = answer_pieces(str(r.get("response") or ""), r.get("ldps") or [])
+    split = triage(rows)
+    return {"tags": TAGS, "per_system": {s: {t: c[t] for t in TAGS} for s, c in sorted(per_system.items())},
+            "triage": split, "pieces": pieces}
+
+
+def answer_pieces(response: str, ldps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The answer as consecutive pieces, each plain or one LDP's span with its tag (overlapping
+    spans: the earlier wins), for colouring in place."""
+    spans = sorted((d for d in ldps if d.get("start") is not None), key=lambda d: (d["start"], -d["end"]))
+    pieces, cursor = [], 0
+    for d in spans:
+        start, end = max(d["start"], cursor), d["end"]
+        if end <= start:
+            continue
+        if start > cursor:
+            pieces.append({"text": response[cursor:start], "tag": None})
+        pieces.append({"text": response[start:end], "tag": d["tag"], "reason": d.get("reason"),
+                       "citation": d.get("citation")})
+        cursor = end
+    if cursor < len(response):
+        pieces.append({"text": response[cursor:], "tag": None})
+    return pieces
+
+
+def bucket(score: float) -> float:
+    """Floor to the quarter (§4.2.2's bucketed accuracy: 0, 0.25, 0.5, 0.75, 1)."""
+    return math.floor(score * 4 + 1e-9) / 4
