@@ -231,3 +231,45 @@ def test_statements_are_matched_by_meaning_with_the_packaged_embedding_model() -
     assert sims.shape == (2, 3) and sims[0, 2] < 0.6 and all(s >= 0.6 for _, _, s in pairs)
     # TF-IDF sees shared words only: the paraphrase of the payment term shares too few of them
     assert (0, 1) not in [(i, j) for i, j, _ in match(left, right, "lexical")]
+
+
+def test_alignment_grades_and_agreement_by_hand() -> None:
+    from assay.methods.lemaj import alignment, bucketed_accuracy, grade_score, percent_agreement
+
+    judge = [{"text": "payment is due within 45 days of receipt", "tag": "correct"},
+             {"text": "the agreement is governed by new york law", "tag": "correct"},
+             {"text": "widgets are shipped monthly to the depot", "tag": "irrelevant"},
+             {"text": "an unrelated remark about golf courses", "tag": "correct"}]
+    human = [{"text": "payment is due within 45 days of receipt of the invoice", "tag": "correct"},
+             {"text": "the agreement is governed by new york law", "tag": "irrelevant"},
+             {"text": "services may be suspended for late payment", "tag": "missing"},
+             {"text": "late fees accrue at two percent per month", "tag": "correct"}]
+    result = alignment(judge, human, "lexical")
+    # matched: payment (agree), governing law (disagree); judge-only: widgets (irrelevant → agree),
+    # golf (correct → disagree); human-only: suspension (missing → agree), late fees (correct → disagree)
+    assert (result["matched"], result["judge_only"], result["human_only"]) == (2, 2, 2)
+    assert result["accuracy"] == pytest.approx(3 / 6)
+    assert result["confusion"]["irrelevant"] == {"correct": 1} and result["confusion"]["missing"] == {"unmatched": 1}
+    assert alignment([], [], "lexical")["accuracy"] is None
+    assert [grade_score(g) for g in (1, 2, 3, 4, 5)] == [0, 0.25, 0.5, 0.75, 1]
+    with pytest.raises(ValueError):
+        grade_score(0)
+    assert bucketed_accuracy([0.8, 0.3, 1.0], [0.75, 0.5, 1.0]) == pytest.approx(2 / 3)
+    assert percent_agreement([1.0, 0.5, 0.75, 0.2], [1.0, 0.25, 0.8, 0.0]) == 0.75
+
+
+def test_without_a_document_the_judge_uses_established_knowledge_when_asked() -> None:
+    bare = Item(id="k", query="Why is the sky blue?", response="Rayleigh scattering. Blue light scatters more.")
+    assert LeMAJ().check_item(bare) is not None
+    method = LeMAJ(LeMAJConfig(without_document="knowledge"))
+    assert method.check_item(bare) is None
+    view = method.view(bare)
+    assert view["source"] == "knowledge" and view["shown"] == []
+    text = "\n".join(m.content for m in method.render(bare, view))
+    assert "(no document given)" in text and "well established in the field" in text
+    schema = method.schema(2, [])
+    assert schema["properties"]["missing"]["items"]["properties"]["paragraphs"]["maxItems"] == 0
+    canned = tagging([{"sentence": 1, "quote": "Rayleigh scattering", "reason": "right", "paragraphs": [],
+                       "tag": "correct"}], [{"text": "shorter wavelengths scatter more strongly", "paragraphs": []}])
+    row = assay.evaluate([bare], method, ScriptedBackend([canned]), runner=QUIET).records()[0]
+    assert row["correctness"] == 1.0 and row["recall"] == 0.5 and row["uncovered"] == [2]

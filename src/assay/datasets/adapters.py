@@ -297,7 +297,10 @@ def read_expertqa(path: str | Path) -> MetaSet:
     probably correct / claims with a correctness label), ``supported_share`` (claims with
     complete support / claims with a support label other than N/A) and ``usefulness`` (0–2).
     The expert's revised answer is the reference: it is an edit of the same answer, so it shares
-    its wording (lexical baselines profit). Claim labels are kept in ``metadata.claims``."""
+    its wording (lexical baselines profit). Claim labels are kept in ``metadata.claims``. The
+    evidence passages of the answer's claims (deduplicated, in order of first citation) are the
+    item's ``document`` (LeMAJ checks the answer against them); an answer without evidence has
+    none."""
     path = Path(path)
     source = str(path)
     try:
@@ -326,7 +329,14 @@ def read_expertqa(path: str | Path) -> MetaSet:
             if answer.get("usefulness") in _USEFUL:
                 human["usefulness"] = [_USEFUL[answer["usefulness"]]]
             revised = answer.get("revised_answer_string") or ""
+            passages: dict[str, str] = {}
+            for claim in claims:
+                evidence = claim.get("evidence") or []
+                for passage in [evidence] if isinstance(evidence, str) else evidence:
+                    if isinstance(passage, str) and passage.strip():
+                        passages.setdefault(passage.strip(), passage.strip())
             item = Item(id=f"expertqa{n}", query=question, response=text, system=system,
+                        document="\n\n".join(passages) or None,
                         reference=Reference(required=revised) if revised.strip() else None,
                         metadata={**(record.get("metadata") or {}),
                                   "claims": [{k: c.get(k) for k in ("claim_string", "correctness", "support",

@@ -58,6 +58,15 @@ TAGS = ("correct", "incorrect", "irrelevant", "missing")
 SEVERITY = {"incorrect": 3, "irrelevant": 2, "missing": 1, "correct": 0}
 """The rule-based jury's order (App. E.4: red, grey, orange, green — our reading: incorrect,
 irrelevant, missing, correct)."""
+SOURCE_RULES = {
+    "document": ("the document (and the gold answer, when one is given) contradicts it, or it states something "
+                 "the document does not say — a changed figure, date, party or condition, or knowledge brought in "
+                 "from outside the document.",
+                 "is in the document (cite the paragraphs it comes from)"),
+    "knowledge": ("no document is given, so check it against the gold answer when one is given and against what "
+                  "is well established in the field: it is wrong, misleading, or a claim you cannot stand behind.",
+                  "a complete expert answer would give (leave \"paragraphs\" empty)"),
+}
 STRINGENCY = {
     "lenient": "Be generous: only clearly off-topic assertions are irrelevant.",
     "standard": "Judge relevance as an experienced lawyer answering this client would.",
@@ -77,6 +86,9 @@ class LeMAJConfig(BaseModel):
     """How strictly relevance is judged (§3.2: the prompt's knob)."""
     max_document_chars: int = Field(default=6000, ge=500)
     """Document characters shown to the judge (the embedded judge has a 4,096-token context)."""
+    without_document: Literal["refuse", "knowledge"] = "refuse"
+    """An item with no document (nor contexts): refuse it, or judge against the gold answer, if any, and
+    established knowledge of the field (for open-domain sets; the row says which source was used)."""
     long_documents: Literal["retrieve", "refuse"] = "retrieve"
     """A longer document: show the paragraphs most relevant to the question and answer, or refuse the item."""
     paragraph_chars: int = Field(default=700, ge=100)
@@ -290,8 +302,9 @@ class LeMAJ(Method):
 
     def check_item(self, item: Item) -> str | None:
         document = _document(item)
-        if not document.strip():
-            return "LeMAJ checks the answer against a document: give 'document' (or 'contexts') (field 'document')"
+        if not document.strip() and self.config.without_document == "refuse":
+            return ("LeMAJ checks the answer against a document: give 'document' (or 'contexts'), or set "
+                    "without_document=knowledge (field 'document')")
         if not split_sentences(item.response):
             return "the answer has no sentence to split into data points (field 'response')"
         if self.config.long_documents == "refuse" and len(document) > self.config.max_document_chars:
@@ -305,10 +318,10 @@ class LeMAJ(Method):
         document = _document(item)
         spans = paragraph_spans(document, self.config.paragraph_chars)
         shown = choose_paragraphs(document, spans, item.query, item.response, self.config.max_document_chars)
+        source = ("document" if item.document and item.document.strip() else "contexts" if spans else "knowledge")
         return {"strategy": "all" if len(shown) == len(spans) else "retrieve", "paragraphs": [list(s) for s in spans],
                 "shown": [i + 1 for i in shown], "chars_total": len(document),
-                "chars_shown": sum(spans[i][1] - spans[i][0] for i in shown),
-                "source": "document" if item.document and item.document.strip() else "contexts"}
+                "chars_shown": sum(spans[i][1] - spans[i][0] for i in shown), "source": source}
 
     def render(self, item: Item, view: dict[str, Any]) -> list[Any]:
         document = _document(item)
@@ -325,13 +338,17 @@ class LeMAJ(Method):
         answer = "\n".join(f"[{n}] {item.response[s:e]}" for n, (s, e) in enumerate(spans, 1))
         reference = (fence("reference", item.reference.full_text()) if item.reference is not None
                      else "<reference>\n(no gold answer given: judge against the document)\n</reference>")
+        rules = SOURCE_RULES["knowledge" if view["source"] == "knowledge" else "document"]
+        shown_document = "\n\n".join(lines) if lines else "(no document given)"
         return self.prompt.render(expert=str(self.domain["expert"]), stringency=STRINGENCY[self.config.stringency],
-                                  query=item.query.strip(), document=fence("document", "\n\n".join(lines)),
-                                  reference=reference, answer=defuse(answer))
+                                  source_rule=rules[0], missing_rule=rules[1], query=item.query.strip(),
+                                  document=fence("document", shown_document), reference=reference,
+                                  answer=defuse(answer))
 
     def schema(self, sentences: int, shown: list[int]) -> dict[str, Any]:
         cfg = self.config
-        cite = {"type": "array", "maxItems": 3, "items": {"type": "integer", "enum": shown}}
+        cite: dict[str, Any] = ({"type": "array", "maxItems": 3, "items": {"type": "integer", "enum": shown}}
+                                if shown else {"type": "array", "maxItems": 0, "items": {"type": "integer"}})
         point = {"type": "object", "additionalProperties": False,
                  "required": ["sentence", "quote", "reason", "paragraphs", "tag"],
                  "properties": {"sentence": {"type": "integer", "enum": list(range(1, sentences + 1))},
@@ -340,7 +357,7 @@ class LeMAJ(Method):
                                 "paragraphs": cite, "tag": {"type": "string", "enum": list(TAGS[:3])}}}
         missing = {"type": "object", "additionalProperties": False, "required": ["text", "paragraphs"],
                    "properties": {"text": {"type": "string", "minLength": 1, "maxLength": cfg.max_quote_chars},
-                                  "paragraphs": {**cite, "minItems": 1}}}
+                                  "paragraphs": {**cite, "minItems": 1} if shown else cite}}
         return {"type": "object", "additionalProperties": False, "required": ["points", "missing"],
                 "properties": {"points": {"type": "array", "minItems": 1, "maxItems": min(40, 2 * sentences + 2),
                                           "items": point},
@@ -473,3 +490,53 @@ def answer_pieces(response: str, ldps: list[dict[str, Any]]) -> list[dict[str, A
 def bucket(score: float) -> float:
     """Floor to the quarter (§4.2.2's bucketed accuracy: 0, 0.25, 0.5, 0.75, 1)."""
     return math.floor(score * 4 + 1e-9) / 4
+
+
+# --- agreement with experts (§4.2.2, §4.3, App. B) -------------------------------------------------
+def alignment(judge: list[dict[str, Any]], human: list[dict[str, Any]], matcher: Matcher = "embeddings",
+              threshold: float | None = None) -> dict[str, Any]:
+    """LeMAJ Alignment (§4.2.2): the judge's LDPs are matched one-to-one to a human's by text
+    similarity and their tags compared; an unmatched judge LDP counts as if the human had tagged
+    it ``irrelevant``, an unmatched human LDP as if the judge had tagged it ``missing``. Accuracy
+    is the share of agreeing tags over matched + unmatched LDPs; the confusion matrix is human
+    tag → judge tag (``unmatched`` where one side has none)."""
+    pairs = match([d["text"] for d in judge], [d["text"] for d in human], matcher, threshold)
+    matched_j = {i for i, _, _ in pairs}
+    matched_h = {k for _, k, _ in pairs}
+    confusion: dict[str, Counter[str]] = {}
+    agree = 0
+    for i, k, _ in pairs:
+        agree += judge[i]["tag"] == human[k]["tag"]
+        confusion.setdefault(human[k]["tag"], Counter())[judge[i]["tag"]] += 1
+    only_judge = [judge[i] for i in range(len(judge)) if i not in matched_j]
+    only_human = [human[k] for k in range(len(human)) if k not in matched_h]
+    agree += sum(d["tag"] == "irrelevant" for d in only_judge) + sum(d["tag"] == "missing" for d in only_human)
+    for d in only_judge:
+        confusion.setdefault("unmatched", Counter())[d["tag"]] += 1
+    for d in only_human:
+        confusion.setdefault(d["tag"], Counter())["unmatched"] += 1
+    total = len(pairs) + len(only_judge) + len(only_human)
+    return {"accuracy": agree / total if total else None, "matched": len(pairs), "judge_only": len(only_judge),
+            "human_only": len(only_human), "confusion": {h: dict(c) for h, c in confusion.items()}}
+
+
+def grade_score(grade: int | float) -> float:
+    """Table 8: a 1–5 expert grade (completely incorrect … completely correct, or irrelevant …
+    relevant) as 0, 0.25, 0.5, 0.75, 1."""
+    if not 1 <= grade <= 5:
+        raise ValueError(f"grade {grade} is not on the 1–5 scale")
+    return (float(grade) - 1.0) / 4.0
+
+
+def bucketed_accuracy(scores: list[float], human: list[float]) -> float | None:
+    """§4.2.2: the share of answers whose score, floored to the quarter, equals the expert's
+    quarter-scale score."""
+    pairs = [(bucket(s), h) for s, h in zip(scores, human, strict=True)]
+    return sum(abs(s - h) < 1e-9 for s, h in pairs) / len(pairs) if pairs else None
+
+
+def percent_agreement(first: list[float], second: list[float]) -> float | None:
+    """Table 4's inter-annotator agreement: the share of answers two reviewers scored the same
+    (their 5-point grades, or their LeMAJ-derived scores floored to the quarter)."""
+    pairs = list(zip(first, second, strict=True))
+    return sum(abs(bucket(a) - bucket(b)) < 1e-9 for a, b in pairs) / len(pairs) if pairs else None
