@@ -41,7 +41,12 @@ def item(**extra: Any) -> Item:
 
 
 def tagging(points: list[dict[str, Any]], missing: list[dict[str, Any]] | None = None) -> str:
-    return json.dumps({"points": points, "missing": missing or []})
+    """The judge's JSON: the points (each naming its sentence) grouped by sentence, in order."""
+    sentences: dict[int, list[dict[str, Any]]] = {}
+    for p in points:
+        sentences.setdefault(p["sentence"], []).append({k: v for k, v in p.items() if k != "sentence"})
+    return json.dumps({"sentences": [{"sentence": n, "points": v} for n, v in sorted(sentences.items())],
+                       "missing": missing or []})
 
 
 GOOD = tagging([{"sentence": 1, "quote": "payment is due within 60 days", "reason": "¶1 says 45 days",
@@ -105,14 +110,15 @@ def test_one_call_gives_ldps_with_spans_citations_and_scores() -> None:
     assert ldps[3]["start"] is None and ldps[3]["end"] is None and ldps[3]["citation"] == [2]
     assert row["correctness"] == 0.0 and row["precision"] == 0.0 and row["recall"] == 0.0 and row["f1"] == 0.0
     assert row["counts"] == {"correct": 0, "incorrect": 2, "irrelevant": 1, "missing": 1}
-    assert row["uncovered"] == [] and row["document_view"]["strategy"] == "all"
+    assert row["document_view"]["strategy"] == "all"
     prompt = judge.calls[0][-1].content
     assert "[2] 2. Late payment" in prompt and "[3] Many companies prefer monthly billing." in prompt
     assert "no gold answer given" in prompt
 
 
 def test_citations_outside_the_shown_paragraphs_are_re_asked_then_unscored() -> None:
-    bad = tagging([{"sentence": 1, "quote": "Payment", "reason": "r", "paragraphs": [9], "tag": "correct"}])
+    bad = tagging([{"sentence": n, "quote": "Payment", "reason": "r", "paragraphs": [1 if n < 3 else 9],
+                    "tag": "correct"} for n in (1, 2, 3)])  # paragraph 9 does not exist
     judge = ScriptedBackend([bad, bad, bad])
     row = assay.evaluate([item()], "lemaj", judge, runner=QUIET).records()[0]
     assert row["status"] == "unscored" and "paragraph(s) [9] were not shown" in row["unscored_reason"]
@@ -161,7 +167,9 @@ def test_samples_run_as_a_jury_through_the_method() -> None:
     other = tagging([{"sentence": 1, "quote": "Payment is due within 60 days", "reason": "wrong days",
                       "paragraphs": [1], "tag": "incorrect"},
                      {"sentence": 2, "quote": "The agreement is governed by New York law", "reason": "ok",
-                      "paragraphs": [3], "tag": "correct"}])
+                      "paragraphs": [3], "tag": "correct"},
+                     {"sentence": 3, "quote": "Many companies prefer monthly billing", "reason": "aside",
+                      "paragraphs": [], "tag": "irrelevant"}])
     judge = ScriptedBackend([GOOD, other, "not json", "not json", "not json"])
     row = assay.evaluate([item()], "lemaj", judge, runner=QUIET, samples=3, matcher="lexical").records()[0]
     assert row["jury"] == {"jurors": 3, "parsed": 2, "aggregate": "majority+rule", "matcher": "lexical"}
@@ -206,14 +214,16 @@ def test_triage_by_hand_and_from_the_executable(tmp_path) -> None:
 def test_the_report_colours_ldps_in_place_and_escapes_the_answer(tmp_path) -> None:
     hostile = "Payment is due within 60 days <script>alert(1)</script>. The agreement is governed by New York law."
     judge = ScriptedBackend([tagging([{"sentence": 1, "quote": "Payment is due within 60 days", "reason": "<b>x</b>",
-                                       "paragraphs": [1], "tag": "incorrect"}])])
+                                       "paragraphs": [1], "tag": "incorrect"},
+                                      {"sentence": 2, "quote": "governed by New York law", "reason": "true",
+                                       "paragraphs": [3], "tag": "irrelevant"}])])
     result = assay.evaluate([Item(id="h", query="Terms?", response=hostile, document=CONTRACT, system="s")], "lemaj",
                             judge, runner=QUIET, store=tmp_path / "l.db")
     html = result.report(tmp_path / "r.html").read_text()
     assert "Legal Data Points (LeMAJ)" in html and '<span class="ldp-incorrect"' in html
     assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "<b>x</b>" not in html
-    assert "Sentences no data point covers: 2" in html
+    assert '<span class="ldp-irrelevant"' in html
     overlapping = [{"start": 1, "end": 3, "tag": "correct"}, {"start": 2, "end": 5, "tag": "missing"}]
     pieces = answer_pieces("abcdef", overlapping)
     assert [(p["text"], p["tag"]) for p in pieces] == [("a", None), ("bc", "correct"), ("de", "missing"), ("f", None)]
@@ -270,6 +280,12 @@ def test_without_a_document_the_judge_uses_established_knowledge_when_asked() ->
     schema = method.schema(2, [])
     assert schema["properties"]["missing"]["items"]["properties"]["paragraphs"]["maxItems"] == 0
     canned = tagging([{"sentence": 1, "quote": "Rayleigh scattering", "reason": "right", "paragraphs": [],
+                       "tag": "correct"},
+                      {"sentence": 2, "quote": "Blue light scatters more", "reason": "right", "paragraphs": [],
                        "tag": "correct"}], [{"text": "shorter wavelengths scatter more strongly", "paragraphs": []}])
     row = assay.evaluate([bare], method, ScriptedBackend([canned]), runner=QUIET).records()[0]
-    assert row["correctness"] == 1.0 and row["recall"] == 0.5 and row["uncovered"] == [2]
+    assert row["correctness"] == 1.0 and row["recall"] == pytest.approx(2 / 3)
+    skipping = json.dumps({"sentences": [{"sentence": 2, "points": json.loads(canned)["sentences"][1]["points"]}],
+                           "missing": []})
+    row = assay.evaluate([bare], method, ScriptedBackend([skipping] * 3), runner=QUIET).records()[0]
+    assert row["status"] == "unscored" and "give every sentence 1–2 once, in order (got [2])" in row["unscored_reason"]

@@ -7,12 +7,16 @@ found in the document. Metrics (§3.2): Correctness C/(C+I), Precision C/(C+Irr)
 F1, and Relevance = F_beta (``beta``; 1 gives the paper's F1 — the emphasis knob). A metric
 whose denominator is zero is null, with the reason in ``unscored``.
 
-Spans. Each LDP names its sentence and quotes the answer; the quote is located in that sentence
+Coverage. The judge goes through the answer sentence by sentence — the output has one entry per
+numbered sentence, in order, each with one to three LDPs (the schema enforces it) — so no part of
+the answer escapes the review (the paper's error analysis, Table 7, counts "data points missing
+from the evaluation"; a 1.5B judge asked for a free list returned one LDP per answer).
+
+Spans. Each LDP belongs to its sentence and quotes the answer; the quote is located in that sentence
 (exactly, then ignoring case and spacing; then anywhere in the answer) and the LDP's ``text`` is
 the located span, so ``response[start:end] == text`` always. A quote that cannot be found falls
 back to its whole sentence (``located: "sentence"``, the judge's words kept in ``judge_quote``).
-Sentences no LDP covers are listed in ``uncovered`` (the paper's "data points missing from the
-evaluation" error). Missing points have no span (``start``/``end`` null).
+Missing points have no span (``start``/``end`` null).
 
 Citations. The document is shown as numbered paragraphs (blank-line separated; long ones cut at
 sentence ends into ``paragraph_chars`` pieces); an LDP's ``citation`` lists the paragraph numbers
@@ -112,11 +116,15 @@ class LeMAJConfig(BaseModel):
 
 
 class _Point(BaseModel):
-    sentence: int
     quote: str
     reason: str
     paragraphs: list[int] = Field(default_factory=list)
     tag: Literal["correct", "incorrect", "irrelevant"]
+
+
+class _Sentence(BaseModel):
+    sentence: int
+    points: list[_Point]
 
 
 class _Missing(BaseModel):
@@ -125,7 +133,7 @@ class _Missing(BaseModel):
 
 
 class Tagging(BaseModel):
-    points: list[_Point]
+    sentences: list[_Sentence]
     missing: list[_Missing] = Field(default_factory=list)
 
 
@@ -349,23 +357,25 @@ class LeMAJ(Method):
         cfg = self.config
         cite: dict[str, Any] = ({"type": "array", "maxItems": 3, "items": {"type": "integer", "enum": shown}}
                                 if shown else {"type": "array", "maxItems": 0, "items": {"type": "integer"}})
-        point = {"type": "object", "additionalProperties": False,
-                 "required": ["sentence", "quote", "reason", "paragraphs", "tag"],
-                 "properties": {"sentence": {"type": "integer", "enum": list(range(1, sentences + 1))},
-                                "quote": {"type": "string", "minLength": 1, "maxLength": cfg.max_quote_chars},
+        point = {"type": "object", "additionalProperties": False, "required": ["quote", "reason", "paragraphs", "tag"],
+                 "properties": {"quote": {"type": "string", "minLength": 1, "maxLength": cfg.max_quote_chars},
                                 "reason": {"type": "string", "minLength": 1, "maxLength": cfg.max_reason_chars},
                                 "paragraphs": cite, "tag": {"type": "string", "enum": list(TAGS[:3])}}}
+        sentence = {"type": "object", "additionalProperties": False, "required": ["sentence", "points"],
+                    "properties": {"sentence": {"type": "integer", "enum": list(range(1, sentences + 1))},
+                                   "points": {"type": "array", "minItems": 1, "maxItems": 3, "items": point}}}
         missing = {"type": "object", "additionalProperties": False, "required": ["text", "paragraphs"],
                    "properties": {"text": {"type": "string", "minLength": 1, "maxLength": cfg.max_quote_chars},
                                   "paragraphs": {**cite, "minItems": 1} if shown else cite}}
-        return {"type": "object", "additionalProperties": False, "required": ["points", "missing"],
-                "properties": {"points": {"type": "array", "minItems": 1, "maxItems": min(40, 2 * sentences + 2),
-                                          "items": point},
+        return {"type": "object", "additionalProperties": False, "required": ["sentences", "missing"],
+                "properties": {"sentences": {"type": "array", "minItems": sentences, "maxItems": sentences,
+                                             "items": sentence},
                                "missing": {"type": "array", "maxItems": cfg.max_missing, "items": missing}}}
 
     def _max_tokens(self, sentences: int) -> int:
+        """Room for two LDPs a sentence of half-length quotes and reasons, and the missing points."""
         per_point = (self.config.max_quote_chars // 2 + self.config.max_reason_chars) // 3 + 30
-        return 64 + min(40, 2 * sentences + 2) * per_point // 2 + self.config.max_missing * 60
+        return 64 + sentences * (12 + 2 * per_point) + self.config.max_missing * 60
 
     # evaluation ---------------------------------------------------------------------------------
     async def _juror(self, item: Item, client: JudgeClient, view: dict[str, Any], n: int,
@@ -373,10 +383,11 @@ class LeMAJ(Method):
         shown = view["shown"]
 
         def check(out: Tagging) -> None:
-            for p in out.points:
-                if not 1 <= p.sentence <= len(spans):
-                    raise OutputInvalid(f"sentence {p.sentence} does not exist (1–{len(spans)})")
-            for cited in [*(p.paragraphs for p in out.points), *(m.paragraphs for m in out.missing)]:
+            numbers = [s.sentence for s in out.sentences]
+            if numbers != list(range(1, len(spans) + 1)):
+                raise OutputInvalid(f"give every sentence 1–{len(spans)} once, in order (got {numbers})")
+            points = [p for s in out.sentences for p in s.points]
+            for cited in [*(p.paragraphs for p in points), *(m.paragraphs for m in out.missing)]:
                 wrong = [c for c in cited if c not in shown]
                 if wrong:
                     raise OutputInvalid(f"paragraph(s) {wrong} were not shown")
@@ -392,13 +403,15 @@ class LeMAJ(Method):
             assert out.unscored is not None
             return out.unscored, out.keys
         ldps: list[dict[str, Any]] = []
-        for p in out.value.points:
-            start, end, how = locate(item.response, spans, p.sentence, p.quote)
-            ldp = {"text": item.response[start:end], "tag": p.tag, "start": start, "end": end,
-                   "citation": sorted(set(p.paragraphs)), "sentence": p.sentence, "reason": p.reason, "located": how}
-            if how != "exact":
-                ldp["judge_quote"] = p.quote
-            ldps.append(ldp)
+        for s in out.value.sentences:
+            for p in s.points:
+                start, end, how = locate(item.response, spans, s.sentence, p.quote)
+                ldp = {"text": item.response[start:end], "tag": p.tag, "start": start, "end": end,
+                       "citation": sorted(set(p.paragraphs)), "sentence": s.sentence, "reason": p.reason,
+                       "located": how}
+                if how != "exact":
+                    ldp["judge_quote"] = p.quote
+                ldps.append(ldp)
         for m in out.value.missing:
             ldps.append({"text": m.text.strip(), "tag": "missing", "start": None, "end": None,
                          "citation": sorted(set(m.paragraphs)), "sentence": None, "reason": None, "located": None})
@@ -434,9 +447,7 @@ class LeMAJ(Method):
                                "matcher": self.config.matcher}
         counts = {t: sum(1 for d in ldps if d["tag"] == t) for t in TAGS}
         scores, unscored = ldp_scores(counts, self.config.beta)
-        covered = {d["sentence"] for d in ldps if d["sentence"] is not None}
-        details.update(ldps=ldps, counts=counts,
-                       uncovered=[n for n in range(1, len(spans) + 1) if n not in covered])
+        details.update(ldps=ldps, counts=counts)
         return ItemResult(scores=scores, unscored=unscored, details=details, call_keys=keys)
 
     def estimate(self, items: list[Item]) -> CallEstimate:
