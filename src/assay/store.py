@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import StoreError
-from assay.records import Annotation, CallRecord, ResultRecord, RunRecord, StageRecord
+from assay.records import PATH, Annotation, CallRecord, ResultRecord, RunRecord, StageRecord
 from assay.types import CALL_FAILED, Completion, Unit
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -474,15 +474,20 @@ class Store:
     def annotate(self, run_id: str, unit_key: str, path: str, value: Any, *, author: str,
                  reason: str = "") -> Annotation:
         """Record a human's judgement of one verdict: ``path`` addresses it inside the unit's
-        result (``recall``, ``elements[3].supported``) and must exist there. Annotations are
+        result (``recall``, ``elements[3].supported``) and must exist there — or, under
+        ``human.`` (``human.grade_correctness``, ``human.missing``), is something the reviewer
+        adds. Annotations are
         never changed or deleted (the table refuses it); a correction is a newer annotation."""
         if not author.strip():
             raise StoreError("an annotation needs an author")
         record = self.result(run_id, unit_key)
-        try:
-            record.resolve(path)
-        except (KeyError, IndexError, TypeError, ValueError):
-            raise StoreError(f"run {run_id}, unit {unit_key!r}: no verdict at {path!r}") from None
+        if path.startswith("human.") and PATH.match(path):
+            pass  # what the reviewer adds: a grade, a missing point, a split or merge, a comment
+        else:
+            try:
+                record.resolve(path)
+            except (KeyError, IndexError, TypeError, ValueError):
+                raise StoreError(f"run {run_id}, unit {unit_key!r}: no verdict at {path!r}") from None
         now = time.time()
         with self.transaction():
             cursor = self.db.execute(

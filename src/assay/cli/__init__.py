@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 
 from assay._version import __version__
-from assay.cli import compare, dece, demo, eval, export, injection, meta, model, report, tournament, triage
+from assay.cli import compare, dece, demo, eval, export, injection, meta, model, report, tournament, triage, ui
 from assay.cli._click import ClickException, NoArgsIsHelpError, UsageError, convert_option, is_group, is_option
 from assay.cli._common import err_console
 from assay.errors import AssayError, BudgetExhausted, ConfigError, JudgeUnreachable
@@ -43,6 +43,7 @@ app.command("gate")(compare.gate_command)
 app.command("injection")(injection.injection)
 app.command("tournament")(tournament.make_tournament_command())
 app.command("triage")(triage.triage_command)
+app.command("ui")(ui.ui)
 app.command("pairwise", help="DICE pairwise A/B/Tie verdicts with probabilities (the same command as "
                              "`assay eval dice`).")(eval.make_command(method_class("dice")))
 

@@ -1,0 +1,44 @@
+"""`assay ui RUN.db`: review and annotate a run in the browser (see :mod:`assay.ui`)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import typer
+
+from assay.cli._common import console
+from assay.store import Store
+
+
+def ui(
+    store: Path = typer.Argument(..., help="run store (.db) to browse and annotate"),
+    port: int = typer.Option(0, "--port", "-p", min=0, max=65535, envvar="ASSAY_UI_PORT",
+                             help="port (0: a free one)"),
+    host: str = typer.Option("127.0.0.1", "--host", envvar="ASSAY_UI_HOST",
+                             help="address to listen on; keep 127.0.0.1 unless you know who can reach it"),
+    author: str = typer.Option("reviewer", "--author", envvar="ASSAY_AUTHOR",
+                               help="default reviewer name for annotations (changeable in the page)"),
+    stop_after: float | None = typer.Option(None, "--stop-after", min=1.0,
+                                            help="stop serving after this many seconds (for scripts and tests)"),
+) -> None:
+    """Serve a browser app over a run store: browse runs, items and the judge's evidence, annotate."""
+    from assay.ui import serve
+
+    Store(store, create=False)  # a missing or foreign file is refused before anything listens
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        console.print(f"[yellow]warning:[/] listening on {host}: anyone who can reach it and has the token can "
+                      "annotate")
+
+    def ready(url: str) -> None:
+        console.print(f"assay ui on {url}", soft_wrap=True)
+        console.print("the token in the URL is needed; Ctrl-C stops", style="dim")
+        if stop_after is not None:
+            import os
+            import signal
+
+            timer = threading.Timer(stop_after, lambda: os.kill(os.getpid(), signal.SIGINT))
+            timer.daemon = True
+            timer.start()
+
+    serve(store, host=host, port=port, author=author, ready=ready)

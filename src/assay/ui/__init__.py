@@ -1,0 +1,254 @@
+"""`assay ui RUN.db`: a browser app to review and annotate any run (SPEC §4), served by uvicorn.
+
+Pages: the runs of a store; a run's items with filters (system, status, a metric's range) and
+the reviewers' agreement (LeMAJ Table 4) once two have annotated; an item with its query,
+answer, reference, the method's evidence (the same partials as the HTML report: DeCE criteria
+and elements with quotes, case-aware metrics with bands, LeMAJ LDPs coloured in place, DICE's
+probabilities), the raw output of anything unscored, and the annotation panel. Annotations go
+to the store append-only (:mod:`assay.human`); the judge's output is never changed.
+
+Security. Bound to 127.0.0.1 unless told otherwise. Every request needs the session token:
+the printed URL carries it once (``?token=``), the server answers with an HttpOnly,
+SameSite=Strict cookie and a redirect to the same page without it; a request without a valid
+token gets 401. A request whose Host is not the address served is refused (403: DNS
+rebinding). A state-changing request must also carry the token in the ``X-Assay-Token`` header
+(the page holds it; another site cannot read it), be JSON, and not come from another origin
+(``Origin`` / ``Sec-Fetch-Site``): else 403. Every model- or user-written string is escaped by
+Jinja's autoescaping, and data handed to the page's script goes through ``tojson``.
+The store is opened read-mostly with SQLite WAL, so the UI keeps working while a run writes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hmac
+import json
+import secrets
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from assay.errors import StoreError
+from assay.export import export_rows
+from assay.human import agreement, latest, reviewed_ldps
+from assay.registry import methods
+from assay.store import Store
+
+COOKIE = "assay_token"
+LDP_TAGS = ("correct", "incorrect", "irrelevant", "missing")
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def _env() -> Environment:
+    env = Environment(loader=PackageLoader("assay", "ui/templates"), autoescape=select_autoescape(["j2", "html"]))
+    env.filters["fmt"] = _fmt
+    env.filters["tojson_pretty"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False, sort_keys=True)
+    env.filters["when"] = lambda t: dt.datetime.fromtimestamp(float(t), tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return env
+
+
+def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowed_hosts: tuple[str, ...] = ()
+               ) -> Starlette:
+    """The ASGI app over one store. ``allowed_hosts``: the Host header values accepted (the
+    address served, e.g. ``127.0.0.1:8765``); empty accepts any (tests with an in-process client)."""
+    store = Store(store_path, create=False)
+    env = _env()
+    report_env = None
+
+    def page(name: str, **context: Any) -> HTMLResponse:
+        return HTMLResponse(env.get_template(name).render(token=token, author=author, **context))
+
+    def authorised(request: Request) -> bool:
+        given = request.cookies.get(COOKIE) or request.headers.get("x-assay-token") or ""
+        return hmac.compare_digest(given.encode(), token.encode())
+
+    def guard(request: Request, *, writing: bool = False) -> Response | None:
+        if allowed_hosts and request.headers.get("host") not in allowed_hosts:
+            return JSONResponse({"error": "unknown host"}, status_code=403)
+        if not authorised(request):
+            return JSONResponse({"error": "a valid token is needed (open the URL assay ui printed)"},
+                                status_code=401)
+        if writing:
+            header = request.headers.get("x-assay-token") or ""
+            if not hmac.compare_digest(header.encode(), token.encode()):
+                return JSONResponse({"error": "state-changing requests need the X-Assay-Token header"},
+                                    status_code=403)
+            origin = request.headers.get("origin")
+            own = f"{request.url.scheme}://{request.headers.get('host')}"
+            if (origin is not None and origin != own) or request.headers.get("sec-fetch-site") == "cross-site":
+                return JSONResponse({"error": "cross-site request refused"}, status_code=403)
+            if not (request.headers.get("content-type") or "").startswith("application/json"):
+                return JSONResponse({"error": "send JSON"}, status_code=415)
+        return None
+
+    def token_login(request: Request) -> Response | None:
+        """A GET with ?token=: set the cookie and redirect to the page without the token."""
+        given = request.query_params.get("token")
+        if given is None:
+            return None
+        if not hmac.compare_digest(given.encode(), token.encode()):
+            return JSONResponse({"error": "wrong token"}, status_code=401)
+        rest = {k: v for k, v in request.query_params.items() if k != "token"}
+        response = RedirectResponse(request.url.path + (f"?{urlencode(rest)}" if rest else ""), status_code=303)
+        response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/")
+        return response
+
+    async def runs(request: Request) -> Response:
+        login = token_login(request)
+        if login is not None:
+            return login
+        refused = guard(request)
+        if refused is not None:
+            return refused
+        listed = []
+        for run in store.list_runs():
+            listed.append({"run": run, "items": len(store.results(run.run_id)),
+                           "annotations": len(store.annotations(run.run_id))})
+        return page("runs.html.j2", runs=listed, store=store_path.name)
+
+    async def run_page(request: Request) -> Response:
+        login = token_login(request)
+        if login is not None:
+            return login
+        refused = guard(request)
+        if refused is not None:
+            return refused
+        run_id = request.path_params["run_id"]
+        if store.get_run(run_id) is None:
+            return HTMLResponse("no such run", status_code=404)
+        run = store.run(run_id)
+        rows = export_rows(store, run_id)
+        records = store.results(run_id)
+        for row, record in zip(rows, records, strict=True):
+            row["idx"], row["unit_key"] = record.idx, record.key
+        metrics = list(records[0].scores) if records else []
+        q = request.query_params
+        systems = sorted({str(r.get("system")) for r in rows if r.get("system") is not None})
+        shown = rows
+        if q.get("system"):
+            shown = [r for r in shown if str(r.get("system")) == q["system"]]
+        if q.get("status"):
+            shown = [r for r in shown if r["status"] == q["status"]]
+        metric = q.get("metric")
+        if metric in metrics:
+            def within(value: Any) -> bool:
+                try:
+                    low = float(q["min"]) if q.get("min") else None
+                    high = float(q["max"]) if q.get("max") else None
+                except ValueError:
+                    return True
+                if value is None:
+                    return low is None and high is None
+                return (low is None or value >= low) and (high is None or value <= high)
+            shown = [r for r in shown if within(r.get(metric))]
+        annotations = store.annotations(run_id)
+        annotated = {a.unit_key for a in annotations}
+        return page("run.html.j2", run=run, rows=shown, total=len(rows), metrics=metrics, systems=systems,
+                    query=dict(q), annotated=annotated, iaa=agreement(rows, annotations),
+                    authors=sorted({a.author for a in annotations}))
+
+    async def item_page(request: Request) -> Response:
+        nonlocal report_env
+        login = token_login(request)
+        if login is not None:
+            return login
+        refused = guard(request)
+        if refused is not None:
+            return refused
+        run_id, idx = request.path_params["run_id"], int(request.path_params["idx"])
+        if store.get_run(run_id) is None:
+            return HTMLResponse("no such run", status_code=404)
+        run = store.run(run_id)
+        rows = export_rows(store, run_id)
+        if not 0 <= idx < len(rows):
+            return HTMLResponse("no such item", status_code=404)
+        record = store.results(run_id)[idx]
+        row = rows[idx]
+        evidence = Markup("")
+        cls = methods().get(run.method)
+        if cls is not None:
+            section = cls.report_section(rows)
+            if section is not None and section.item:
+                if report_env is None:
+                    from assay.report import _fmt as report_fmt
+                    report_env = Environment(autoescape=True)
+                    report_env.filters["fmt"] = report_fmt
+                evidence = Markup(report_env.from_string(section.item).render(row=row, **section.context))
+        annotations = store.annotations(run_id, record.key)
+        mine = latest(annotations, author)
+        reviewed = (reviewed_ldps(str(row.get("response") or ""), row.get("ldps") or [], mine)
+                    if row.get("ldps") is not None else None)
+        return page("item.html.j2", run=run, row=row, idx=idx, unit_key=record.key, total=len(rows),
+                    evidence=evidence, annotations=annotations, mine={k: a.value for k, a in mine.items()},
+                    reviewed=reviewed, tags=LDP_TAGS, metrics=list(record.scores))
+
+    async def annotate(request: Request) -> Response:
+        refused = guard(request, writing=True)
+        if refused is not None:
+            return refused
+        run_id, idx = request.path_params["run_id"], int(request.path_params["idx"])
+        try:
+            body = await request.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return JSONResponse({"error": "malformed JSON"}, status_code=400)
+        if not isinstance(body, dict) or not isinstance(body.get("path"), str) or "value" not in body:
+            return JSONResponse({"error": "expected {path, value[, reason, author]}"}, status_code=400)
+        records = store.results(run_id) if store.get_run(run_id) is not None else []
+        if not 0 <= idx < len(records):
+            return JSONResponse({"error": "no such item"}, status_code=404)
+        who = str(body.get("author") or author).strip()[:80]
+        try:
+            stored = store.annotate(run_id, records[idx].key, body["path"], body["value"], author=who,
+                                    reason=str(body.get("reason") or "")[:2000])
+        except StoreError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        return JSONResponse(stored.model_dump(), status_code=201)
+
+    async def annotations_api(request: Request) -> Response:
+        refused = guard(request)
+        if refused is not None:
+            return refused
+        run_id = request.path_params["run_id"]
+        return JSONResponse([a.model_dump() for a in store.annotations(run_id)])
+
+    routes = [Route("/", runs), Route("/run/{run_id}", run_page), Route("/run/{run_id}/item/{idx:int}", item_page),
+              Route("/api/run/{run_id}/item/{idx:int}/annotations", annotate, methods=["POST"]),
+              Route("/api/run/{run_id}/annotations", annotations_api)]
+    return Starlette(routes=routes)
+
+
+def serve(store_path: Path, *, host: str = "127.0.0.1", port: int = 0, author: str = "reviewer",
+          token: str | None = None, ready: Any = None) -> None:
+    """Serve the UI until interrupted; print the URL with its token. ``port`` 0 takes a free one."""
+    import socket
+
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    bound = sock.getsockname()[1]
+    token = token or secrets.token_urlsafe(24)
+    shown_host = f"[{host}]" if ":" in host else host
+    hosts = (f"{shown_host}:{bound}", f"localhost:{bound}") if host in ("127.0.0.1", "::1") else ()
+    app = create_app(store_path, token, author=author, allowed_hosts=hosts)
+    url = f"http://{shown_host}:{bound}/?token={token}"
+    if ready is not None:
+        ready(url)
+    config = uvicorn.Config(app, log_level="warning", access_log=False)
+    server = uvicorn.Server(config)
+    server.run(sockets=[sock])

@@ -1,0 +1,130 @@
+"""`assay ui` end to end: the installed command serves a LeMAJ run on 127.0.0.1, a real headless
+Chromium (Debian's, driven by Playwright) opens it with the token, annotates as two reviewers,
+and the store holds the annotations; hostile answer text renders as text; no token, no entry."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+import assay
+from assay.backends import ScriptedBackend
+from assay.runner import RunnerConfig
+from assay.store import Store
+from assay.types import Item
+
+pytestmark = pytest.mark.integration
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync", "--no-first-run"]
+HOSTILE = 'Evil "><img src=x onerror=alert(1)> here. The <script>alert(2)</script> tail.'
+CONTRACT = "1. Payment. Invoices are payable within 45 days.\n\n2. Law. New York law governs."
+
+
+def _tagging(*points: tuple[str, str]) -> str:
+    return json.dumps({"sentences": [{"sentence": n, "points": [{"quote": q, "reason": "<i>why</i>",
+                                                                 "paragraphs": [1], "tag": t}]}
+                                     for n, (q, t) in enumerate(points, 1)], "missing": []})
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[str, Path, str]]:
+    store_path = tmp_path / "review.db"
+    items = [Item(id="c1", query="When are invoices payable?", response="Invoices are payable within 60 days. "
+                  "New York law governs.", document=CONTRACT, system="s1"),
+             Item(id="c2", query="Q <b>bold</b>?", response=HOSTILE, document=CONTRACT, system="s2")]
+    judge = ScriptedBackend([_tagging(("payable within 60 days", "correct"), ("New York law governs", "irrelevant")),
+                             _tagging(("Evil", "incorrect"), ("tail", "irrelevant"))])
+    run = assay.evaluate(items, "lemaj", judge, runner=RunnerConfig(progress=False), store=store_path)
+    exe = shutil.which("assay", path=str(Path(sys.executable).parent))
+    assert exe is not None
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    proc = subprocess.Popen([exe, "ui", str(store_path), "--port", "0", "--author", "ann", "--stop-after", "240"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert "http://127.0.0.1:" in line, line
+        yield line.split(" on ", 1)[1].strip(), store_path, run.run_id
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def test_review_and_annotate_a_run_in_chromium(served: tuple[str, Path, str], tmp_path: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    url, store_path, run_id = served
+    base = url.split("/?")[0]
+    assert Path(CHROMIUM).exists(), "Chromium is installed by `make setup` (apt-get install chromium)"
+    # no token: refused, page and API alike
+    assert httpx.get(base + "/").status_code == 401
+    assert httpx.get(f"{base}/api/run/{run_id}/annotations").status_code == 401
+    assert httpx.post(f"{base}/api/run/{run_id}/item/0/annotations", json={"path": "ldps[0].tag",
+                                                                            "value": "incorrect"}).status_code == 401
+    dialogs: list[str] = []
+    shots = Path(os.environ.get("UI_SCREENSHOTS") or tmp_path)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            page.goto(url)
+            assert page.url == base + "/"  # the token moved into a cookie
+            page.click(f"text={run_id}")
+            assert page.locator("#items tr").count() == 3
+            page.screenshot(path=str(shots / "ui-run.png"), full_page=True)
+            # the hostile answer is text, not markup
+            page.click("text=c2")
+            assert "<script>alert(2)</script>" in page.inner_text("#answer")
+            assert page.locator("img[src=x]").count() == 0 and dialogs == []
+            assert "Q <b>bold</b>?" in page.inner_text("#query")
+            page.screenshot(path=str(shots / "ui-item-hostile.png"), full_page=True)
+            # reviewer ann: the judge called "payable within 60 days" correct; the contract says 45
+            page.goto(f"{base}/run/{run_id}/item/0")
+            with page.expect_navigation():
+                page.select_option('select[data-path="ldps[0].tag"]', "incorrect")
+            page.select_option("#grade-correctness", "2")
+            page.select_option("#grade-relevance", "4")
+            with page.expect_navigation():
+                page.click("#save-grades")
+            page.fill("#missing-text", "Invoices are payable within 45 days, not 60")
+            with page.expect_navigation():
+                page.click("#add-missing")
+            assert page.locator("#history tr").count() == 1 + 4
+            assert "missing" in page.inner_text("#ldps")
+            page.screenshot(path=str(shots / "ui-item-annotated.png"), full_page=True)
+            # reviewer bob grades the same answer
+            page.fill("#author", "bob")
+            page.select_option("#grade-correctness", "2")
+            page.select_option("#grade-relevance", "5")
+            with page.expect_navigation():
+                page.click("#save-grades")
+            page.goto(f"{base}/run/{run_id}")
+            iaa = page.inner_text("#iaa")
+            assert "ann vs bob" in iaa and "correctness_grade" in iaa
+            page.screenshot(path=str(shots / "ui-run-iaa.png"), full_page=True)
+        finally:
+            browser.close()
+    store = Store(store_path, create=False)
+    stored = store.annotations(run_id)
+    assert [(a.author, a.path, a.value) for a in stored] == [
+        ("ann", "ldps[0].tag", "incorrect"), ("ann", "human.grade_correctness", 2),
+        ("ann", "human.grade_relevance", 4), ("ann", "human.missing[0]", {"text": "Invoices are payable within 45 "
+                                                                                 "days, not 60"}),
+        ("bob", "human.grade_correctness", 2), ("bob", "human.grade_relevance", 5)]
+    assert store.result(run_id, "c1::s1").details["ldps"][0]["tag"] == "correct"  # the judge's output is untouched
+    from assay.export import export_rows
+    from assay.human import agreement
+
+    table = agreement(export_rows(store, run_id), stored)
+    assert table is not None and table["table"]["correctness_grade"] == {"answers": 1, "agreement": 1.0}
+    assert table["table"]["relevance_grade"]["agreement"] == 0.0

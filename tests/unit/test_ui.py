@@ -1,0 +1,87 @@
+"""`assay ui` request rules (token, host, cross-site, JSON) and the human layer, in process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+import assay
+from assay.backends import ScriptedBackend
+from assay.human import latest, reviewed_ldps
+from assay.runner import RunnerConfig
+from assay.store import Store
+from assay.types import Item
+from assay.ui import create_app
+
+TOKEN = "t0ken-for-tests"
+RESPONSE = "Invoices are payable within 60 days. New York law governs."
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> tuple[TestClient, Store, str]:
+    canned = json.dumps({"sentences": [
+        {"sentence": 1, "points": [{"quote": "Invoices are payable within 60 days", "reason": "r", "paragraphs": [1],
+                                    "tag": "correct"}]},
+        {"sentence": 2, "points": [{"quote": "New York law governs", "reason": "r", "paragraphs": [], "tag":
+                                    "irrelevant"}]}], "missing": []})
+    run = assay.evaluate([Item(id="c1", query="Terms?", response=RESPONSE, document="Pay in 45 days.")], "lemaj",
+                         ScriptedBackend([canned]), runner=RunnerConfig(progress=False), store=tmp_path / "s.db")
+    client = TestClient(create_app(tmp_path / "s.db", TOKEN, allowed_hosts=("testserver",)))
+    return client, Store(tmp_path / "s.db", create=False), run.run_id
+
+
+def test_every_request_needs_the_token_and_writes_need_the_header(app) -> None:
+    client, store, run_id = app
+    assert client.get("/").status_code == 401
+    assert client.get("/", headers={"Host": "evil.example"}).status_code == 403
+    login = client.get(f"/?token={TOKEN}", follow_redirects=False)
+    assert login.status_code == 303 and login.headers["location"] == "/"
+    assert "httponly" in login.headers["set-cookie"].lower() and "samesite=strict" in login.headers["set-cookie"].lower()
+    assert client.get("/?token=wrong", follow_redirects=False).status_code == 401
+    client.cookies.set("assay_token", TOKEN)
+    assert client.get("/").status_code == 200 and client.get(f"/run/{run_id}").status_code == 200
+    assert client.get(f"/run/{run_id}/item/0").status_code == 200
+    assert client.get(f"/run/{run_id}/item/7").status_code == 404 and client.get("/run/nope").status_code == 404
+    url = f"/api/run/{run_id}/item/0/annotations"
+    body = {"path": "ldps[0].tag", "value": "incorrect", "author": "ann"}
+    assert client.post(url, json=body).status_code == 403  # the cookie alone does not write
+    headers = {"X-Assay-Token": TOKEN}
+    assert client.post(url, json=body, headers={**headers, "Origin": "http://evil.example"}).status_code == 403
+    assert client.post(url, json=body, headers={**headers, "Sec-Fetch-Site": "cross-site"}).status_code == 403
+    assert client.post(url, content=json.dumps(body), headers={**headers, "Content-Type": "text/plain"}
+                       ).status_code == 415
+    assert client.post(url, json={"path": "no.such[2]", "value": 1}, headers=headers).status_code == 400
+    created = client.post(url, json=body, headers=headers)
+    assert created.status_code == 201 and created.json()["author"] == "ann"
+    assert [a.path for a in store.annotations(run_id)] == ["ldps[0].tag"]
+    assert client.get(f"/api/run/{run_id}/annotations").json()[0]["value"] == "incorrect"
+
+
+def test_filters_narrow_the_items(app) -> None:
+    client, _, run_id = app
+    client.cookies.set("assay_token", TOKEN)
+    page = client.get(f"/run/{run_id}?metric=correctness&min=0.5").text
+    assert "1 shown." in page
+    assert "0 shown." in client.get(f"/run/{run_id}?metric=precision&min=0.9").text
+    assert "0 shown." in client.get(f"/run/{run_id}?status=unscored").text
+
+
+def test_a_reviewer_splits_merges_retags_and_adds_points(app) -> None:
+    _, store, run_id = app
+    key = "c1"
+    store.annotate(run_id, key, "ldps[1].tag", "correct", author="ann")
+    store.annotate(run_id, key, "human.split[0]", {"ldp": 0, "at": 12}, author="ann")
+    store.annotate(run_id, key, "human.missing[0]", {"text": "payable in 45 days"}, author="ann")
+    store.annotate(run_id, key, "human.merge[0]", {"ldps": [0, 1]}, author="bob")
+    ldps = store.result(run_id, key).details["ldps"]
+    mine = reviewed_ldps(RESPONSE, ldps, latest(store.annotations(run_id, key), "ann"))
+    assert [(d["text"], d["tag"], d["origin"]) for d in mine] == [
+        ("Invoices are", "correct", "split"), ("payable within 60 days", "correct", "split"),
+        ("New York law governs", "correct", "judge"), ("payable in 45 days", "missing", "human")]
+    for d in mine[:3]:
+        assert RESPONSE[d["start"]:d["end"]] == d["text"]
+    bobs = reviewed_ldps(RESPONSE, ldps, latest(store.annotations(run_id, key), "bob"))
+    assert [(d["text"], d["origin"]) for d in bobs] == [(RESPONSE[:-1], "merge")]
