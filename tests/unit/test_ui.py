@@ -39,7 +39,8 @@ def test_every_request_needs_the_token_and_writes_need_the_header(app) -> None:
     assert client.get("/", headers={"Host": "evil.example"}).status_code == 403
     login = client.get(f"/?token={TOKEN}", follow_redirects=False)
     assert login.status_code == 303 and login.headers["location"] == "/"
-    assert "httponly" in login.headers["set-cookie"].lower() and "samesite=strict" in login.headers["set-cookie"].lower()
+    cookie = login.headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=strict" in cookie
     assert client.get("/?token=wrong", follow_redirects=False).status_code == 401
     client.cookies.set("assay_token", TOKEN)
     assert client.get("/").status_code == 200 and client.get(f"/run/{run_id}").status_code == 200
