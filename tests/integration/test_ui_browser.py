@@ -30,8 +30,9 @@ CONTRACT = "1. Payment. Invoices are payable within 45 days.\n\n2. Law. New York
 
 
 def _tagging(*points: tuple[str, str]) -> str:
-    return json.dumps({"sentences": [{"sentence": n, "points": [{"quote": q, "reason": "<i>why</i>",
-                                                                 "paragraphs": [1], "tag": t}]}
+    checks = {"correct": ("yes", "yes"), "incorrect": ("no", "yes"), "irrelevant": ("yes", "no")}
+    return json.dumps({"sentences": [{"sentence": n, "points": [{"quote": q, "reason": "<i>why</i>", "paragraphs": [1],
+                                                                 "supported": checks[t][0], "relevant": checks[t][1]}]}
                                      for n, (q, t) in enumerate(points, 1)], "missing": []})
 
 

@@ -42,9 +42,12 @@ def item(**extra: Any) -> Item:
 
 def tagging(points: list[dict[str, Any]], missing: list[dict[str, Any]] | None = None) -> str:
     """The judge's JSON: the points (each naming its sentence) grouped by sentence, in order."""
+    checks = {"correct": ("yes", "yes"), "incorrect": ("no", "yes"), "irrelevant": ("yes", "no")}
     sentences: dict[int, list[dict[str, Any]]] = {}
     for p in points:
-        sentences.setdefault(p["sentence"], []).append({k: v for k, v in p.items() if k != "sentence"})
+        supported, relevant = checks[p["tag"]]
+        entry = {k: v for k, v in p.items() if k not in ("sentence", "tag")}
+        sentences.setdefault(p["sentence"], []).append({**entry, "supported": supported, "relevant": relevant})
     return json.dumps({"sentences": [{"sentence": n, "points": v} for n, v in sorted(sentences.items())],
                        "missing": missing or []})
 

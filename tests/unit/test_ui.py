@@ -24,9 +24,9 @@ RESPONSE = "Invoices are payable within 60 days. New York law governs."
 def app(tmp_path: Path) -> tuple[TestClient, Store, str]:
     canned = json.dumps({"sentences": [
         {"sentence": 1, "points": [{"quote": "Invoices are payable within 60 days", "reason": "r", "paragraphs": [1],
-                                    "tag": "correct"}]},
-        {"sentence": 2, "points": [{"quote": "New York law governs", "reason": "r", "paragraphs": [], "tag":
-                                    "irrelevant"}]}], "missing": []})
+                                    "supported": "yes", "relevant": "yes"}]},
+        {"sentence": 2, "points": [{"quote": "New York law governs", "reason": "r", "paragraphs": [],
+                                    "supported": "yes", "relevant": "no"}]}], "missing": []})
     run = assay.evaluate([Item(id="c1", query="Terms?", response=RESPONSE, document="Pay in 45 days.")], "lemaj",
                          ScriptedBackend([canned]), runner=RunnerConfig(progress=False), store=tmp_path / "s.db")
     client = TestClient(create_app(tmp_path / "s.db", TOKEN, allowed_hosts=("testserver",)))

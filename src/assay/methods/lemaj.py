@@ -3,7 +3,11 @@
 One judge call (§3.2) reads the document, the question, the answer (its sentences numbered) and
 — when the item has one — a gold answer, splits the answer into Legal Data Points and tags each
 ``correct`` / ``incorrect`` / ``irrelevant``, and adds ``missing`` points for critical omissions
-found in the document. Metrics (§3.2): Correctness C/(C+I), Precision C/(C+Irr), Recall C/(C+M),
+found in the document. The judge answers §3.2's two checks for each LDP — is it supported by the
+source, is it relevant to the question — and the tag follows by the paper's order (unsupported →
+incorrect; supported, not relevant → irrelevant; else correct): on a planted outside-knowledge
+sentence the 1.5B judge, asked for the tag directly, wrote "not explicitly stated in the
+document" and tagged it irrelevant. Metrics (§3.2): Correctness C/(C+I), Precision C/(C+Irr), Recall C/(C+M),
 F1, and Relevance = F_beta (``beta``; 1 gives the paper's F1 — the emphasis knob). A metric
 whose denominator is zero is null, with the reason in ``unscored``.
 
@@ -63,12 +67,12 @@ SEVERITY = {"incorrect": 3, "irrelevant": 2, "missing": 1, "correct": 0}
 """The rule-based jury's order (App. E.4: red, grey, orange, green — our reading: incorrect,
 irrelevant, missing, correct)."""
 SOURCE_RULES = {
-    "document": ("the document (and the gold answer, when one is given) contradicts it, or it states something "
-                 "the document does not say — a changed figure, date, party or condition, or knowledge brought in "
-                 "from outside the document.",
+    "document": ("the document (or the gold answer, when one is given) states it, with the same figures, dates, "
+                 "parties and conditions; knowledge from outside the document does not count.",
                  "is in the document (cite the paragraphs it comes from)"),
-    "knowledge": ("no document is given, so check it against the gold answer when one is given and against what "
-                  "is well established in the field: it is wrong, misleading, or a claim you cannot stand behind.",
+    "knowledge": ("it is right by the gold answer, when one is given, and by what is well established in the field "
+                  "(no document is given; leave \"paragraphs\" empty); a claim you cannot stand behind does not "
+                  "count.",
                   "a complete expert answer would give (leave \"paragraphs\" empty)"),
 }
 STRINGENCY = {
@@ -119,7 +123,15 @@ class _Point(BaseModel):
     quote: str
     reason: str
     paragraphs: list[int] = Field(default_factory=list)
-    tag: Literal["correct", "incorrect", "irrelevant"]
+    supported: Literal["yes", "no"]
+    relevant: Literal["yes", "no"]
+
+    @property
+    def tag(self) -> str:
+        """§3.2's order of checks: an unsupported point is incorrect whatever its relevance."""
+        if self.supported == "no":
+            return "incorrect"
+        return "correct" if self.relevant == "yes" else "irrelevant"
 
 
 class _Sentence(BaseModel):
@@ -349,7 +361,7 @@ class LeMAJ(Method):
         rules = SOURCE_RULES["knowledge" if view["source"] == "knowledge" else "document"]
         shown_document = "\n\n".join(lines) if lines else "(no document given)"
         return self.prompt.render(expert=str(self.domain["expert"]), stringency=STRINGENCY[self.config.stringency],
-                                  source_rule=rules[0], missing_rule=rules[1], query=item.query.strip(),
+                                  support_rule=rules[0], missing_rule=rules[1], query=item.query.strip(),
                                   document=fence("document", shown_document), reference=reference,
                                   answer=defuse(answer))
 
@@ -357,10 +369,12 @@ class LeMAJ(Method):
         cfg = self.config
         cite: dict[str, Any] = ({"type": "array", "maxItems": 3, "items": {"type": "integer", "enum": shown}}
                                 if shown else {"type": "array", "maxItems": 0, "items": {"type": "integer"}})
-        point = {"type": "object", "additionalProperties": False, "required": ["quote", "reason", "paragraphs", "tag"],
+        yes_no = {"type": "string", "enum": ["yes", "no"]}
+        point = {"type": "object", "additionalProperties": False,
+                 "required": ["quote", "reason", "paragraphs", "supported", "relevant"],
                  "properties": {"quote": {"type": "string", "minLength": 1, "maxLength": cfg.max_quote_chars},
                                 "reason": {"type": "string", "minLength": 1, "maxLength": cfg.max_reason_chars},
-                                "paragraphs": cite, "tag": {"type": "string", "enum": list(TAGS[:3])}}}
+                                "paragraphs": cite, "supported": yes_no, "relevant": yes_no}}
         sentence = {"type": "object", "additionalProperties": False, "required": ["sentence", "points"],
                     "properties": {"sentence": {"type": "integer", "enum": list(range(1, sentences + 1))},
                                    "points": {"type": "array", "minItems": 1, "maxItems": 3, "items": point}}}
@@ -408,7 +422,7 @@ class LeMAJ(Method):
                 start, end, how = locate(item.response, spans, s.sentence, p.quote)
                 ldp = {"text": item.response[start:end], "tag": p.tag, "start": start, "end": end,
                        "citation": sorted(set(p.paragraphs)), "sentence": s.sentence, "reason": p.reason,
-                       "located": how}
+                       "located": how, "supported": p.supported, "relevant": p.relevant}
                 if how != "exact":
                     ldp["judge_quote"] = p.quote
                 ldps.append(ldp)
