@@ -13,10 +13,17 @@ from assay.store import Store
 FORMATS = ("jsonl", "csv", "parquet")
 
 
-def export_rows(store: Store, run_id: str) -> list[dict[str, Any]]:
+def export_rows(store: Store, run_id: str, *, annotations: bool = False) -> list[dict[str, Any]]:
     """One flat record per evaluated item: id, system, status, the scores, the evidence lists
     (for DeCE ``criteria`` and ``elements``, each with verdict, quote and reasoning), and each
-    unscored metric with its reason."""
+    unscored metric with its reason. ``annotations`` adds the human layer (``assay ui``):
+    ``annotations`` = {reviewer: {address: latest value}}."""
+    from assay.human import latest
+
+    layer: dict[str, list[Any]] = {}
+    if annotations:
+        for a in store.annotations(run_id):
+            layer.setdefault(a.unit_key, []).append(a)
     rows = []
     for result in store.results(run_id):
         item = result.item
@@ -47,6 +54,10 @@ def export_rows(store: Store, run_id: str) -> list[dict[str, Any]]:
         if item.get("human"):
             record["human"] = item["human"]
         record["judge_calls"] = len(result.call_keys)
+        if annotations:
+            mine = layer.get(result.key, [])
+            record["annotations"] = {who: {path: a.value for path, a in latest(mine, who).items()}
+                                     for who in dict.fromkeys(a.author for a in mine)}
         rows.append(record)
     return rows
 
@@ -87,18 +98,19 @@ def default_output(run: Path, run_id: str, fmt: str) -> Path:
     return run.with_name(f"{run.stem}-{run_id[:8]}.{fmt}")
 
 
-def export_run(store: Store, run_id: str, out: Path, fmt: str, compact: bool = False) -> int:
+def export_run(store: Store, run_id: str, out: Path, fmt: str, compact: bool = False,
+               annotations: bool = False) -> int:
     """Write the run to ``out``; returns the number of rows. Written atomically
     (:func:`assay._files.atomic_write`): a failed export leaves nothing half-written. CSV cells
     that would run as spreadsheet formulas are neutralised (:func:`neutralise_formula`).
-    ``compact`` keeps only :data:`COMPACT`."""
+    ``compact`` keeps only :data:`COMPACT`; ``annotations`` adds the reviewers' layer."""
     if fmt not in FORMATS:
         raise ConfigError(f"unknown export format {fmt!r}; use one of {', '.join(FORMATS)}")
-    rows = export_rows(store, run_id)
+    rows = export_rows(store, run_id, annotations=annotations)
     if compact:
         run = store.get_run(run_id)
         keep = compact_columns(run.method) if run is not None else (*COMPACT, "unscored_reason")
-        rows = [{k: row[k] for k in keep if k in row} for row in rows]
+        rows = [{k: row[k] for k in (*keep, *(("annotations",) if annotations else ())) if k in row} for row in rows]
 
     def write(handle: IO[bytes]) -> None:
         if fmt == "jsonl":

@@ -86,3 +86,27 @@ def test_a_reviewer_splits_merges_retags_and_adds_points(app) -> None:
         assert RESPONSE[d["start"]:d["end"]] == d["text"]
     bobs = reviewed_ldps(RESPONSE, ldps, latest(store.annotations(run_id, key), "bob"))
     assert [(d["text"], d["origin"]) for d in bobs] == [(RESPONSE[:-1], "merge")]
+
+
+def test_the_human_layer_feeds_export_and_meta(app, tmp_path: Path) -> None:
+    from assay.datasets.adapters import read_labelled
+    from assay.export import export_rows
+
+    _, store, run_id = app
+    store.annotate(run_id, "c1", "human.grade_correctness", 4, author="ann")
+    store.annotate(run_id, "c1", "human.grade_correctness", 5, author="ann")  # a correction: the latest counts
+    store.annotate(run_id, "c1", "human.grade_correctness", 2, author="bob")
+    store.annotate(run_id, "c1", "precision", 0.25, author="bob", reason="the aside matters")
+    row = export_rows(store, run_id, annotations=True)[0]
+    assert row["annotations"] == {"ann": {"human.grade_correctness": 5},
+                                  "bob": {"human.grade_correctness": 2, "precision": 0.25}}
+    metaset = read_labelled("annotations", tmp_path / "s.db")
+    assert metaset.labels == ["grade_correctness", "precision"]
+    assert metaset.units[0].human == {"grade_correctness": [1.0, 0.25], "precision": [0.25]}
+    with pytest.raises(Exception, match="no reviewer grades"):
+        store2 = tmp_path / "empty.db"
+        assay.evaluate([Item(id="x", query="q", response="A b.", document="d")], "lemaj", ScriptedBackend([json.dumps(
+            {"sentences": [{"sentence": 1, "points": [{"quote": "A b", "reason": "r", "paragraphs": [],
+                                                       "supported": "yes", "relevant": "yes"}]}], "missing": []})]),
+                       runner=RunnerConfig(progress=False), store=store2)
+        read_labelled("annotations", store2)

@@ -20,6 +20,8 @@ def export(
     run_id: str | None = typer.Option(None, "--run-id", help="which run (default: the latest)"),
     compact: bool = typer.Option(False, "--compact", help="only case fields, query, response, contexts and the "
                                                           "aggregate score (dashboards); default: everything"),
+    annotations: bool = typer.Option(False, "--annotations", help="add the reviewers' annotations from `assay ui` "
+                                                                  "(latest value per reviewer and address)"),
     force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write "
                                                       "(never a store or an input)"),
 ) -> None:
@@ -31,5 +33,5 @@ def export(
     out = output or default_output(run, rid, fmt)
     source = store.run(rid).manifest.get("data_source")
     check_output(out, inputs=[run, source], force=force)
-    count = export_run(store, rid, out, fmt, compact=compact)
+    count = export_run(store, rid, out, fmt, compact=compact, annotations=annotations)
     console.print(f"wrote {count} row(s) of run {rid} to {out}")

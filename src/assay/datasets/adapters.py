@@ -433,8 +433,50 @@ def read_haluquestqa(path: str | Path) -> MetaSet:
     return MetaSet("haluquestqa", source, True, ["preference", *HALU_CRITERIA], items, units)
 
 
+def read_annotated(path: str | Path) -> MetaSet:
+    """The human layer of a run store (``assay ui``) as labels: the items of the store's latest
+    run (``STORE.db#RUN_ID`` picks another), each with its reviewers' annotations — LeMAJ grades
+    as Table 8 scores (``grade_correctness``, ``grade_relevance``: 0, 0.25 … 1) and score
+    overrides under the metric's name — one value per reviewer (latest annotation each). Items no
+    reviewer labelled are left out."""
+    from assay.human import latest
+    from assay.methods.lemaj import grade_score
+    from assay.store import Store
+
+    text = str(path)
+    store_path, _, run_id = text.partition("#")
+    store = Store(Path(store_path), create=False)
+    rid = store.resolve_run(run_id or None)
+    annotations = store.annotations(rid)
+    authors = list(dict.fromkeys(a.author for a in annotations))
+    items, units, labels = [], [], []
+    for record in store.results(rid):
+        if record.kind != "item":
+            continue
+        mine = [a for a in annotations if a.unit_key == record.key]
+        human: dict[str, list[float]] = {}
+        for author in authors:
+            for a in latest(mine, author).values():
+                if a.path.startswith("human.grade_") and isinstance(a.value, int | float):
+                    label, value = a.path.removeprefix("human."), grade_score(a.value)
+                elif a.path in record.scores and isinstance(a.value, int | float) and not isinstance(a.value, bool):
+                    label, value = a.path, float(a.value)
+                else:
+                    continue
+                human.setdefault(label, []).append(value)
+                if label not in labels:
+                    labels.append(label)
+        if human:
+            item = Item.model_validate(record.item)
+            items.append(item)
+            units.append(MetaUnit(id=item.key, keys=(item.key,), human=human))
+    if not units:
+        raise InputError(f"run {rid} has no reviewer grades or score overrides to use as labels", source=store_path)
+    return MetaSet("annotations", text, False, labels, items, units)
+
+
 ADAPTERS = {"ragchecker": read_ragchecker, "mtrag": read_mtrag, "pandalm": read_pandalm, "expertqa": read_expertqa,
-            "haluquestqa": read_haluquestqa, "assay": read_assay_labelled}
+            "haluquestqa": read_haluquestqa, "assay": read_assay_labelled, "annotations": read_annotated}
 
 
 def read_labelled(kind: str, path: str | Path) -> MetaSet:
