@@ -127,6 +127,10 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
     if not method_obj.needs_judge:
         judge = NoJudge()
     backend = judge if isinstance(judge, JudgeBackend) else get_backend(judge, **(judge_options or {}))
+    if getattr(backend, "members", None) is not None and not method_obj.supports_jury:
+        if not isinstance(judge, JudgeBackend):
+            await backend.aclose()
+        raise ConfigError(f"{method_obj.name} cannot use a jury of judges ({backend.name}); LeMAJ can")
     try:
         store_obj = store if isinstance(store, Store) else Store(store or ":memory:")
         runner_cfg = runner or RunnerConfig()

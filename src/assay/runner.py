@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
 from assay.backends import JudgeBackend
-from assay.errors import BudgetExhausted, JudgeUnreachable, RateLimited, TransientBackendError
+from assay.errors import BudgetExhausted, ConfigError, JudgeUnreachable, RateLimited, TransientBackendError
 from assay.store import Store
 from assay.types import Completion, GenerateConfig, Message
 
@@ -106,6 +106,16 @@ class JudgeClient:
     @property
     def identity(self) -> dict[str, Any]:
         return self._identity
+
+    def member(self, index: int) -> JudgeClient:
+        """A client for member ``index`` of a jury backend: the same store (cache), runner
+        settings and counters, the member's own identity and concurrency."""
+        members = getattr(self.backend, "members", None)
+        if members is None:
+            raise ConfigError(f"{self.backend.name} is not a jury")
+        client = JudgeClient(members[index], self.store, self.config, rng=self._rng)
+        client.stats = self.stats
+        return client
 
     def key_for(self, messages: Sequence[Message], config: GenerateConfig) -> str:
         return cache_key(self._identity, messages, config)

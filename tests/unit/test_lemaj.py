@@ -292,3 +292,36 @@ def test_without_a_document_the_judge_uses_established_knowledge_when_asked() ->
                            "missing": []})
     row = assay.evaluate([bare], method, ScriptedBackend([skipping] * 3), runner=QUIET).records()[0]
     assert row["status"] == "unscored" and "give every sentence 1–2 once, in order (got [2])" in row["unscored_reason"]
+
+
+def test_a_jury_of_judges_through_the_executable(tmp_path) -> None:
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    exe = shutil.which("assay", path=str(Path(sys.executable).parent))
+    assert exe is not None
+    (tmp_path / "items.jsonl").write_text(json.dumps(item().model_dump(exclude_none=True)) + "\n")
+    lenient = tagging([{"sentence": n, "quote": q, "reason": "fine", "paragraphs": [1], "tag": "correct"}
+                       for n, q in ((1, "Payment is due within 60 days"), (2, "governed by New York law"),
+                                    (3, "Many companies prefer monthly billing"))])
+    (tmp_path / "a.json").write_text(json.dumps({"responses": [GOOD]}))
+    (tmp_path / "b.json").write_text(json.dumps({"responses": [lenient]}))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    jury = "jury/scripted/a.json+scripted/b.json"
+    proc = subprocess.run([exe, "eval", "lemaj", "items.jsonl", "--judge", jury, "--matcher", "lexical", "--out",
+                           "j.db", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert subprocess.run([exe, "export", "j.db", "-o", "j.jsonl"], cwd=tmp_path, env=env).returncode == 0
+    row = json.loads((tmp_path / "j.jsonl").read_text())
+    assert row["jury"]["judges"] == ["scripted/a", "scripted/b"] and row["jury"]["parsed"] == 2
+    tags = [(d["text"], d["tag"], d["votes"]) for d in row["ldps"]]
+    # majority+rule: any juror's "incorrect" wins; a 1–1 split otherwise goes to the more severe tag
+    assert tags[0] == ("Payment is due within 60 days", "incorrect", {"incorrect": 1, "correct": 1})
+    assert tags[1] == ("governed by New York law", "irrelevant", {"irrelevant": 1, "correct": 1})
+    assert ("Services may be suspended when an invoice is over 30 days overdue", "missing", {"missing": 1}) not in tags
+    bad = subprocess.run([exe, "eval", "pointwise", "items.jsonl", "--judge", jury, "--reference-free", "--out",
+                          "p.db"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+    assert bad.returncode == 2 and "cannot use a jury" in bad.stderr and not (tmp_path / "p.db").exists()

@@ -56,7 +56,7 @@ def _load_builtin() -> None:
         return
     _loaded = True
     # Importing registers them; their heavy dependencies load only when a backend is built.
-    from assay.backends import _llamacpp, _openai, _scripted  # noqa: F401
+    from assay.backends import _jury, _llamacpp, _openai, _scripted  # noqa: F401
     from assay.registry import load_backend_plugins
 
     load_backend_plugins()  # third-party providers (entry points ``assay.backends``)

@@ -95,6 +95,8 @@ class Method(ABC):
     """Columns the compact export keeps besides id, system, status, query, response and reasons
     (default: the metrics)."""
 
+    supports_jury: ClassVar[bool] = False
+    """Whether the method can use a jury backend (``jury/A+B``): it asks each member itself."""
     metric_ranges: ClassVar[dict[str, tuple[float, float]]] = {}
     """(low, high) of a metric whose scale is not 0–1 (the pointwise baseline's 0–4): what a
     threshold "of the range" is taken of (DICE's thresholded-scalar verdicts, injection audit)."""

@@ -41,7 +41,8 @@ correct: the paper's red, grey, …, green order), ``majority+rule`` (default) i
 juror said so, else the majority. An answer LDP is kept when most jurors found it, or under the
 rule modes when any juror called it incorrect; a missing point is kept when most jurors listed it
 (``rule``: any juror). Ties between tags go to the more severe one. Each LDP keeps its ``votes``.
-Juries of different judges are runs of their own, combined with :func:`aggregate_jurors`.
+A jury of different judges is the backend ``jury/JUDGE1+JUDGE2+…``: each member answers once
+(at ``temperature``), the same aggregation applies, and the row names the judges.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from assay.embeddings import Matcher, match
+from assay.errors import ConfigError
 from assay.methods._base import CallEstimate, ItemResult, Method, ReportSection, method_template
 from assay.prompts import defuse, fence, load_domain, load_prompt
 from assay.registry import register_method
@@ -303,6 +305,7 @@ class LeMAJ(Method):
     version: ClassVar[str] = "1"
     config_model: ClassVar[type[BaseModel] | None] = LeMAJConfig
     primary_metric: ClassVar[str | None] = "relevance"
+    supports_jury: ClassVar[bool] = True
     compact_columns: ClassVar[tuple[str, ...]] = ("correctness", "precision", "recall", "f1", "relevance", "ldps")
     config: LeMAJConfig
 
@@ -393,7 +396,7 @@ class LeMAJ(Method):
 
     # evaluation ---------------------------------------------------------------------------------
     async def _juror(self, item: Item, client: JudgeClient, view: dict[str, Any], n: int,
-                     spans: list[tuple[int, int]]) -> tuple[list[dict[str, Any]] | Unscored, list[str]]:
+                     spans: list[tuple[int, int]], sampled: bool) -> tuple[list[dict[str, Any]] | Unscored, list[str]]:
         shown = view["shown"]
 
         def check(out: Tagging) -> None:
@@ -406,10 +409,9 @@ class LeMAJ(Method):
                 if wrong:
                     raise OutputInvalid(f"paragraph(s) {wrong} were not shown")
 
-        jury = self.config.samples > 1
         out = await generate_structured(
             client, self.render(item, view), Tagging,
-            GenerateConfig(temperature=self.config.sample_temperature if jury else self.config.temperature,
+            GenerateConfig(temperature=self.config.sample_temperature if sampled else self.config.temperature,
                            max_tokens=self._max_tokens(len(spans)), seed=self.config.seed + n,
                            json_schema=self.schema(len(spans), shown)),
             check=check, max_reasks=self.config.max_reasks, metric="correctness")
@@ -437,19 +439,25 @@ class LeMAJ(Method):
         keys: list[str] = []
         jurors: list[list[dict[str, Any]]] = []
         failures: list[Unscored] = []
-        for n in range(self.config.samples):
-            result, used = await self._juror(item, client, view, n, spans)
+        members = getattr(client.backend, "members", None)
+        if members is not None and self.config.samples > 1:
+            raise ConfigError("a jury of judges answers once each: use samples=1 with jury/…")
+        clients = ([client.member(k) for k in range(len(members))] if members is not None
+                   else [client] * self.config.samples)
+        for n, juror in enumerate(clients):
+            result, used = await self._juror(item, juror, view, 0 if members is not None else n, spans,
+                                             sampled=members is None and self.config.samples > 1)
             keys += used
             if isinstance(result, Unscored):
                 failures.append(result)
             else:
                 jurors.append(result)
         details: dict[str, Any] = {"document_view": view, "sentences": [list(s) for s in spans]}
-        enough = bool(jurors) if self.config.samples == 1 else len(jurors) * 2 > self.config.samples
+        enough = bool(jurors) if len(clients) == 1 else len(jurors) * 2 > len(clients)
         if not enough:
             reason = "; ".join(dict.fromkeys(f.reason for f in failures))
-            if self.config.samples > 1:
-                reason = f"{len(failures)} of {self.config.samples} jurors unparseable: {reason}"
+            if len(clients) > 1:
+                reason = f"{len(failures)} of {len(clients)} jurors unparseable: {reason}"
             return ItemResult(scores=dict.fromkeys(self.metrics), call_keys=keys, details=details,
                               unscored=[Unscored(reason=reason, raw_output=failures[0].raw_output, metric=m)
                                         for m in self.metrics])
@@ -457,8 +465,9 @@ class LeMAJ(Method):
             ldps = sorted(jurors[0], key=lambda d: (d["start"] is None, d["start"] or 0, d["end"] or 0))
         else:
             ldps = aggregate_jurors(jurors, self.config.aggregate, self.config.matcher, self.config.match_threshold)
-            details["jury"] = {"jurors": self.config.samples, "parsed": len(jurors), "aggregate": self.config.aggregate,
-                               "matcher": self.config.matcher}
+            details["jury"] = {"jurors": len(clients), "parsed": len(jurors), "aggregate": self.config.aggregate,
+                               "matcher": self.config.matcher,
+                               **({"judges": [m.name for m in members]} if members is not None else {})}
         counts = {t: sum(1 for d in ldps if d["tag"] == t) for t in TAGS}
         scores, unscored = ldp_scores(counts, self.config.beta)
         details.update(ldps=ldps, counts=counts)
