@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -21,15 +22,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
-def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real llama-cpp-python server on 127.0.0.1 serving SmolLM2-135M; yields its base URL."""
+@contextmanager
+def _server(directory: Path, threads: int = 2) -> Iterator[str]:
+    """A real llama-cpp-python server on 127.0.0.1 serving SmolLM2-135M; yields its base URL and
+    stops it afterwards."""
     port = free_port()
-    log = Path(tmp_path_factory.mktemp("server")) / "server.log"
+    log = directory / "server.log"
     handle = log.open("w")
     proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(smollm_path()),
                              "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048",
-                             "--n_threads", "2", "--logits_all", "true", "--model_alias", "smollm2"],
+                             "--n_threads", str(threads), "--logits_all", "true", "--model_alias", "smollm2"],
                             stdout=handle, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/v1"
     deadline = time.time() + 120
@@ -53,3 +55,17 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
         handle.close()
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real llama-cpp-python server on 127.0.0.1 serving SmolLM2-135M; yields its base URL."""
+    with _server(Path(tmp_path_factory.mktemp("server"))) as base:
+        yield base
+
+
+@pytest.fixture(scope="session")
+def second_llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Another such server (one thread each when both run: 2 cores)."""
+    with _server(Path(tmp_path_factory.mktemp("server2")), threads=1) as base:
+        yield base

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,7 @@ from assay.runner import RunnerConfig
 from assay.store import Store
 from assay.types import GenerateConfig, Message
 from tests.helpers import ITEM
+from tests.integration.conftest import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -63,3 +65,31 @@ def test_dece_end_to_end_through_the_server(llama_server: str) -> None:
             assert 0.0 <= row[metric] <= 1.0
     assert row["judge_calls"] >= 2
     assert result.summary()["judge_calls"]["prompt_tokens"] > 0
+
+
+def test_one_judge_over_two_servers_and_a_dead_endpoint(llama_server: str, second_llama_server: str,
+                                                        tmp_path: Path) -> None:
+    """openai/MODEL@URL1,URL2,URL3 with URL3 refusing connections: every item is scored, both
+    live servers answer, the dead one is set aside, and the calls are cached under one identity
+    (a second run over another set of the same servers makes no call)."""
+    from assay.backends._pool import PoolBackend
+
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    name = f"openai/smollm2@{llama_server},{second_llama_server},{dead}"
+    backend = get_backend(name, schema_mode="json_object", max_concurrency=1)
+    assert isinstance(backend, PoolBackend)
+    items = [assay.Item(id=f"q{n}", query=f"What is {n} plus {n}?", response=f"It is {2 * n}.",
+                        reference=f"{2 * n}.") for n in range(6)]
+    runner = RunnerConfig(progress=False, max_retries=2, timeout_s=120)
+    result = assay.evaluate(items, "pointwise", backend, runner=runner, store=tmp_path / "p.db", max_reasks=0)
+    stats = {s["endpoint"]: s for s in backend.stats()}
+    print(stats)
+    assert all(r.status in ("scored", "unscored") for r in result.rows)
+    assert all("judge call failed" not in (u.reason or "") for r in result.rows for u in r.unscored)
+    assert stats[f"openai/smollm2@{llama_server}"]["calls"] > 0
+    assert stats[f"openai/smollm2@{second_llama_server}"]["calls"] > 0
+    assert stats[f"openai/smollm2@{dead}"]["calls"] == 0 and stats[f"openai/smollm2@{dead}"]["failures"] >= 1
+    again = assay.evaluate(items, "pointwise", f"openai/smollm2@{second_llama_server},{llama_server}",
+                           runner=runner, store=tmp_path / "p.db", judge_options={"schema_mode": "json_object"},
+                           resume=True, max_reasks=0)
+    assert again.client_stats is not None and again.client_stats.calls == 0

@@ -3,7 +3,9 @@
 Names: ``openai/MODEL`` (api.openai.com, key from ``OPENAI_API_KEY``) or
 ``openai/MODEL@BASE_URL`` (any OpenAI-compatible server: vLLM, Ollama, LM Studio, the
 llama.cpp server ...; key from ``ASSAY_OPENAI_API_KEY`` or ``OPENAI_API_KEY``, and a
-placeholder when the server needs none).
+placeholder when the server needs none), or ``openai/MODEL@URL1,URL2,...``: one model behind
+several endpoints (:mod:`assay.backends._pool`; ``max_concurrency`` applies to each endpoint;
+in TOML, ``base_url`` may be a list).
 
 ``schema_mode`` chooses how JSON output is constrained:
 
@@ -147,4 +149,17 @@ def _factory(model: str, options: dict[str, Any]) -> JudgeBackend:
         model, base_url = model.split("@", 1)
     if not model:
         raise ConfigError("openai/MODEL needs a model name")
-    return OpenAIBackend(model, base_url=base_url, **options)
+    urls = [u.strip() for u in base_url.split(",")] if isinstance(base_url, str) else base_url
+    if isinstance(urls, list) and len(urls) > 1:  # several endpoints, one judge (assay.backends._pool)
+        from assay.backends._pool import PoolBackend
+
+        if any(not u for u in urls) or len(set(urls)) != len(urls):
+            raise ConfigError(f"openai/{model}@...: empty or repeated endpoint in {base_url!r}")
+        members: list[JudgeBackend] = [OpenAIBackend(model, base_url=u, **options) for u in urls]
+        first = members[0]
+        assert isinstance(first, OpenAIBackend)
+        identity = {"backend": "openai", "model": model, "schema_mode": first.schema_mode, "endpoints": "pool"}
+        return PoolBackend(members, name=f"openai/{model}@{','.join(urls)}", identity=identity)
+    if isinstance(urls, list):
+        urls = urls[0] if urls else None
+    return OpenAIBackend(model, base_url=urls, **options)
