@@ -119,8 +119,13 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
                     judge: str | JudgeBackend = "llamacpp/default", *, store: Store | str | Path | None = None,
                     runner: RunnerConfig | None = None, resume: bool = False,
                     judge_options: dict[str, Any] | None = None, data_source: str | None = None,
-                    wait_s: float | None = None, **method_options: Any) -> EvalResult:
+                    wait_s: float | None = None, executor: str = "local", workers: int = 2,
+                    ray_address: str | None = None, **method_options: Any) -> EvalResult:
     """Evaluate items with a method and a judge; see :func:`evaluate`."""
+    if executor not in ("local", "ray"):
+        raise ConfigError(f"executor must be local or ray, not {executor!r}")
+    if workers < 1:
+        raise ConfigError(f"workers must be at least 1, got {workers}")
     item_list = [i if isinstance(i, Item) else Item.model_validate(i) for i in items]
     method_obj = method if isinstance(method, Method) else build_method(method, **method_options)
     check_items(method_obj, item_list, data_source)
@@ -145,15 +150,17 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
             await backend.aclose()
         raise
     try:
+        ray = {"workers": workers, "address": ray_address, "judge_options": judge_options or {}} \
+            if executor == "ray" else None
         return await _run_locked(item_list, method_obj, backend, judge, store_obj, runner_cfg, run_id, identity,
-                                 resume=resume, data_source=data_source)
+                                 resume=resume, data_source=data_source, ray=ray)
     finally:
         store_obj.release_run(run_id)
 
 
 async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeBackend, judge: str | JudgeBackend,
                       store_obj: Store, runner_cfg: RunnerConfig, run_id: str, identity: dict[str, Any], *,
-                      resume: bool, data_source: str | None) -> EvalResult:
+                      resume: bool, data_source: str | None, ray: dict[str, Any] | None = None) -> EvalResult:
     existing = store_obj.get_run(run_id)
     if existing is None and resume:
         check_version(store_obj, method_obj, identity, item_list)
@@ -181,6 +188,14 @@ async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeB
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), disable=not runner_cfg.progress, transient=False)
     task = progress.add_task(f"{method_obj.name} · {backend.name}", total=None, completed=len(done_before))
+    pool = None
+    if ray is not None:
+        from assay import _ray
+
+        pool = _ray.RayPool(workers=ray["workers"], address=ray["address"], judge=judge,
+                            judge_options=ray["judge_options"], method=method_obj, runner=runner_cfg,
+                            identity=identity)
+        _ray.LIVE.append(pool)
 
     async def evaluate_rounds() -> None:
         """Evaluate the pending units; when none is left, ask the method's scheduler for the next
@@ -203,6 +218,10 @@ async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeB
 
             def job(index: int, units: list[Unit] = units) -> Any:
                 async def run() -> ItemResult:
+                    if pool is not None:
+                        from assay._ray import evaluate_on_ray
+                        return await evaluate_on_ray(pool, method_obj, units[index], store_obj, backend, runner_cfg,
+                                                     identity, client.stats)
                     return await method_obj.evaluate_unit(units[index], client)
                 return run
 
@@ -212,13 +231,16 @@ async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeB
                 store_obj.put_result(run_id, index, units[index].key, result.status, result.scores,
                                      [u.model_dump() for u in result.unscored], result.details, result.call_keys)
                 progress.advance(task)
+                if pool is not None:
+                    progress.update(task, description=f"{method_obj.name} · {backend.name} · {pool.describe()}")
 
             # More units in flight than calls: the client's semaphore queues their calls in FIFO
             # order, so a method's calls run breadth-first (every unit's first step, then every
             # unit's second step, ...). Consecutive calls then share their prompt's instructions
             # (and, for items of one question, the reference), which llama.cpp reuses as a cached
             # prefix (SPEC §2.2). At most ITEM_WINDOW x concurrency units are in flight.
-            await gather_in_order([job(i) for i in pending], ITEM_WINDOW * client.concurrency, on_done=finished)
+            window = 2 * len(pool.actors) if pool is not None else ITEM_WINDOW * client.concurrency
+            await gather_in_order([job(i) for i in pending], window, on_done=finished)
 
     store_obj.set_status(run_id, "running")
     try:
@@ -236,6 +258,11 @@ async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeB
         store_obj.set_status(run_id, "interrupted")
         raise
     finally:
+        if pool is not None:
+            from assay import _ray
+
+            _ray.LIVE.remove(pool)
+            pool.close()
         if not isinstance(judge, JudgeBackend):
             await backend.aclose()
     stats = client.stats

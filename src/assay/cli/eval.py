@@ -58,6 +58,14 @@ RUN_OPTIONS: list[tuple[str, Any, Any]] = [
     ("price_out", float, typer.Option(12.0, "--price-out", envvar="ASSAY_PRICE_OUT", min=0.0,
                                       help="USD per 1M completion tokens, for --dry-run's cost")),
     ("progress", bool, typer.Option(True, "--progress/--no-progress", envvar="ASSAY_PROGRESS")),
+    ("executor", str, typer.Option("local", "--executor", envvar="ASSAY_EXECUTOR",
+                                   help="local, or ray: units go to Ray actors, each with its own judge "
+                                        "(pip install 'assay[ray]')")),
+    ("workers", int, typer.Option(2, "--workers", envvar="ASSAY_WORKERS", min=1,
+                                  help="Ray actors (--executor ray)")),
+    ("ray_address", str | None, typer.Option(None, "--ray-address", envvar="ASSAY_RAY_ADDRESS",
+                                             help="Ray cluster: auto, ray://HOST:PORT, ... (default: start a "
+                                                  "local one on 127.0.0.1)")),
 ]
 _RUN_NAMES = {name for name, _, _ in RUN_OPTIONS}
 
@@ -139,8 +147,11 @@ def make_command(cls: type[Method]) -> Any:
             return
         runner = RunnerConfig(concurrency=run["concurrency"], budget_tokens=run["budget"], timeout_s=run["timeout"],
                               max_retries=run["retries"], progress=run["progress"])
+        if run["executor"] not in ("local", "ray"):
+            raise typer.BadParameter(f"--executor {run['executor']!r}: local or ray")
         _run(items, cls.name, options, judge=run["judge"], judge_opt=run["judge_opt"], out=run["out"], data=data,
-             resume=run["resume"], wait=run["wait"], runner=runner)
+             resume=run["resume"], wait=run["wait"], runner=runner,
+             executor={k: run[k] for k in ("executor", "workers", "ray_address")})
 
     data_param = inspect.Parameter("data", inspect.Parameter.KEYWORD_ONLY, annotation=Path,
                                    default=typer.Argument(..., help="items: .jsonl, .csv or .parquet (SPEC §2.6)"))
@@ -163,14 +174,14 @@ def _dry_run(items: list, method: str, options: dict[str, Any], price_in: float,
 
 
 def _run(items: list, method: str, options: dict, *, judge: str, judge_opt: list[str] | None, out: Path,
-         data: Path, resume: bool, wait: bool, runner: RunnerConfig) -> None:
+         data: Path, resume: bool, wait: bool, runner: RunnerConfig, executor: dict[str, Any] | None = None) -> None:
     """Run, print the summary, and say where things are. Everything is validated (items,
     options, judge) before the store is created or touched; a budget stop exits 3, an
     unreachable judge 4 (both through :func:`assay.cli.main`)."""
     try:
         result = asyncio.run(aevaluate(items, method, judge, store=out, runner=runner, resume=resume,
                                        judge_options=parse_options(judge_opt), data_source=str(data),
-                                       wait_s=float("inf") if wait else None, **options))
+                                       wait_s=float("inf") if wait else None, **(executor or {}), **options))
     except (BudgetExhausted, JudgeUnreachable) as exc:
         if exc.run_id is not None:
             partial = EvalResult(Store(out, create=False), exc.run_id)

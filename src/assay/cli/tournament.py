@@ -107,7 +107,9 @@ def make_tournament_command() -> Any:
         async def go(opts: dict[str, Any]) -> Any:
             return await aevaluate(items, "tournament", run["judge"], store=store_path, runner=runner,
                                    resume=True, judge_options=parse_options(run["judge_opt"]),
-                                   data_source=source, wait_s=float("inf") if run["wait"] else None, **opts)
+                                   data_source=source, wait_s=float("inf") if run["wait"] else None,
+                                   executor=run["executor"], workers=run["workers"], ray_address=run["ray_address"],
+                                   **opts)
 
         result = asyncio.run(go(options))
         ranking = tournament_ranking(result.store, result.run_id, method, items)
