@@ -4,12 +4,15 @@
    time (a remote judge whose time is spent waiting, not computing here): ``--calls`` pointwise
    judgements through the assay engine with 1 endpoint and with 2 (``PoolBackend``), wall time
    and the ratio. Every call is distinct (no cache hits); a fresh in-memory store per setting.
-2. ``llamacpp`` (``--llamacpp``): two real llama-cpp-python servers on 127.0.0.1 serving
+2. ``ray`` (``--ray``): the same latency-bound judge (scripted, ``--latency`` s a call, one call at
+   a time per worker) over ``--calls`` units with ``--executor ray`` and 1 vs 2 workers on a
+   local Ray cluster (start-up included and reported separately).
+3. ``llamacpp`` (``--llamacpp``): two real llama-cpp-python servers on 127.0.0.1 serving
    SmolLM2-135M, one thread each, against one server with two threads, on this 2-core machine —
    the CPU-bound case, where more endpoints on the same cores cannot add compute.
 
 Writes benchmarks/results/scale.json. Usage:
-python benchmarks/scale.py [--calls 40] [--latency 0.5] [--llamacpp --items 12]
+python benchmarks/scale.py [--calls 200] [--latency 0.5] [--ray] [--llamacpp --items 12]
 """
 
 from __future__ import annotations
@@ -95,16 +98,43 @@ def llamacpp(n: int) -> dict[str, Any]:
     return out
 
 
+def ray_workers(calls: int, latency: float) -> dict[str, Any]:
+    from assay.backends import ScriptedBackend
+
+    data = items(calls)
+    out: dict[str, Any] = {"calls": calls, "latency_s": latency}
+    for workers in (1, 2):
+        judge = ScriptedBackend(rules=[{"match": ".", "responses": [ANSWER], "repeat": True}], latency=latency)
+        started = time.perf_counter()
+        result = assay.evaluate(data, "pointwise", judge, runner=RunnerConfig(progress=False), executor="ray",
+                                workers=workers)
+        assert all(r.status == "scored" for r in result.rows)
+        out[f"{workers}_workers_s"] = round(time.perf_counter() - started, 2)
+    started = time.perf_counter()
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
+    ray.shutdown()
+    out["cluster_start_s"] = round(time.perf_counter() - started, 2)
+    out["speedup"] = round(out["1_workers_s"] / out["2_workers_s"], 2)
+    out["speedup_without_start"] = round((out["1_workers_s"] - out["cluster_start_s"])
+                                         / (out["2_workers_s"] - out["cluster_start_s"]), 2)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=40)
     parser.add_argument("--latency", type=float, default=0.5)
     parser.add_argument("--llamacpp", action="store_true")
+    parser.add_argument("--ray", action="store_true")
     parser.add_argument("--items", type=int, default=12)
     parser.add_argument("--out", type=Path, default=HERE / "results" / "scale.json")
     args = parser.parse_args()
     result: dict[str, Any] = {"benchmark": "scale", "endpoints": {"latency_bound": latency_bound(args.calls,
                                                                                                   args.latency)}}
+    if args.ray:
+        result["ray"] = ray_workers(args.calls, args.latency)
     if args.llamacpp:
         result["endpoints"]["llamacpp_cpu_bound"] = llamacpp(args.items)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
