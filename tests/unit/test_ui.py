@@ -110,3 +110,25 @@ def test_the_human_layer_feeds_export_and_meta(app, tmp_path: Path) -> None:
                                                        "supported": "yes", "relevant": "yes"}]}], "missing": []})]),
                        runner=RunnerConfig(progress=False), store=store2)
         read_labelled("annotations", store2)
+
+
+def test_the_ui_reads_a_store_while_a_run_writes_to_it(tmp_path: Path) -> None:
+    import threading
+
+    canned = json.dumps({"reasoning": "r", "issues": [], "score": 3, "justification": "j"})
+    judge = ScriptedBackend(rules=[{"match": ".", "responses": [canned], "repeat": True}], latency=0.05)
+    path = tmp_path / "live.db"
+    items = [Item(id=f"q{i:02d}", query="Q?", response=f"A{i}.", reference="A.") for i in range(30)]
+    assay.evaluate(items[:1], "pointwise", judge, runner=RunnerConfig(progress=False), store=path)  # the store exists
+    client = TestClient(create_app(path, TOKEN, allowed_hosts=("testserver",)))
+    client.cookies.set("assay_token", TOKEN)
+    run = threading.Thread(target=lambda: assay.evaluate(items, "pointwise", judge, store=path,
+                                                         runner=RunnerConfig(progress=False, concurrency=1)))
+    run.start()
+    seen = []
+    while run.is_alive():
+        page = client.get("/")
+        assert page.status_code == 200
+        seen.append(page.text.count("<tr>"))
+    run.join()
+    assert client.get("/").text.count("pointwise") >= 2 and len(seen) >= 2
