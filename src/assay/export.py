@@ -13,11 +13,13 @@ from assay.store import Store
 FORMATS = ("jsonl", "csv", "parquet")
 
 
-def export_rows(store: Store, run_id: str, *, annotations: bool = False) -> list[dict[str, Any]]:
+def export_rows(store: Store, run_id: str, *, annotations: bool = False,
+                results: list[Any] | None = None) -> list[dict[str, Any]]:
     """One flat record per evaluated item: id, system, status, the scores, the evidence lists
     (for DeCE ``criteria`` and ``elements``, each with verdict, quote and reasoning), and each
     unscored metric with its reason. ``annotations`` adds the human layer (``assay ui``):
-    ``annotations`` = {reviewer: {address: latest value}}."""
+    ``annotations`` = {reviewer: {address: latest value}}. ``results`` limits the rows to
+    those result records (e.g. one item's, for a page about it)."""
     from assay.human import latest
 
     layer: dict[str, list[Any]] = {}
@@ -25,7 +27,7 @@ def export_rows(store: Store, run_id: str, *, annotations: bool = False) -> list
         for a in store.annotations(run_id):
             layer.setdefault(a.unit_key, []).append(a)
     rows = []
-    for result in store.results(run_id):
+    for result in store.results(run_id) if results is None else results:
         item = result.item
         record: dict[str, Any] = {"run_id": run_id, "id": item["id"], "system": item.get("system"),
                                   "status": result.status, "query": item["query"]}

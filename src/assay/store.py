@@ -408,11 +408,16 @@ class Store:
                             (run_id, idx, item_key, status, _dumps(scores), _dumps(unscored),
                              _dumps(details), _dumps(call_keys), time.time()))
 
-    def results(self, run_id: str) -> list[ResultRecord]:
-        """Every stored result of the run with its unit, in unit order."""
-        rows = self.db.execute(
-            "SELECT r.*, i.payload, i.kind, i.round FROM results r "
-            "JOIN items i ON i.run_id = r.run_id AND i.idx = r.idx WHERE r.run_id = ? ORDER BY r.idx", (run_id,))
+    def results(self, run_id: str, *, unit_key: str | None = None) -> list[ResultRecord]:
+        """Every stored result of the run with its unit, in unit order (only ``unit_key``'s, if
+        given)."""
+        query = ("SELECT r.*, i.payload, i.kind, i.round FROM results r "
+                 "JOIN items i ON i.run_id = r.run_id AND i.idx = r.idx WHERE r.run_id = ?")
+        args: tuple[Any, ...] = (run_id,)
+        if unit_key is not None:
+            query += " AND r.item_key = ?"
+            args = (run_id, unit_key)
+        rows = self.db.execute(query + " ORDER BY r.idx", args)
         out = []
         for r in rows:
             payload = json.loads(r["payload"])
@@ -426,9 +431,9 @@ class Store:
 
     def result(self, run_id: str, unit_key: str) -> ResultRecord:
         """One unit's result, by the unit's key; StoreError when there is none."""
-        for record in self.results(run_id):
-            if record.key == unit_key:
-                return record
+        found = self.results(run_id, unit_key=unit_key)
+        if found:
+            return found[0]
         raise StoreError(f"run {run_id} in {self.path} has no result for unit {unit_key!r}")
 
     def call_stats(self, keys: list[str]) -> dict[str, float]:

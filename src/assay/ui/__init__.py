@@ -173,15 +173,18 @@ def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowe
         if store.get_run(run_id) is None:
             return HTMLResponse("no such run", status_code=404)
         run = store.run(run_id)
-        rows = export_rows(store, run_id)
-        if not 0 <= idx < len(rows):
+        units = store.units(run_id)
+        if not 0 <= idx < len(units):
             return HTMLResponse("no such item", status_code=404)
-        record = store.results(run_id)[idx]
-        row = rows[idx]
+        try:
+            record = store.result(run_id, units[idx].key)
+        except StoreError:
+            return HTMLResponse("this item has no result yet", status_code=404)
+        row = export_rows(store, run_id, results=[record])[0]
         evidence = Markup("")
         cls = methods().get(run.method)
-        if cls is not None:
-            section = cls.report_section(rows)
+        if cls is not None:  # the method's report partial, with the context of this one row
+            section = cls.report_section([row])
             if section is not None and section.item:
                 if report_env is None:
                     from assay.report import _fmt as report_fmt
@@ -192,7 +195,7 @@ def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowe
         mine = latest(annotations, author)
         reviewed = (reviewed_ldps(str(row.get("response") or ""), row.get("ldps") or [], mine)
                     if row.get("ldps") is not None else None)
-        return page("item.html.j2", run=run, row=row, idx=idx, unit_key=record.key, total=len(rows),
+        return page("item.html.j2", run=run, row=row, idx=idx, unit_key=record.key, total=len(units),
                     evidence=evidence, annotations=annotations, mine={k: a.value for k, a in mine.items()},
                     reviewed=reviewed, tags=LDP_TAGS, metrics=list(record.scores))
 
