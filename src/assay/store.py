@@ -442,10 +442,15 @@ class Store:
             return {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "latency_s": 0.0}
         marks = ",".join("?" * len(keys))
         row = self.db.execute(
-            f"SELECT COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(latency_s) "
+            f"SELECT COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(latency_s), "
+            f"SUM(COALESCE(json_extract(completion, '$.usage.cached_prompt_tokens'), 0)) "
             f"FROM judge_calls WHERE key IN ({marks})", keys).fetchone()
-        return {"calls": row[0], "prompt_tokens": row[1] or 0, "completion_tokens": row[2] or 0,
-                "latency_s": row[3] or 0.0}
+        stats = {"calls": row[0], "prompt_tokens": row[1] or 0, "completion_tokens": row[2] or 0,
+                 "latency_s": row[3] or 0.0}
+        if row[4]:  # backends that report it (llama.cpp): the share of prompt tokens not recomputed
+            stats["cached_prompt_tokens"] = row[4]
+            stats["prefix_reuse"] = row[4] / stats["prompt_tokens"] if stats["prompt_tokens"] else None
+        return stats
 
     # --- stages (corpus-level steps, see assay.stages) ------------------------------------------
     def begin_stage(self, stage_id: str, name: str, manifest: dict[str, Any]) -> None:

@@ -161,6 +161,8 @@ class Usage(BaseModel):
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_prompt_tokens: int = 0
+    """Prompt tokens the backend did not recompute (a reused KV-cache prefix: llama.cpp)."""
 
     @property
     def total(self) -> int:

@@ -122,3 +122,31 @@ def test_strict_grammar_keeps_raw_control_characters_out_of_json_strings() -> No
     assert allows(json_schema_grammar(schema)) == [False, True]
     with pytest.raises(ConfigError, match="cannot turn this JSON schema into a grammar"):
         json_schema_grammar({"type": "frobnicate"})
+
+
+def test_the_reused_prompt_prefix_is_counted_per_call_and_per_run(tmp_path) -> None:
+    """Two calls that share a long system prompt: llama.cpp keeps the shared prefix in its KV
+    cache, and the second call says how many prompt tokens it did not recompute; a run's call
+    statistics give the share (prefix_reuse)."""
+    import assay
+    from assay.backends import JudgeBackend
+    from assay.runner import RunnerConfig
+    from assay.store import Store
+
+    backend = get_backend("llamacpp/smollm2", n_ctx=1024)
+    assert isinstance(backend, JudgeBackend)
+    system = Message(role="system", content="You grade answers. " + "Be brief and exact. " * 40)
+    config = GenerateConfig(max_tokens=4, seed=0)
+    first = asyncio.run(backend.generate([system, Message(role="user", content="Is 2+2=4?")], config))
+    second = asyncio.run(backend.generate([system, Message(role="user", content="Is 3+3=7?")], config))
+    assert second.usage.prompt_tokens > 150
+    assert 150 < second.usage.cached_prompt_tokens < second.usage.prompt_tokens
+    assert first.usage.cached_prompt_tokens < second.usage.cached_prompt_tokens
+    items = [assay.Item(id=f"q{i}", query="Q?", response=f"A{i}.", reference="A.") for i in range(3)]
+    result = assay.evaluate(items, "pointwise", backend, runner=RunnerConfig(progress=False), store=tmp_path / "p.db",
+                            max_reasks=0, max_reasoning_chars=40)
+    asyncio.run(backend.aclose())
+    stats = result.summary()["judge_calls"]
+    print(stats)
+    assert 0.3 < stats["prefix_reuse"] <= 1.0 and stats["cached_prompt_tokens"] > 0
+    assert Store(tmp_path / "p.db", create=False).call_stats(result.rows[0].call_keys)["calls"] >= 1

@@ -114,7 +114,9 @@ class LlamaCppBackend(JudgeBackend):
             kwargs["top_logprobs"] = max(1, config.top_logprobs)
         start = time.perf_counter()
         with self._lock:
+            before = list(llama._input_ids)  # what the KV cache holds from the previous call
             response = llama.create_chat_completion(**kwargs)
+            after = list(llama._input_ids)
         latency = time.perf_counter() - start
         choice = response["choices"][0]
         logprobs = None
@@ -124,9 +126,16 @@ class LlamaCppBackend(JudgeBackend):
                                      top={a["token"]: a["logprob"] for a in t.get("top_logprobs") or []})
                         for t in content]
         usage = response.get("usage") or {}
+        prompt_tokens = usage.get("prompt_tokens", 0)
+        reused = 0  # llama.cpp keeps the longest common prefix of the KV cache and the new prompt
+        for old, new in zip(before, after[:prompt_tokens], strict=False):
+            if old != new:
+                break
+            reused += 1
         return Completion(text=choice["message"].get("content") or "",
-                          usage=Usage(prompt_tokens=usage.get("prompt_tokens", 0),
-                                      completion_tokens=usage.get("completion_tokens", 0)),
+                          usage=Usage(prompt_tokens=prompt_tokens,
+                                      completion_tokens=usage.get("completion_tokens", 0),
+                                      cached_prompt_tokens=reused),
                           logprobs=logprobs, latency_s=latency,
                           finish_reason=choice.get("finish_reason"), backend="llamacpp",
                           model=self.model)
