@@ -16,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from assay._version import __version__
 from assay.backends import JudgeBackend, get_backend
 from assay.errors import BudgetExhausted, ConfigError, InputError, JudgeUnreachable, StoreError
+from assay.grader_text import grader_directed
 from assay.methods import CallEstimate, ItemResult, Method
 from assay.records import ResultRecord
 from assay.registry import build_method
@@ -228,6 +229,11 @@ async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeB
             def finished(position: int, result: ItemResult, pending: list[int] = pending,
                          units: list[Unit] = units) -> None:
                 index = pending[position]
+                flags = [{**flag, **({"answer": label} if len(units[index].items) > 1 else {})}
+                         for label, member in zip("abcdefghijklmnopqrstuvwxyz", units[index].items, strict=False)
+                         for flag in grader_directed(member.response)]
+                if flags:  # text aimed at the grader: flagged for review, the score is left as the judge gave it
+                    result.details["grader_directed_text"] = flags
                 store_obj.put_result(run_id, index, units[index].key, result.status, result.scores,
                                      [u.model_dump() for u in result.unscored], result.details, result.call_keys)
                 progress.advance(task)
