@@ -106,3 +106,20 @@ def test_the_executable_gives_the_local_exports_and_distributes_a_tournament(tmp
               "--executor", "ray", "--workers", "2")
     local, ray = (json.loads((tmp_path / f"t{n}.json").read_text()) for n in (1, 2))
     assert ray["ranking"] == local["ranking"] and ray["matches"] == local["matches"] and len(ray["matches"]) == 6
+
+
+def test_the_budget_holds_across_workers(tmp_path: Path) -> None:
+    from assay.errors import BudgetExhausted
+
+    judge = ScriptedBackend(rules=[{"match": ".", "responses": [CANNED], "repeat": True}], latency=0.1)
+    store = Store(tmp_path / "b.db")
+    with pytest.raises(BudgetExhausted):
+        assay.evaluate(items(20), "pointwise", judge, store=store, executor="ray", workers=2,
+                       runner=RunnerConfig(progress=False, budget_tokens=2000))
+    run = store.list_runs()[0]
+    done = len(store.results(run.run_id))
+    assert run.status == "incomplete: budget exhausted" and 2 <= done < 20
+    # each call costs ~420 tokens: the driver stops dispatching once 2000 are spent; at most the
+    # units already on a worker (one per worker) finish after that
+    spent = store.call_stats([k for r in store.results(run.run_id) for k in r.call_keys])
+    assert spent["prompt_tokens"] + spent["completion_tokens"] < 2000 + 2 * 500
