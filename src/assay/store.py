@@ -491,9 +491,9 @@ class Store:
         if not author.strip():
             raise StoreError("an annotation needs an author")
         record = self.result(run_id, unit_key)
-        if path.startswith("human.") and PATH.match(path):
-            pass  # what the reviewer adds: a grade, a missing point, a split or merge, a comment
-        else:
+        # A ``human.`` address is what the reviewer adds (a grade, a missing point, a split or
+        # merge, a comment); any other address must lead to a verdict of the result.
+        if not (path.startswith("human.") and PATH.match(path)):
             try:
                 record.resolve(path)
             except (KeyError, IndexError, TypeError, ValueError):

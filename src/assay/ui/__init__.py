@@ -39,18 +39,11 @@ from assay.errors import StoreError
 from assay.export import export_rows
 from assay.human import agreement, latest, reviewed_ldps
 from assay.registry import methods
+from assay.report import _fmt
 from assay.store import Store
 
 COOKIE = "assay_token"
 LDP_TAGS = ("correct", "incorrect", "irrelevant", "missing")
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, float):
-        return f"{value:.3f}"
-    return str(value)
 
 
 def _env() -> Environment:
@@ -107,11 +100,13 @@ def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowe
         response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/")
         return response
 
-    async def runs(request: Request) -> Response:
+    def page_entry(request: Request) -> Response | None:
+        """For a page GET: the token login redirect, or the guard's refusal, or None to go on."""
         login = token_login(request)
-        if login is not None:
-            return login
-        refused = guard(request)
+        return login if login is not None else guard(request)
+
+    async def runs(request: Request) -> Response:
+        refused = page_entry(request)
         if refused is not None:
             return refused
         listed = []
@@ -121,10 +116,7 @@ def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowe
         return page("runs.html.j2", runs=listed, store=store_path.name)
 
     async def run_page(request: Request) -> Response:
-        login = token_login(request)
-        if login is not None:
-            return login
-        refused = guard(request)
+        refused = page_entry(request)
         if refused is not None:
             return refused
         run_id = request.path_params["run_id"]
@@ -163,10 +155,7 @@ def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowe
 
     async def item_page(request: Request) -> Response:
         nonlocal report_env
-        login = token_login(request)
-        if login is not None:
-            return login
-        refused = guard(request)
+        refused = page_entry(request)
         if refused is not None:
             return refused
         run_id, idx = request.path_params["run_id"], int(request.path_params["idx"])
@@ -187,9 +176,8 @@ def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowe
             section = cls.report_section([row])
             if section is not None and section.item:
                 if report_env is None:
-                    from assay.report import _fmt as report_fmt
                     report_env = Environment(autoescape=True)
-                    report_env.filters["fmt"] = report_fmt
+                    report_env.filters["fmt"] = _fmt
                 evidence = Markup(report_env.from_string(section.item).render(row=row, **section.context))
         annotations = store.annotations(run_id, record.key)
         mine = latest(annotations, author)
