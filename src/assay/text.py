@@ -50,18 +50,32 @@ _NUMBER_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 
                  "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
                  "hundred": 100, "thousand": 1000, "twice": 2, "dozen": 12}
 # "one", "once", "single" and "half" are left out: too often not figures ("one of", "once you").
-_FIGURE = re.compile(r"\d+(?:[.,]\d+)*|\b(?:" + "|".join(_NUMBER_WORDS) + r")\b", re.I)
+_FIGURE = re.compile(r"(?:\d+(?:[.,]\d+)*|\b(?:" + "|".join(_NUMBER_WORDS) + r")\b)"
+                     r"(?P<pct>\s*(?:%|percent\b|per\s+cent\b))?", re.I)
 
 
-def figures(text: str) -> set[str]:
+def figures(text: str, *, percent: bool = False) -> set[str]:
     """The figures a text states, normalised: digits as written without thousands separators
-    (``1,000`` -> ``1000``), number words as digits (``three`` -> ``3``)."""
+    (``1,000`` -> ``1000``), number words as digits (``three`` -> ``3``). With ``percent``, a
+    percentage keeps its sign (``4%``, ``4 per cent`` and ``four percent`` -> ``4%``)."""
     found = set()
     for match in _FIGURE.finditer(text):
-        token = match.group(0).lower()
+        token = match.group(0)[: match.start("pct") - match.start()] if match.group("pct") else match.group(0)
+        token = token.lower()
         if token in _NUMBER_WORDS:
-            found.add(str(_NUMBER_WORDS[token]))
+            token = str(_NUMBER_WORDS[token])
         else:
             token = re.sub(r",(?=\d{3}\b)", "", token)
-            found.add(re.sub(r"\.0+$", "", token))
+            token = re.sub(r"\.0+$", "", token)
+        found.add(token + "%" if percent and match.group("pct") else token)
     return found
+
+
+def unsupported_figures(statement: str, source: str) -> list[str]:
+    """The figures ``statement`` states that ``source`` does not: a plain figure is supported by
+    the same number anywhere in the source (with or without a percent sign), a percentage only
+    by the same percentage ("2%" is not supported by a paragraph numbered 2)."""
+    have = figures(source, percent=True)
+    plain = {f.rstrip("%") for f in have}
+    return sorted(f for f in figures(statement, percent=True)
+                  if (f not in have if f.endswith("%") else f not in plain))

@@ -5,9 +5,10 @@ run through the installed `assay eval lemaj`, then `assay triage` on the store.
 
 The 1.5B judge is weak; what is asserted is what the method guarantees whatever the judge:
 every sentence assessed, spans that round-trip, citations into the shown paragraphs, triage of
-the store. Which planted defects it catches (incorrect for the changed figure and the outside
-knowledge, irrelevant for the aside, a missing point or lower recall for the removed clause) is
-printed (pytest -rA) and reported in the closing notes."""
+the store, and the two planted defects that carry a figure (the changed value, the outside
+knowledge with its surcharge) tagged incorrect — through the evidence check when the judge calls
+them supported. Which others it catches (irrelevant for the aside, a missing point or lower
+recall for the removed clause) is printed (pytest -rA) and reported in the closing notes."""
 
 from __future__ import annotations
 
@@ -59,10 +60,13 @@ def test_planted_defects_through_the_executable(tmp_path: Path) -> None:
         start = row["response"].index(sentence)
         caught[name] = any(d["tag"] == want and d["start"] is not None and d["start"] < start + len(sentence)
                            and d["end"] > start for d in row["ldps"])
-    # Measured on 2026-11-23: the 1.5B judge tagged every sentence of every variant correct and
-    # added no missing point (0 of 4 caught). What is asserted is what the method guarantees;
-    # how many defects are caught is printed and reported, not asserted, until a judge catches them.
+    # Measured on 2026-11-23: the 1.5B judge alone tagged every sentence of every variant correct
+    # and added no missing point (0 of 4). With the evidence check (a point called supported whose
+    # figures its source passage lacks is incorrect) the changed figure and the outside-knowledge
+    # sentence (its "2%" surcharge) are caught; the aside (relevance) and the omission are not —
+    # printed and reported, not asserted, until a judge catches them.
     print("caught:", caught)
+    assert caught["change_value"] and caught["add_extra_info"], caught
     triage = subprocess.run([exe, "triage", "l.db", "--out", "t.json"], cwd=tmp_path, capture_output=True, text=True,
                             env=env, timeout=120)
     assert triage.returncode == 0, triage.stderr

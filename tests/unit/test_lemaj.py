@@ -311,8 +311,11 @@ def test_a_jury_of_judges_through_the_executable(tmp_path) -> None:
     (tmp_path / "b.json").write_text(json.dumps({"responses": [lenient]}))
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
     jury = "jury/scripted/a.json+scripted/b.json"
-    proc = subprocess.run([exe, "eval", "lemaj", "items.jsonl", "--judge", jury, "--matcher", "lexical", "--out",
-                           "j.db", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+    # the evidence check would overrule juror b's "60 days: correct" (the contract says 45): flag
+    # only, so that the votes are the jurors' own
+    proc = subprocess.run([exe, "eval", "lemaj", "items.jsonl", "--judge", jury, "--matcher", "lexical",
+                           "--evidence-check", "flag", "--out", "j.db", "--no-progress"],
+                          cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert subprocess.run([exe, "export", "j.db", "-o", "j.jsonl"], cwd=tmp_path, env=env).returncode == 0
     row = json.loads((tmp_path / "j.jsonl").read_text())
@@ -325,3 +328,75 @@ def test_a_jury_of_judges_through_the_executable(tmp_path) -> None:
     bad = subprocess.run([exe, "eval", "pointwise", "items.jsonl", "--judge", jury, "--reference-free", "--out",
                           "p.db"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
     assert bad.returncode == 2 and "cannot use a jury" in bad.stderr and not (tmp_path / "p.db").exists()
+
+
+LENIENT = tagging([{"sentence": 1, "quote": "Payment is due within 60 days", "reason": "fine", "paragraphs": [1],
+                    "tag": "correct"},
+                   {"sentence": 2, "quote": "governed by New York law", "reason": "fine", "paragraphs": [3],
+                    "tag": "correct"},
+                   {"sentence": 3, "quote": "Many companies prefer monthly billing", "reason": "fine",
+                    "paragraphs": [], "tag": "correct"}])
+
+
+def test_the_evidence_check_overrules_a_supported_point_whose_figure_its_passage_lacks() -> None:
+    rows = {}
+    for policy in ("require", "flag"):
+        method = LeMAJ(LeMAJConfig(evidence_check=policy))
+        rows[policy] = assay.evaluate([item()], method, ScriptedBackend([LENIENT]), runner=QUIET).records()[0]
+    first = rows["require"]["ldps"][0]
+    assert first["text"] == "Payment is due within 60 days" and first["tag"] == "incorrect"
+    assert first["judge_tag"] == "correct" and first["figures_missing"] == ["60"]
+    assert first["evidence_paragraphs"] == [1] and "60" in first["downgraded"]
+    assert rows["require"]["correctness"] == pytest.approx(2 / 3)
+    # a figure-free point has nothing to check; the uncited one still gets its closest paragraph
+    assert rows["require"]["ldps"][1]["figures_missing"] == [] and rows["require"]["ldps"][1]["downgraded"] is None
+    flagged = rows["flag"]["ldps"][0]
+    assert flagged["tag"] == "correct" and flagged["downgraded"] and "judge_tag" not in flagged
+    assert rows["flag"]["correctness"] == 1.0
+
+
+class _LogprobBackend(ScriptedBackend):
+    """Answers with a canned JSON whose "supported"/"relevant" values carry given P(yes), in order."""
+
+    def __init__(self, text: str, p_yes: dict[str, list[float]]) -> None:
+        super().__init__([text])
+        self.text, self.p_yes = text, p_yes
+        self.capabilities = self.capabilities.model_copy(update={"logprobs": True})
+
+    async def generate(self, messages: Any, config: Any) -> Any:
+        import math
+        import re
+
+        from assay.types import Completion, TokenLogprob
+
+        assert config.logprobs
+        tokens, cursor, seen = [], 0, {"supported": 0, "relevant": 0}
+        for m in re.finditer(r'"(supported|relevant)": "(yes|no)', self.text):
+            tokens.append(TokenLogprob(token=self.text[cursor:m.start(2)], logprob=0.0))
+            p = self.p_yes[m.group(1)][seen[m.group(1)]]
+            seen[m.group(1)] += 1
+            top = {"yes": math.log(p), "no": math.log(1 - p)}
+            tokens.append(TokenLogprob(token=m.group(2), logprob=top[m.group(2)], top=top))
+            cursor = m.end(2)
+        tokens.append(TokenLogprob(token=self.text[cursor:], logprob=0.0))
+        return Completion(text=self.text, logprobs=tokens)
+
+
+def test_soft_verdicts_score_expected_counts_from_the_judges_probabilities() -> None:
+    backend = _LogprobBackend(LENIENT, {"supported": [0.9, 0.8, 0.6], "relevant": [0.95, 0.7, 0.5]})
+    row = assay.evaluate([item()], LeMAJ(LeMAJConfig(verdicts="soft")), backend, runner=QUIET).records()[0]
+    first, second, third = row["ldps"]
+    assert first["p_supported"] == pytest.approx(0.9) and first["tag"] == "incorrect"
+    # the evidence check downgraded the first point: it counts as unsupported whatever its probability
+    assert first["p_tags"] == pytest.approx({"correct": 0.0, "incorrect": 1.0, "irrelevant": 0.0})
+    assert second["p_tags"] == pytest.approx({"correct": 0.56, "incorrect": 0.2, "irrelevant": 0.24})
+    assert third["p_tags"] == pytest.approx({"correct": 0.3, "incorrect": 0.4, "irrelevant": 0.3})
+    correct, incorrect, irrelevant = 0.86, 1.6, 0.54
+    assert row["correctness"] == pytest.approx(correct / (correct + incorrect))
+    assert row["precision"] == pytest.approx(correct / (correct + irrelevant))
+    assert row["recall"] == pytest.approx(1.0)  # no missing point
+    assert row["verdicts"] == "soft"
+    # a judge without logprobs on the values: Unscored with the reason, never a hard score
+    plain = assay.evaluate([item()], LeMAJ(LeMAJConfig(verdicts="soft")), ScriptedBackend([LENIENT]),
+                           runner=QUIET).records()[0]
+    assert plain["status"] == "unscored" and "soft verdicts" in plain["unscored_reason"]

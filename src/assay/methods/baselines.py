@@ -20,8 +20,6 @@ leaves that metric Unscored, never 0.
 
 from __future__ import annotations
 
-import math
-import re
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -34,6 +32,7 @@ from assay.stats import f_beta
 from assay.structured import OutputInvalid, generate_structured
 from assay.text import numbered_text, split_sentences
 from assay.types import Completion, GenerateConfig, Item, Unscored
+from assay.verdicts import field_label_probs
 
 ISSUE_LABELS = ("Incorrect", "Misattribution", "Missing information", "Citation needed", "Irrelevant",
                 "Wrong jurisdiction", "Repetitive")
@@ -174,31 +173,15 @@ class GEvalOutput(BaseModel):
     reason: str
 
 
-_DIGITS = frozenset("12345")
-
-
 def weighted_digit(completion: Completion, field: str) -> tuple[float, dict[str, float]] | None:
     """G-Eval weighting: the expected score over the digits 1–5 at the position where
-    ``field``'s value was generated, from that token's top logprobs (renormalised over 1–5).
-    None when the completion has no logprobs there."""
-    if not completion.logprobs:
+    ``field``'s value was generated, from that token's top logprobs (renormalised over 1–5;
+    :func:`assay.verdicts.field_label_probs`). None when the completion has no logprobs there."""
+    found = field_label_probs(completion, field, ("1", "2", "3", "4", "5"))
+    if not found:
         return None
-    text = ""
-    key = re.compile(rf'"{field}"\s*:\s*$')
-    for token in completion.logprobs:
-        lead = token.token[: len(token.token) - len(token.token.lstrip())]
-        if token.token.strip() in _DIGITS and key.search(text + lead):
-            candidates = dict(token.top)
-            candidates.setdefault(token.token, token.logprob)
-            probs: dict[str, float] = {}
-            for tok, logprob in candidates.items():
-                if tok.strip() in _DIGITS:
-                    probs[tok.strip()] = probs.get(tok.strip(), 0.0) + math.exp(logprob)
-            total = sum(probs.values())
-            dist = {d: p / total for d, p in sorted(probs.items())}
-            return sum(int(d) * p for d, p in dist.items()), dist
-        text += token.token
-    return None
+    dist = {d: p for d, p in found[0].p.items() if p > 0}
+    return sum(int(d) * p for d, p in dist.items()), dist
 
 
 @register_method

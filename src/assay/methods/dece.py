@@ -20,7 +20,8 @@ Readings of the paper we chose, so the next person knows:
   not be checked reliably; a cited one always can.
 * Each positive verdict is checked (``quote_found``: it cites at least one sentence;
   ``figures_missing``: figures the criterion/element states, digits or number words, that the
-  judged text does not contain anywhere). With ``quote_policy="require"`` (the default) a
+  judged text does not contain anywhere; a percentage needs the same percentage,
+  :func:`assay.text.unsupported_figures`). With ``quote_policy="require"`` (the default) a
   positive verdict counts only when it cites evidence and no figure is missing; otherwise it is
   recorded with ``judge_score=1``, ``downgraded`` (the reason) and counted as 0. This is our
   addition to the paper (its rule "specifics matter", App. C.4, made checkable): weak judges
@@ -51,7 +52,7 @@ from assay.registry import register_method
 from assay.runner import JudgeClient
 from assay.stats import f_beta
 from assay.structured import OutputInvalid, generate_structured
-from assay.text import figures, numbered_text, split_sentences
+from assay.text import numbered_text, split_sentences, unsupported_figures
 from assay.types import GenerateConfig, Item, Unscored
 
 PROMPTS = ("dece/criteria_extraction", "dece/criteria_satisfaction", "dece/element_extraction",
@@ -368,7 +369,7 @@ class DeCE(Method):
         """A verdict with its evidence checks applied under the quote policy."""
         cited = list(dict.fromkeys(verdict.evidence))
         quote = " ".join(sentences[n - 1] for n in cited)
-        missing = sorted(figures(statement) - figures(" ".join(sentences)))
+        missing = unsupported_figures(statement, " ".join(sentences))
         counts = bool(verdict.score)
         problems = []
         if counts and not cited:

@@ -42,8 +42,6 @@ verdict survived the swap and which position won each order.
 
 from __future__ import annotations
 
-import math
-import re
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -55,6 +53,7 @@ from assay.registry import register_method
 from assay.runner import JudgeClient
 from assay.structured import generate_structured
 from assay.types import Completion, GenerateConfig, Item, Message, Unit, Unscored, pairs_from_items
+from assay.verdicts import field_label_probs
 
 LABELS = ("A", "B", "Tie")
 CLASSES = ("fully correct", "partially correct", "insufficient information", "incorrect")
@@ -101,42 +100,15 @@ class Decision(BaseModel):
 
 
 # --- scoring (pure functions, tested against hand-computed cases) -----------------------------
-def _label_of(token: str) -> str | None:
-    """The label a generated token starts, or None: a non-empty prefix of exactly one label,
-    after a leading space or quote (a closing quote or brace merged into the token is ignored)."""
-    piece = token.lstrip(' "').rstrip(' "}\n')
-    if not piece:
-        return None
-    found = [label for label in LABELS if label.startswith(piece) or piece == label]
-    return found[0] if len(found) == 1 else None
-
-
 def label_distribution(completion: Completion,
                        field: str = "verdict") -> tuple[dict[str, float], dict[str, float]] | None:
     """(P over A/B/Tie, upper bounds of labels absent from the top logprobs) at the position
-    where ``field``'s value starts in a JSON completion; None without logprobs there."""
-    if not completion.logprobs:
+    where ``field``'s value starts in a JSON completion; None without logprobs there
+    (:func:`assay.verdicts.field_label_probs`, first occurrence)."""
+    found = field_label_probs(completion, field, LABELS)
+    if not found:
         return None
-    text = ""
-    key = re.compile(rf'"{field}"\s*:\s*"?$')
-    for token in completion.logprobs:
-        if _label_of(token.token) is not None and key.search(text + token.token[: len(token.token)
-                                                                                 - len(token.token.lstrip(' "'))]):
-            candidates = dict(token.top)
-            candidates.setdefault(token.token, token.logprob)
-            mass = dict.fromkeys(LABELS, 0.0)
-            for candidate, logprob in candidates.items():
-                label = _label_of(candidate)
-                if label is not None:
-                    mass[label] += math.exp(logprob)
-            total = sum(mass.values())
-            if total <= 0:
-                return None
-            floor = math.exp(min(candidates.values()))
-            bounds = {label: floor / (total + floor) for label in LABELS if mass[label] == 0.0}
-            return {label: mass[label] / total for label in LABELS}, bounds
-        text += token.token
-    return None
+    return found[0].p, found[0].missing_bound
 
 
 def margin(p: dict[str, float]) -> float:

@@ -43,6 +43,22 @@ rule modes when any juror called it incorrect; a missing point is kept when most
 (``rule``: any juror). Ties between tags go to the more severe one. Each LDP keeps its ``votes``.
 A jury of different judges is the backend ``jury/JUDGE1+JUDGE2+…``: each member answers once
 (at ``temperature``), the same aggregation applies, and the row names the judges.
+
+Evidence check (``evidence_check``; our addition, as DeCE's figure check: the paper's Table 13
+plants changed values, and the 1.5B judge called "payable within 90 days" supported by a clause
+that says 30). A point's source passage is the paragraphs it cites plus the shown paragraph most
+similar to it (TF-IDF cosine), and the gold answer when one is given; a point the judge called
+supported that states a figure the passage lacks (:func:`assay.text.unsupported_figures`: a
+percentage needs the same percentage) is recorded with ``figures_missing`` and ``downgraded`` and,
+under "require", tagged incorrect (``judge_tag`` keeps the judge's). Without a document or a gold
+answer there is nothing to check against (``figures_missing`` null).
+
+Soft verdicts (``verdicts="soft"``, issue 17). The judge's probabilities of "yes" at each
+point's "supported" and "relevant" values (:func:`assay.verdicts.field_label_probs`) give each point
+P(incorrect) = 1 − p_s, P(irrelevant) = p_s (1 − p_r), P(correct) = p_s p_r, with p_s = 0 for a point
+the evidence check downgraded under "require". Metrics are ratios of expected counts (missing
+points count 1 each); a jury averages its members' probabilities per matched point. A parsed
+answer whose logprobs do not cover every point is Unscored with that reason, never scored hard.
 """
 
 from __future__ import annotations
@@ -50,6 +66,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -61,8 +78,9 @@ from assay.prompts import defuse, fence, load_domain, load_prompt
 from assay.registry import register_method
 from assay.runner import JudgeClient
 from assay.structured import OutputInvalid, generate_structured
-from assay.text import split_sentences
+from assay.text import split_sentences, unsupported_figures
 from assay.types import GenerateConfig, Item, Unscored
+from assay.verdicts import field_label_probs
 
 TAGS = ("correct", "incorrect", "irrelevant", "missing")
 SEVERITY = {"incorrect": 3, "irrelevant": 2, "missing": 1, "correct": 0}
@@ -119,6 +137,15 @@ class LeMAJConfig(BaseModel):
     max_missing: int = Field(default=5, ge=0, le=20)
     seed: int = 0
     max_reasks: int = Field(default=2, ge=0)
+    evidence_check: Literal["require", "flag"] = "require"
+    """A point the judge called supported that states a figure its source passage lacks (the
+    paragraphs it cites and the shown paragraph closest to it; the gold answer when given):
+    "require" counts it incorrect, "flag" only records it."""
+    verdicts: Literal["hard", "soft"] = "hard"
+    """"soft": read the judge's probability of "supported" and "relevant" for each point from its
+    logprobs and score the expected metrics (the tags stay the greedy ones); needs a backend
+    with logprobs (llamacpp with logits_all=true, openai)."""
+    top_logprobs: int = Field(default=5, ge=2, le=20)
 
 
 class _Point(BaseModel):
@@ -229,14 +256,48 @@ def choose_paragraphs(document: str, spans: list[tuple[int, int]], query: str, a
     return sorted(chosen)
 
 
+class EvidencePassages:
+    """The source passage of each point of one answer, for the evidence check (module docstring)."""
+
+    def __init__(self, item: Item, view: dict[str, Any]) -> None:
+        document = _document(item)
+        self.numbers = list(view["shown"])
+        self.texts = {n: document[slice(*view["paragraphs"][n - 1])] for n in self.numbers}
+        self.reference = item.reference.full_text() if item.reference is not None else ""
+
+    def closest(self, statement: str) -> int | None:
+        """The shown paragraph most similar to ``statement`` (TF-IDF cosine), None if none shares a word."""
+        if not self.numbers:
+            return None
+        from sklearn.feature_extraction.text import TfidfVectorizer
+        from sklearn.metrics.pairwise import cosine_similarity
+
+        texts = [self.texts[n] for n in self.numbers]
+        try:
+            matrix = TfidfVectorizer(sublinear_tf=True, stop_words="english").fit_transform([*texts, statement])
+        except ValueError:  # nothing but stop words
+            return None
+        sims = cosine_similarity(matrix[: len(texts)], matrix[len(texts):]).ravel()
+        best = int(sims.argmax())
+        return self.numbers[best] if sims[best] > 0 else None
+
+    def check(self, statement: str, citation: list[int]) -> dict[str, Any]:
+        """``evidence_paragraphs`` (cited + closest) and ``figures_missing`` (null: nothing to check against)."""
+        closest = self.closest(statement)
+        used = sorted(set(citation) | ({closest} if closest is not None else set()))
+        source = " ".join([*(self.texts[n] for n in used if n in self.texts), self.reference]).strip()
+        missing = unsupported_figures(statement, source) if source else None
+        return {"evidence_paragraphs": used, "figures_missing": missing, "downgraded": None}
+
+
 # --- scores ----------------------------------------------------------------------------------------
-def ldp_scores(counts: dict[str, int], beta: float = 1.0) -> tuple[dict[str, float | None], list[Unscored]]:
-    """§3.2's metrics from tag counts; a zero denominator gives null with its reason."""
+def ldp_scores(counts: Mapping[str, float], beta: float = 1.0) -> tuple[dict[str, float | None], list[Unscored]]:
+    """§3.2's metrics from tag counts (or expected counts); a zero denominator gives null with its reason."""
     c, i, irr, m = (counts.get(t, 0) for t in TAGS)
     scores: dict[str, float | None] = {}
     unscored: list[Unscored] = []
 
-    def ratio(metric: str, den: int, why: str) -> None:
+    def ratio(metric: str, den: float, why: str) -> None:
         scores[metric] = c / den if den else None
         if not den:
             unscored.append(Unscored(reason=f"undefined: {why}", metric=metric))
@@ -292,7 +353,11 @@ def aggregate_jurors(jurors: list[list[dict[str, Any]]], aggregate: str = "major
                 continue
             tag = _decide(tags, aggregate)
             chosen = next((d for d in cluster if d["tag"] == tag), cluster[0])
-            out.append({**chosen, "tag": tag, "votes": dict(Counter(tags)), "jurors": len(cluster)})
+            kept = {**chosen, "tag": tag, "votes": dict(Counter(tags)), "jurors": len(cluster)}
+            soft = [d["p_tags"] for d in cluster if "p_tags" in d]
+            if soft:
+                kept["p_tags"] = {t: sum(p[t] for p in soft) / len(soft) for t in soft[0]}
+            out.append(kept)
     return sorted(out, key=lambda d: (d["start"] is None, d["start"] or 0, d["end"] or 0))
 
 
@@ -409,25 +474,52 @@ class LeMAJ(Method):
                 if wrong:
                     raise OutputInvalid(f"paragraph(s) {wrong} were not shown")
 
+        soft = self.config.verdicts == "soft"
         out = await generate_structured(
             client, self.render(item, view), Tagging,
             GenerateConfig(temperature=self.config.sample_temperature if sampled else self.config.temperature,
                            max_tokens=self._max_tokens(len(spans)), seed=self.config.seed + n,
-                           json_schema=self.schema(len(spans), shown)),
+                           json_schema=self.schema(len(spans), shown), logprobs=soft,
+                           top_logprobs=self.config.top_logprobs if soft else 0),
             check=check, max_reasks=self.config.max_reasks, metric="correctness")
         if out.value is None:
             assert out.unscored is not None
             return out.unscored, out.keys
+        points = [(s.sentence, p) for s in out.value.sentences for p in s.points]
+        probs: dict[str, list[float]] = {}
+        if soft:
+            assert out.completion is not None
+            for field in ("supported", "relevant"):
+                found = field_label_probs(out.completion, field, ("yes", "no")) or []
+                if [f.greedy for f in found] != [getattr(p, field) for _, p in points]:
+                    return Unscored(reason=f"soft verdicts: the judge's logprobs cover {len(found)} of {len(points)} "
+                                           f"'{field}' values (or disagree with the parsed ones)",
+                                    raw_output=out.completion.text, metric="correctness"), out.keys
+                probs[field] = [f.p["yes"] for f in found]
+        passages = EvidencePassages(item, view)
         ldps: list[dict[str, Any]] = []
-        for s in out.value.sentences:
-            for p in s.points:
-                start, end, how = locate(item.response, spans, s.sentence, p.quote)
-                ldp = {"text": item.response[start:end], "tag": p.tag, "start": start, "end": end,
-                       "citation": sorted(set(p.paragraphs)), "sentence": s.sentence, "reason": p.reason,
-                       "located": how, "supported": p.supported, "relevant": p.relevant}
-                if how != "exact":
-                    ldp["judge_quote"] = p.quote
-                ldps.append(ldp)
+        for k, (sentence, p) in enumerate(points):
+            start, end, how = locate(item.response, spans, sentence, p.quote)
+            text = item.response[start:end]
+            citation = sorted(set(p.paragraphs))
+            ldp = {"text": text, "tag": p.tag, "start": start, "end": end, "citation": citation,
+                   "sentence": sentence, "reason": p.reason, "located": how, "supported": p.supported,
+                   "relevant": p.relevant, **passages.check(text, citation)}
+            if how != "exact":
+                ldp["judge_quote"] = p.quote
+            counts_supported = p.supported == "yes"
+            if ldp["figures_missing"] and p.supported == "yes":
+                ldp["downgraded"] = (f"called supported, but states {', '.join(ldp['figures_missing'])}, which its "
+                                     f"source passage does not contain")
+                if self.config.evidence_check == "require":
+                    ldp["judge_tag"], ldp["tag"] = p.tag, "incorrect"
+                    counts_supported = False
+            if soft:
+                ps = probs["supported"][k] if counts_supported else 0.0
+                pr = probs["relevant"][k]
+                ldp.update(p_supported=probs["supported"][k], p_relevant=pr,
+                           p_tags={"correct": ps * pr, "incorrect": 1.0 - ps, "irrelevant": ps * (1.0 - pr)})
+            ldps.append(ldp)
         for m in out.value.missing:
             ldps.append({"text": m.text.strip(), "tag": "missing", "start": None, "end": None,
                          "citation": sorted(set(m.paragraphs)), "sentence": None, "reason": None, "located": None})
@@ -469,8 +561,14 @@ class LeMAJ(Method):
                                "matcher": self.config.matcher,
                                **({"judges": [m.name for m in members]} if members is not None else {})}
         counts = {t: sum(1 for d in ldps if d["tag"] == t) for t in TAGS}
-        scores, unscored = ldp_scores(counts, self.config.beta)
-        details.update(ldps=ldps, counts=counts)
+        if self.config.verdicts == "soft":
+            expected = {t: sum(d["p_tags"][t] for d in ldps if d["tag"] != "missing") for t in TAGS[:3]}
+            expected["missing"] = float(counts["missing"])
+            scores, unscored = ldp_scores(expected, self.config.beta)
+            details["expected_counts"] = expected
+        else:
+            scores, unscored = ldp_scores(counts, self.config.beta)
+        details.update(ldps=ldps, counts=counts, verdicts=self.config.verdicts)
         return ItemResult(scores=scores, unscored=unscored, details=details, call_keys=keys)
 
     def estimate(self, items: list[Item]) -> CallEstimate:
