@@ -76,3 +76,38 @@ class KeywordJudge(JudgeBackend):
             text = elements_json(*[w for w in re.findall(r"[A-Za-z0-9()]+", answer) if len(w) > 3][:5])
         return Completion(text=text, usage=Usage(prompt_tokens=len(user) // 4, completion_tokens=len(text) // 4),
                           finish_reason="stop", backend="fake", model="keyword")
+
+
+class WithLogprobs(JudgeBackend):
+    """Wraps a judge and gives its JSON answers logprobs: at each value of a listed field, the
+    next probability from ``p_first[field]`` goes to that field's first label, the rest to the
+    second (``labels[field]``); every other piece of text is one certain token."""
+
+    def __init__(self, inner: JudgeBackend, labels: dict[str, tuple[str, str]], p_first: dict[str, list[float]]):
+        self.inner, self.labels, self.p_first = inner, labels, {k: list(v) for k, v in p_first.items()}
+        self.name = inner.name
+        self.max_concurrency = 1
+        self.capabilities = inner.capabilities.model_copy(update={"logprobs": True})
+
+    def identity(self) -> dict[str, Any]:
+        return self.inner.identity()
+
+    async def generate(self, messages: list[Message], config: GenerateConfig) -> Completion:
+        import math
+
+        from assay.types import TokenLogprob
+
+        completion = await self.inner.generate(messages, config)
+        if not config.logprobs:
+            return completion
+        text, tokens, cursor = completion.text, [], 0
+        fields = "|".join(map(re.escape, self.labels))
+        for m in re.finditer(rf'"({fields})":\s*"?([\w]+)', text):
+            first, second = self.labels[m.group(1)]
+            p = self.p_first[m.group(1)].pop(0)
+            top = {first: math.log(p), second: math.log(1 - p)}
+            tokens.append(TokenLogprob(token=text[cursor:m.start(2)], logprob=0.0))
+            tokens.append(TokenLogprob(token=m.group(2), logprob=top[m.group(2)], top=top))
+            cursor = m.end(2)
+        tokens.append(TokenLogprob(token=text[cursor:], logprob=0.0))
+        return completion.model_copy(update={"logprobs": tokens})

@@ -367,14 +367,17 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
     judge_name = judge.name if isinstance(judge, JudgeBackend) else judge
     per_metric: dict[str, tuple[dict[str, dict[str, float | None]], str]] = {}
     pair_results: dict[str, Any] = {}
-    built = {method: build_method(method, **(method_options or {}).get(method, {})) for method in methods}
+    # an entry "METHOD@VARIANT" runs METHOD under its own label with the options given for that
+    # label (e.g. "dece" and "dece@soft" with method_options={"dece@soft": {"verdicts": "soft"}})
+    built = {method: build_method(method.split("@", 1)[0], **(method_options or {}).get(method, {}))
+             for method in methods}
     names = [metric_name(m, metric, obj.metrics) for m, obj in built.items() for metric in obj.metrics]
     if versus is not None and versus not in names:  # before any judge call
         raise InputError(f"--versus {versus!r} is not one of the metrics of this run: {', '.join(names)}")
     for method in methods:
         method_obj = built[method]
         manifests[method] = method_obj.manifest()
-        method_judge = (judge_for or {}).get(method, judge)
+        method_judge = (judge_for or {}).get(method, (judge_for or {}).get(method.split("@", 1)[0], judge))
         result = await aevaluate(metaset.items, method_obj, method_judge, store=store_obj, resume=True,
                                  runner=runner or RunnerConfig(progress=False), judge_options=judge_options,
                                  data_source=f"{metaset.kind}:{metaset.source}")

@@ -44,7 +44,9 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Path, str]]:
              Item(id="c2", query="Q <b>bold</b>?", response=HOSTILE, document=CONTRACT, system="s2")]
     judge = ScriptedBackend([_tagging(("payable within 60 days", "correct"), ("New York law governs", "irrelevant")),
                              _tagging(("Evil", "incorrect"), ("tail", "irrelevant"))])
-    run = assay.evaluate(items, "lemaj", judge, runner=RunnerConfig(progress=False), store=store_path)
+    # evidence_check=flag: the judge's "60 days: correct" stands (the reviewer is the one who catches it)
+    run = assay.evaluate(items, "lemaj", judge, runner=RunnerConfig(progress=False), store=store_path,
+                         evidence_check="flag")
     exe = shutil.which("assay", path=str(Path(sys.executable).parent))
     assert exe is not None
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}

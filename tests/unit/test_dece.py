@@ -254,3 +254,23 @@ def test_calls_run_breadth_first_so_consecutive_prompts_share_a_prefix() -> None
                      else "criteria" if "<reference>" in user else "elements")
     # (the three verifications are one prompt — same elements, same reference — so one call)
     assert kinds == ["criteria"] + ["satisfy"] * 3 + ["elements"] * 3 + ["verify"]
+
+
+def test_soft_verdicts_count_the_judges_probability_under_the_evidence_checks() -> None:
+    from tests.helpers import WithLogprobs
+
+    # criteria: 1 satisfied (p 0.9), 2 judged 1 but cites nothing (p 0.8: blocked), 3 judged 0 (p 0.3);
+    # elements: 1 supported (p 0.7), 2 "six years" judged 0 with p(1) 0.4 but its figure is missing (blocked)
+    rules = dece_rules(["within three years", "b", "c"], ["three years", "six years"], sat=[1, 1, 0], ver=[1, 0])
+    rules[1]["responses"] = [verdicts_json("criterion", [1, 1, 0], [[1], [], []])]
+    backend = WithLogprobs(ScriptedBackend(rules=rules), {"score": ("1", "0")}, {"score": [0.9, 0.8, 0.3, 0.7, 0.4]})
+    row = assay.evaluate([ITEM], "dece", backend, runner=QUIET, verdicts="soft").records()[0]
+    assert [c["p_judge"] for c in row["criteria"]] == pytest.approx([0.9, 0.8, 0.3])
+    assert [c["soft"] for c in row["criteria"]] == pytest.approx([0.9, 0.0, 0.3])
+    assert row["recall"] == pytest.approx(1.2 / 3) and row["recall_hard"] == pytest.approx(1 / 3)
+    assert [e["soft"] for e in row["elements"]] == pytest.approx([0.7, 0.0])
+    assert row["precision"] == pytest.approx(0.35) and row["precision_hard"] == 0.5
+    assert row["verdicts"] == "soft"
+    # without logprobs a soft run is Unscored with the reason, not scored hard
+    plain = assay.evaluate([ITEM], "dece", ScriptedBackend(rules=rules), runner=QUIET, verdicts="soft").records()[0]
+    assert plain["recall"] is None and "soft verdicts need the judge's logprobs" in plain["unscored_reason"]

@@ -23,6 +23,7 @@ from assay.methods.lemaj import (
 from assay.runner import RunnerConfig
 from assay.triage import triage
 from assay.types import Item
+from tests.helpers import WithLogprobs
 
 QUIET = RunnerConfig(progress=False)
 
@@ -355,35 +356,9 @@ def test_the_evidence_check_overrules_a_supported_point_whose_figure_its_passage
     assert rows["flag"]["correctness"] == 1.0
 
 
-class _LogprobBackend(ScriptedBackend):
-    """Answers with a canned JSON whose "supported"/"relevant" values carry given P(yes), in order."""
-
-    def __init__(self, text: str, p_yes: dict[str, list[float]]) -> None:
-        super().__init__([text])
-        self.text, self.p_yes = text, p_yes
-        self.capabilities = self.capabilities.model_copy(update={"logprobs": True})
-
-    async def generate(self, messages: Any, config: Any) -> Any:
-        import math
-        import re
-
-        from assay.types import Completion, TokenLogprob
-
-        assert config.logprobs
-        tokens, cursor, seen = [], 0, {"supported": 0, "relevant": 0}
-        for m in re.finditer(r'"(supported|relevant)": "(yes|no)', self.text):
-            tokens.append(TokenLogprob(token=self.text[cursor:m.start(2)], logprob=0.0))
-            p = self.p_yes[m.group(1)][seen[m.group(1)]]
-            seen[m.group(1)] += 1
-            top = {"yes": math.log(p), "no": math.log(1 - p)}
-            tokens.append(TokenLogprob(token=m.group(2), logprob=top[m.group(2)], top=top))
-            cursor = m.end(2)
-        tokens.append(TokenLogprob(token=self.text[cursor:], logprob=0.0))
-        return Completion(text=self.text, logprobs=tokens)
-
-
 def test_soft_verdicts_score_expected_counts_from_the_judges_probabilities() -> None:
-    backend = _LogprobBackend(LENIENT, {"supported": [0.9, 0.8, 0.6], "relevant": [0.95, 0.7, 0.5]})
+    backend = WithLogprobs(ScriptedBackend([LENIENT]), {"supported": ("yes", "no"), "relevant": ("yes", "no")},
+                           {"supported": [0.9, 0.8, 0.6], "relevant": [0.95, 0.7, 0.5]})
     row = assay.evaluate([item()], LeMAJ(LeMAJConfig(verdicts="soft")), backend, runner=QUIET).records()[0]
     first, second, third = row["ldps"]
     assert first["p_supported"] == pytest.approx(0.9) and first["tag"] == "incorrect"

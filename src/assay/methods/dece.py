@@ -28,6 +28,14 @@ Readings of the paper we chose, so the next person knows:
   readily call "six years" supported by a reference that says three. The figure check is
   literal: "90 days" restated as "three months" fails it, and the record says so.
   ``quote_policy="flag"`` is the paper's reading: verdicts stand, failed checks are flagged.
+* Soft verdicts (``verdicts="soft"``, issue 17): the satisfaction and verification calls ask
+  for logprobs, and each verdict records ``p_judge``, the judge's probability of 1 at its
+  ``score`` (:func:`assay.verdicts.field_label_probs`), and ``soft``, what it counts: ``p_judge``
+  when the evidence checks allow a positive verdict (no figure missing; for a judge's 1, a cited
+  sentence — a negative verdict need not cite), else 0 under "require". Precision and recall are
+  the means of ``soft``; the hard ones stay in ``precision_hard`` / ``recall_hard``. Extraction
+  calls are unchanged, so a soft run re-uses a hard run's cached criteria and elements; a
+  completion without logprobs for every verdict makes the metric Unscored, never hard.
 * An answer with no extractable element has no defined precision: it is Unscored with that
   reason (never 0 or 1). Likewise recall without criteria.
 * Criteria are per question (item ``id``), shared by every system's answer to it; a frozen
@@ -53,7 +61,8 @@ from assay.runner import JudgeClient
 from assay.stats import f_beta
 from assay.structured import OutputInvalid, generate_structured
 from assay.text import numbered_text, split_sentences, unsupported_figures
-from assay.types import GenerateConfig, Item, Unscored
+from assay.types import Completion, GenerateConfig, Item, Unscored
+from assay.verdicts import field_label_probs
 
 PROMPTS = ("dece/criteria_extraction", "dece/criteria_satisfaction", "dece/element_extraction",
            "dece/element_verification")
@@ -88,6 +97,10 @@ class DeCEConfig(BaseModel):
     quote_policy: Literal["require", "flag"] = "require"
     """"require": a positive verdict counts only if it cites evidence and every figure it
     asserts occurs in the judged text; "flag": verdicts stand and failed checks are flagged."""
+    verdicts: Literal["hard", "soft"] = "hard"
+    """"soft": each satisfaction/support verdict counts its probability P(1) read from the judge's
+    logprobs (issue 17), precision and recall are their means; needs a backend with logprobs."""
+    top_logprobs: int = Field(default=5, ge=2, le=20)
 
 
 # --- response models ---------------------------------------------------------------------------
@@ -313,7 +326,10 @@ class DeCE(Method):
         if self.frozen is not None:
             blob = json.dumps({k: v.criteria for k, v in sorted(self.frozen.items())}, sort_keys=True)
             frozen_hash = hashlib.sha256(blob.encode()).hexdigest()
-        return {"config": self.config.model_dump(),
+        config = self.config.model_dump()
+        if self.config.verdicts == "hard":  # hard is how every earlier run scored: keep their run ids
+            del config["verdicts"], config["top_logprobs"]
+        return {"config": config,
                 "prompt_sha256": {k: p.sha256 for k, p in self.prompts.items()},
                 "domain_sha256": self.domain["sha256"], "criteria_file_sha256": frozen_hash}
 
@@ -356,9 +372,24 @@ class DeCE(Method):
             reference=fence("reference", numbered_text(item.reference.full_text())),
             elements=numbered(elements))
 
-    def _config(self, temperature: float, max_tokens: int, schema: dict[str, Any]) -> GenerateConfig:
+    def _config(self, temperature: float, max_tokens: int, schema: dict[str, Any],
+                soft: bool = False) -> GenerateConfig:
         return GenerateConfig(temperature=temperature, max_tokens=max_tokens, seed=self.config.seed,
-                              json_schema=schema)
+                              json_schema=schema, logprobs=soft, top_logprobs=self.config.top_logprobs if soft else 0)
+
+    def _soften(self, entries: list[dict[str, Any]], completion: Completion | None,
+                what: str) -> tuple[float | None, Unscored | None]:
+        """Attach ``p_judge`` and ``soft`` to each verdict entry; the mean of ``soft``, or why not."""
+        found = field_label_probs(completion, "score", ("0", "1")) if completion is not None else None
+        if found is None or [f.greedy for f in found] != [str(e["judge_score"]) for e in entries]:
+            return None, Unscored(reason=f"{what}: soft verdicts need the judge's logprobs at every score "
+                                         f"(got {0 if found is None else len(found)} of {len(entries)})",
+                                  raw_output=completion.text if completion is not None else None)
+        for entry, probs in zip(entries, found, strict=True):
+            blocked = bool(entry["figures_missing"]) or (entry["judge_score"] == 1 and not entry["evidence"])
+            entry["p_judge"] = probs.p["1"]
+            entry["soft"] = 0.0 if blocked and self.config.quote_policy == "require" else probs.p["1"]
+        return sum(e["soft"] for e in entries) / len(entries), None
 
     def _verdict_tokens(self, count: int) -> int:
         # index + evidence + reasoning per verdict, at ~3.5 characters per token, plus framing
@@ -418,7 +449,8 @@ class DeCE(Method):
         assert item.reference is not None
         keys: list[str] = []
         unscored: list[Unscored] = []
-        details: dict[str, Any] = {"beta": cfg.beta}
+        details: dict[str, Any] = {"beta": cfg.beta, "verdicts": cfg.verdicts}
+        soft = cfg.verdicts == "soft"
 
         # Recall: criteria, then satisfaction.
         criteria, edited, problem, crit_keys, source = await self.criteria_for(item, client)
@@ -435,7 +467,7 @@ class DeCE(Method):
                 client, self.render_satisfaction(item, criteria), SatisfactionOutput,
                 self._config(cfg.verification_temperature, self._verdict_tokens(len(criteria)),
                              _verdict_schema("criterion", len(criteria), len(answer_sentences),
-                                             cfg.max_evidence, cfg.max_reasoning_chars)),
+                                             cfg.max_evidence, cfg.max_reasoning_chars), soft),
                 check=_check_verdicts("criterion", len(criteria), len(answer_sentences)),
                 max_reasks=cfg.max_reasks,
                 metric="recall")
@@ -456,6 +488,11 @@ class DeCE(Method):
                     update={"reason": f"criterion satisfaction: {outcome.unscored.reason}"}))
             else:
                 recall = sum(bool(c["satisfied"]) for c in details["criteria"]) / len(criteria)
+                if soft:
+                    details["recall_hard"] = recall
+                    recall, failed = self._soften(details["criteria"], outcome.completion, "criterion satisfaction")
+                    if failed is not None:
+                        unscored.append(failed.model_copy(update={"metric": "recall"}))
 
         # Precision: elements, then verification against the whole reference.
         precision: float | None = None
@@ -480,7 +517,7 @@ class DeCE(Method):
                     client, self.render_verification(item, elements), VerificationOutput,
                     self._config(cfg.verification_temperature, self._verdict_tokens(len(elements)),
                                  _verdict_schema("element", len(elements), len(reference_sentences),
-                                                 cfg.max_evidence, cfg.max_reasoning_chars)),
+                                                 cfg.max_evidence, cfg.max_reasoning_chars), soft),
                     check=_check_verdicts("element", len(elements), len(reference_sentences)),
                     max_reasks=cfg.max_reasks,
                     metric="precision")
@@ -500,6 +537,12 @@ class DeCE(Method):
                         update={"reason": f"element verification: {ver.unscored.reason}"}))
                 else:
                     precision = sum(bool(e["supported"]) for e in details["elements"]) / len(elements)
+                    if soft:
+                        details["precision_hard"] = precision
+                        precision, failed = self._soften(details["elements"], ver.completion,
+                                                         "element verification")
+                        if failed is not None:
+                            unscored.append(failed.model_copy(update={"metric": "precision"}))
 
         fb: float | None = None
         if precision is not None and recall is not None:

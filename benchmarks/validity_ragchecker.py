@@ -1,0 +1,96 @@
+"""The validity table of issue 17: each method hard vs soft on RAGChecker dev pairs.
+
+DeCE with greedy 0/1 verdicts (``hard``, the default) and with each verdict's probability read
+from the judge's logprobs (``dece@soft``, ``verdicts=soft``), beside G-Eval (probability-weighted
+1–5) and ROUGE-L, on the same seeded subset of ``ragchecker_human_labeled_dev.json`` as
+``meta_ragchecker.py`` (seed 0), with the embedded judge. For every metric: Pearson r of
+score(model2) − score(model1) with each annotator's correctness / completeness / overall label,
+and the paired Δr versus G-Eval F2 and versus ROUGE-L with unit-bootstrap CIs; judge calls and
+tokens per item from each run's call stats.
+
+The store is ``results/meta_ragchecker.db`` (shared with meta_ragchecker.py; not in git): a soft
+run re-uses the hard run's cached extraction calls and makes only the two verification calls per
+answer again, with logprobs. Writes ``results/validity_ragchecker.json`` and prints the table.
+Usage: python benchmarks/validity_ragchecker.py [--pairs 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from assay.backends._llamacpp import LlamaCppBackend
+from assay.datasets.adapters import read_ragchecker
+from assay.meta import ameta
+from assay.runner import RunnerConfig
+from assay.store import Store
+
+HERE = Path(__file__).parent
+DATA = HERE.parents[1] / "shared" / "data" / "ragchecker_human_labeled_dev.json"
+METHODS = ["rougeL", "geval", "dece", "dece@soft"]
+
+
+def _usage(store: Store, run_id: str, items: int) -> dict[str, Any]:
+    """Judge calls and tokens per item of one run (its results' call keys, cached calls included)."""
+    keys = sorted({k for r in store.results(run_id) for k in r.call_keys})
+    stats = store.call_stats(keys)
+    return {k: v / items for k, v in stats.items() if k in ("calls", "prompt_tokens", "completion_tokens", "latency_s")}
+
+
+def _delta(entry: dict[str, Any], versus: str) -> str:
+    d, ci = entry.get(f"delta_vs_{versus}"), entry.get(f"delta_ci_vs_{versus}")
+    return "—" if d is None else f"{d:+.2f}" + (f" [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pairs", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--store", type=Path, default=HERE / "results" / "meta_ragchecker.db")
+    parser.add_argument("--out", type=Path, default=HERE / "results" / "validity_ragchecker.json")
+    args = parser.parse_args()
+    metaset = read_ragchecker(args.data).subset(args.pairs, args.seed)
+    judge = LlamaCppBackend("default", n_ctx=4096)
+    with_logprobs = LlamaCppBackend("default", n_ctx=4096, logits_all=True)
+    options = {"dece@soft": {"verdicts": "soft"}}
+    judge_for = {"geval": with_logprobs, "dece@soft": with_logprobs}
+    store = Store(args.store)
+    start = time.perf_counter()
+    results = {}
+    for versus in ("geval.f_beta", "rougeL"):
+        results[versus] = asyncio.run(ameta(metaset, METHODS, judge, store=store, seed=args.seed, resamples=1000,
+                                            runner=RunnerConfig(progress=True), judge_for=judge_for,
+                                            method_options=options, versus=versus))
+    wall = time.perf_counter() - start
+    first = results["geval.f_beta"]
+    table = []
+    for row in first["rows"]:
+        if row["method"] in ("geval.precision", "geval.recall"):
+            continue
+        entry = {"metric": row["method"], "label": row["human_label"], "r": row["pearson"],
+                 "r_ci": row.get("pearson_ci"), "n": row["n"]}
+        for versus, result in results.items():
+            for c in result["comparisons"]:
+                if c["method"] == row["method"] and c["human_label"] == row["human_label"]:
+                    entry[f"delta_vs_{versus}"] = -c["delta"]  # the metric's r minus versus' r
+                    entry[f"delta_ci_vs_{versus}"] = [-c["delta_ci"][1], -c["delta_ci"][0]] if c["delta_ci"] else None
+        table.append(entry)
+    runs = {m: {**r, "per_item": _usage(store, r["run_id"], len(metaset.items))} for m, r in first["runs"].items()}
+    out = {"pairs": args.pairs, "seed": args.seed, "judge": "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama.cpp, CPU)",
+           "runs": runs, "table": table, "wall_s": wall, "rows": first["rows"],
+           "comparisons": {v: r["comparisons"] for v, r in results.items()}}
+    args.out.write_text(json.dumps(out, indent=1, default=str))
+    print("| metric | label | r | Δr vs G-Eval F2 [95% CI] | Δr vs ROUGE-L [95% CI] |\n|---|---|---|---|---|")
+    for e in table:
+        r = "—" if e["r"] is None else f"{e['r']:.2f}"
+        print(f"| {e['metric']} | {e['label']} | {r} | {_delta(e, 'geval.f_beta')} | {_delta(e, 'rougeL')} |")
+    print(f"wrote {args.out} in {wall:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
