@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["figures", "numbered_text", "split_sentences"]
+__all__ = ["figures", "numbered_text", "split_sentences", "unsupported_figures", "unsupported_names"]
 
 _HEADING = re.compile(r"^[^.!?:]{1,40}:$")
 
@@ -79,3 +79,33 @@ def unsupported_figures(statement: str, source: str) -> list[str]:
     plain = {f.rstrip("%") for f in have}
     return sorted(f for f in figures(statement, percent=True)
                   if (f not in have if f.endswith("%") else f not in plain))
+
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z&'-]*")
+_OPENERS = frozenset("""a an the this that these those each every any all both either neither no not only
+in on at by to for from with under upon as if when where while since after before per of and or but
+however also moreover furthermore therefore thus yes""".split())
+
+
+def unsupported_names(statement: str, source: str) -> list[str]:
+    """Capitalised words of ``statement`` that nothing in ``source`` resembles: no word of the
+    source starts with the same four letters (case ignored), so "English" is taken as "England"
+    and "Providers" as "Provider", but a changed party name ("Southwind" for "Northwind") or an
+    outside entity is returned. A sentence's first word counts only when the next word is
+    capitalised too (a name such as "Greenfield Retail"), and common openers ("The", "Under")
+    never do."""
+    stems = {w[:4].lower() for w in _WORD.findall(source)}
+    words = list(_WORD.finditer(statement))
+    out: list[str] = []
+    for k, match in enumerate(words):
+        word = match.group(0)
+        if not word[0].isupper() or len(word) < 3 or word.lower() in _OPENERS:
+            continue
+        before = statement[:match.start()].rstrip()
+        initial = not before or before[-1] in ".!?:;"
+        if initial and not (k + 1 < len(words) and words[k + 1].group(0)[0].isupper()
+                            and statement[match.end():words[k + 1].start()].strip() == ""):
+            continue
+        if word[:4].lower() not in stems and word not in out:
+            out.append(word)
+    return out

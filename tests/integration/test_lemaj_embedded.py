@@ -1,12 +1,13 @@
 """LeMAJ on the real embedded judge: planted defects of LeMAJ Table 13 in answers about a small
-services agreement (tests/data/lemaj_planted.json) — a changed figure (change_value), a sentence
+services agreement (tests/data/lemaj_planted.json) — a changed figure (change_value), a changed
+party name (change_party), a sentence
 of outside knowledge (add_extra_info), a removed clause (remove_info), an irrelevant aside —
 run through the installed `assay eval lemaj`, then `assay triage` on the store.
 
 The 1.5B judge is weak; what is asserted is what the method guarantees whatever the judge:
 every sentence assessed, spans that round-trip, citations into the shown paragraphs, triage of
-the store, and the two planted defects that carry a figure (the changed value, the outside
-knowledge with its surcharge) tagged incorrect — through the evidence check when the judge calls
+the store, and the three planted defects that carry a figure or a name (the changed value, the
+changed party, the outside knowledge with its surcharge) tagged incorrect — through the evidence check when the judge calls
 them supported. Which others it catches (irrelevant for the aside, a missing point or lower
 recall for the removed clause) is printed (pytest -rA) and reported in the closing notes."""
 
@@ -66,9 +67,9 @@ def test_planted_defects_through_the_executable(tmp_path: Path) -> None:
     # sentence (its "2%" surcharge) are caught; the aside (relevance) and the omission are not —
     # printed and reported, not asserted, until a judge catches them.
     print("caught:", caught)
-    assert caught["change_value"] and caught["add_extra_info"], caught
+    assert caught["change_value"] and caught["add_extra_info"] and caught["change_party"], caught
     triage = subprocess.run([exe, "triage", "l.db", "--out", "t.json"], cwd=tmp_path, capture_output=True, text=True,
                             env=env, timeout=120)
     assert triage.returncode == 0, triage.stderr
     result = json.loads((tmp_path / "t.json").read_text())
-    assert result["answers"] == 5 and len(result["cleared"]) + len(result["needs_review"]) == 5
+    assert result["answers"] == 6 and len(result["cleared"]) + len(result["needs_review"]) == 6

@@ -375,3 +375,20 @@ def test_soft_verdicts_score_expected_counts_from_the_judges_probabilities() -> 
     plain = assay.evaluate([item()], LeMAJ(LeMAJConfig(verdicts="soft")), ScriptedBackend([LENIENT]),
                            runner=QUIET).records()[0]
     assert plain["status"] == "unscored" and "soft verdicts" in plain["unscored_reason"]
+
+
+def test_a_changed_party_name_or_an_outside_entity_is_not_supported_by_the_document() -> None:
+    from assay.text import unsupported_names
+
+    assert unsupported_names("Payment goes to Southwind Ltd. The Customer pays under English law.",
+                             "Northwind Ltd (Provider) and the Customer; the laws of England apply.") == ["Southwind"]
+    answer = "Under the UCC, payment is due promptly. The agreement is governed by New York law."
+    lenient = tagging([{"sentence": 1, "quote": "Under the UCC, payment is due promptly", "reason": "ok",
+                        "paragraphs": [1], "tag": "correct"},
+                       {"sentence": 2, "quote": "governed by New York law", "reason": "ok", "paragraphs": [3],
+                        "tag": "correct"}])
+    bare = Item(id="c1", query="What are the payment terms?", response=answer, document=CONTRACT)
+    row = assay.evaluate([bare], LeMAJ(), ScriptedBackend([lenient]), runner=QUIET).records()[0]
+    first, second = row["ldps"]
+    assert first["tag"] == "incorrect" and first["names_missing"] == ["UCC"] and "UCC" in first["downgraded"]
+    assert second["tag"] == "correct" and second["names_missing"] == []

@@ -49,8 +49,11 @@ plants changed values, and the 1.5B judge called "payable within 90 days" suppor
 that says 30). A point's source passage is the paragraphs it cites plus the shown paragraph most
 similar to it (TF-IDF cosine), and the gold answer when one is given; a point the judge called
 supported that states a figure the passage lacks (:func:`assay.text.unsupported_figures`: a
-percentage needs the same percentage) is recorded with ``figures_missing`` and ``downgraded`` and,
-under "require", tagged incorrect (``judge_tag`` keeps the judge's). Without a document or a gold
+percentage needs the same percentage), or names something the document, gold answer and question
+never mention (:func:`assay.text.unsupported_names`: a capitalised word no word there shares four
+first letters with — a changed party, an outside statute), is recorded with ``figures_missing`` /
+``names_missing`` and ``downgraded`` and, under "require", tagged incorrect (``judge_tag`` keeps
+the judge's). Without a document or a gold
 answer there is nothing to check against (``figures_missing`` null).
 
 Soft verdicts (``verdicts="soft"``, issue 17). The judge's probabilities of "yes" at each
@@ -78,7 +81,7 @@ from assay.prompts import defuse, fence, load_domain, load_prompt
 from assay.registry import register_method
 from assay.runner import JudgeClient
 from assay.structured import OutputInvalid, generate_structured
-from assay.text import split_sentences, unsupported_figures
+from assay.text import split_sentences, unsupported_figures, unsupported_names
 from assay.types import GenerateConfig, Item, Unscored
 from assay.verdicts import field_label_probs
 
@@ -264,6 +267,7 @@ class EvidencePassages:
         self.numbers = list(view["shown"])
         self.texts = {n: document[slice(*view["paragraphs"][n - 1])] for n in self.numbers}
         self.reference = item.reference.full_text() if item.reference is not None else ""
+        self.everything = " ".join((document, self.reference, item.query)) if document.strip() or self.reference else ""
 
     def closest(self, statement: str) -> int | None:
         """The shown paragraph most similar to ``statement`` (TF-IDF cosine), None if none shares a word."""
@@ -282,12 +286,15 @@ class EvidencePassages:
         return self.numbers[best] if sims[best] > 0 else None
 
     def check(self, statement: str, citation: list[int]) -> dict[str, Any]:
-        """``evidence_paragraphs`` (cited + closest) and ``figures_missing`` (null: nothing to check against)."""
+        """``evidence_paragraphs`` (cited + closest), ``figures_missing`` (against those) and
+        ``names_missing`` (against the whole document, gold answer and question); null: nothing
+        to check against."""
         closest = self.closest(statement)
         used = sorted(set(citation) | ({closest} if closest is not None else set()))
         source = " ".join([*(self.texts[n] for n in used if n in self.texts), self.reference]).strip()
         missing = unsupported_figures(statement, source) if source else None
-        return {"evidence_paragraphs": used, "figures_missing": missing, "downgraded": None}
+        names = unsupported_names(statement, self.everything) if self.everything else None
+        return {"evidence_paragraphs": used, "figures_missing": missing, "names_missing": names, "downgraded": None}
 
 
 # --- scores ----------------------------------------------------------------------------------------
@@ -508,9 +515,14 @@ class LeMAJ(Method):
             if how != "exact":
                 ldp["judge_quote"] = p.quote
             counts_supported = p.supported == "yes"
-            if ldp["figures_missing"] and p.supported == "yes":
-                ldp["downgraded"] = (f"called supported, but states {', '.join(ldp['figures_missing'])}, which its "
-                                     f"source passage does not contain")
+            problems = []
+            if ldp["figures_missing"]:
+                figures = ", ".join(ldp["figures_missing"])
+                problems.append(f"states {figures}, which its source passage does not contain")
+            if ldp["names_missing"]:
+                problems.append(f"names {', '.join(ldp['names_missing'])}, which the document never mentions")
+            if problems and p.supported == "yes":
+                ldp["downgraded"] = "called supported, but " + " and ".join(problems)
                 if self.config.evidence_check == "require":
                     ldp["judge_tag"], ldp["tag"] = p.tag, "incorrect"
                     counts_supported = False

@@ -1,0 +1,199 @@
+"""Rubric files and preference pairs for PReMISE (SPEC §3.5; ``premise.txt`` §3, App. A).
+
+A rubric set is YAML or JSON: either a list of criteria or an object with ``criteria`` (or
+``rubrics``) and optional ``source`` / ``provenance``. A criterion has ``id`` and ``description``
+(the paper's rubric_id / rubric_description; ``name`` is accepted for ``id``), an optional
+applicability ``gate`` (when the criterion applies), and provenance: ``support`` (σ, the number
+of raw candidates it consolidates) and ``sources`` (the preference pairs they came from).
+Hand-written rubrics and other tools' rubrics load the same way; unknown keys are kept in
+``extra``.
+
+Preference pairs come from the HaluQuestQA preference TSV (``question_text``,
+``preferred_response``, ``rejected_response``), from SPEC §2.6 pairwise JSONL (``a``/``b`` with
+``human.winner`` A or B; ties say nothing about a preference and are skipped, and counted), or
+from JSONL with ``prompt`` / ``chosen`` / ``rejected``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from assay._files import atomic_write_text
+from assay.errors import InputError
+
+
+class Criterion(BaseModel):
+    """One rubric criterion with its provenance."""
+
+    id: str
+    description: str
+    gate: str | None = None
+    """When the criterion applies (None: always)."""
+    support: int = Field(default=1, ge=0)
+    sources: list[str] = Field(default_factory=list)
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class RubricSet(BaseModel):
+    criteria: list[Criterion]
+    source: str = "hand-written"
+    provenance: dict[str, Any] = Field(default_factory=dict)
+
+
+class PreferencePair(BaseModel):
+    id: str
+    prompt: str
+    chosen: str
+    rejected: str
+
+
+_ID = re.compile(r"[^a-z0-9]+")
+
+
+def slug(text: str) -> str:
+    """A snake_case id from a name."""
+    return _ID.sub("_", text.lower()).strip("_")[:60] or "criterion"
+
+
+def load_rubric(path: str | Path) -> RubricSet:
+    """Read a rubric set; one clear InputError naming the file, entry and field when it is wrong."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=str(path)) from exc
+    try:
+        if path.suffix.lower() == ".json":
+            data = json.loads(text)
+        else:
+            import yaml
+
+            data = yaml.safe_load(text)
+    except Exception as exc:  # json / yaml parse errors carry their position in the message
+        raise InputError(f"not valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'}: {exc}",
+                         source=str(path)) from exc
+    meta: dict[str, Any] = {}
+    if isinstance(data, dict):
+        entries = data.get("criteria", data.get("rubrics"))
+        meta = {k: v for k, v in data.items() if k not in ("criteria", "rubrics")}
+    else:
+        entries = data
+    if not isinstance(entries, list) or not entries:
+        raise InputError("expected a non-empty list of criteria (or an object with 'criteria')", source=str(path))
+    criteria: list[Criterion] = []
+    seen: set[str] = set()
+    for n, entry in enumerate(entries, 1):
+        where = f"criterion {n}"
+        if not isinstance(entry, dict):
+            raise InputError(f"{where} is not an object with id and description", source=str(path))
+        entry = dict(entry)
+        if "id" not in entry:
+            entry["id"] = entry.pop("name", entry.pop("rubric_id", None))
+        if "description" not in entry:
+            entry["description"] = entry.pop("rubric_description", entry.pop("definition", None))
+        for field in ("id", "description"):
+            if not isinstance(entry.get(field), str) or not entry[field].strip():
+                raise InputError(f"{where}: '{field}' is missing or empty", source=str(path), field=field)
+        known = set(Criterion.model_fields) - {"extra"}
+        extra = {k: v for k, v in entry.items() if k not in known}
+        try:
+            criterion = Criterion.model_validate({**{k: v for k, v in entry.items() if k in known}, "extra": extra})
+        except Exception as exc:
+            raise InputError(f"{where}: {exc}", source=str(path)) from exc
+        if criterion.id in seen:
+            raise InputError(f"{where}: id {criterion.id!r} appears twice", source=str(path), field="id")
+        seen.add(criterion.id)
+        criteria.append(criterion)
+    return RubricSet(criteria=criteria, source=str(meta.get("source", "hand-written")),
+                     provenance=meta.get("provenance") or {})
+
+
+def save_rubric(rubric: RubricSet, path: str | Path) -> None:
+    """Write YAML (JSON for a .json path), atomically."""
+    path = Path(path)
+    data = rubric.model_dump(mode="json")
+    for c in data["criteria"]:
+        for key in ("gate", "extra"):
+            if not c[key]:
+                del c[key]
+    if path.suffix.lower() == ".json":
+        atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    else:
+        import yaml
+
+        atomic_write_text(path, yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100))
+
+
+def read_preference_pairs(path: str | Path) -> tuple[list[PreferencePair], list[str]]:
+    """Pairs and notes (e.g. how many ties were skipped) from a TSV or JSONL file."""
+    path = Path(path)
+    source = str(path)
+    notes: list[str] = []
+    pairs: list[PreferencePair] = []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=source) from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=source) from exc
+    if path.suffix.lower() in (".tsv", ".csv"):
+        reader = csv.DictReader(text.splitlines(), delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
+        need = ("question_text", "preferred_response", "rejected_response")
+        missing = [c for c in need if c not in (reader.fieldnames or [])]
+        if missing:
+            raise InputError(f"missing column(s) {', '.join(missing)}", source=source)
+        for n, row in enumerate(reader, 2):
+            for column in need:
+                if not (row.get(column) or "").strip():
+                    raise InputError(f"empty {column}", source=source, line=n, field=column)
+            pairs.append(PreferencePair(id=f"pair{(row.get('') or '').strip() or n}", prompt=row["question_text"],
+                                        chosen=row["preferred_response"], rejected=row["rejected_response"]))
+    else:
+        ties = 0
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"malformed JSON: {exc.msg}", source=source, line=n) from exc
+            if not isinstance(row, dict):
+                raise InputError("not a JSON object", source=source, line=n)
+            pid = str(row.get("id", f"pair{n}"))
+            prompt = row.get("query", row.get("prompt"))
+            if not isinstance(prompt, str) or not prompt.strip():
+                raise InputError("no 'query' (or 'prompt')", source=source, line=n, field="query")
+            if "chosen" in row or "rejected" in row:
+                chosen, rejected = row.get("chosen"), row.get("rejected")
+            elif "a" in row and "b" in row:
+                winner = str(((row.get("human") or {}).get("winner")) or "").strip()
+                if winner.lower() == "tie":
+                    ties += 1
+                    continue
+                if winner not in ("A", "B"):
+                    raise InputError(f"human.winner must be A, B or tie, got {winner or 'nothing'!r}", source=source,
+                                     line=n, field="human.winner")
+                a, b = (row["a"] or {}).get("response"), (row["b"] or {}).get("response")
+                chosen, rejected = (a, b) if winner == "A" else (b, a)
+            else:
+                raise InputError("expected 'a'/'b' with human.winner, or 'chosen'/'rejected'", source=source, line=n)
+            for name, value in (("chosen", chosen), ("rejected", rejected)):
+                if not isinstance(value, str) or not value.strip():
+                    raise InputError(f"empty {name} response", source=source, line=n)
+            assert isinstance(chosen, str) and isinstance(rejected, str)
+            pairs.append(PreferencePair(id=pid, prompt=prompt, chosen=chosen, rejected=rejected))
+        if ties:
+            notes.append(f"{ties} tie(s) skipped: a tie states no preference")
+    if not pairs:
+        raise InputError("no preference pairs", source=source)
+    ids = [p.id for p in pairs]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise InputError(f"pair id {dup!r} appears twice", source=source)
+    return pairs, notes
