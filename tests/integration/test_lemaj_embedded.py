@@ -7,8 +7,8 @@ run through the installed `assay eval lemaj`, then `assay triage` on the store.
 The 1.5B judge is weak; what is asserted is what the method guarantees whatever the judge:
 every sentence assessed, spans that round-trip, citations into the shown paragraphs, triage of
 the store, and the three planted defects that carry a figure or a name (the changed value, the
-changed party, the outside knowledge with its surcharge) tagged incorrect — through the evidence check when the judge calls
-them supported. Which others it catches (irrelevant for the aside, a missing point or lower
+changed party, the outside knowledge with its surcharge) tagged incorrect — through the evidence
+check when the judge calls them supported. Which others it catches (irrelevant for the aside, a missing point or lower
 recall for the removed clause) is printed (pytest -rA) and reported in the closing notes."""
 
 from __future__ import annotations
