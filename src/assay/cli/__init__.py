@@ -13,7 +13,21 @@ import typer
 from rich.markup import escape
 
 from assay._version import __version__
-from assay.cli import compare, dece, demo, eval, export, injection, meta, model, report, tournament, triage, ui
+from assay.cli import (
+    compare,
+    dece,
+    demo,
+    eval,
+    export,
+    injection,
+    meta,
+    model,
+    report,
+    rubric,
+    tournament,
+    triage,
+    ui,
+)
 from assay.cli._click import ClickException, NoArgsIsHelpError, UsageError, convert_option, is_group, is_option
 from assay.cli._common import err_console
 from assay.errors import AssayError, BudgetExhausted, ConfigError, JudgeUnreachable
@@ -34,6 +48,7 @@ app = typer.Typer(name="assay", help="Decomposed, auditable LLM judges for LLM a
 app.add_typer(eval.app, name="eval")
 app.add_typer(dece.app, name="dece")
 app.add_typer(model.app, name="model")
+app.add_typer(rubric.app, name="rubric")
 app.command("export")(export.export)
 app.command("report")(report.report)
 app.command("demo")(demo.demo)

@@ -119,9 +119,9 @@ def save_rubric(rubric: RubricSet, path: str | Path) -> None:
     path = Path(path)
     data = rubric.model_dump(mode="json")
     for c in data["criteria"]:
-        for key in ("gate", "extra"):
-            if not c[key]:
-                del c[key]
+        c.update(c.pop("extra"))  # unknown keys go back where they were read from
+        if c["gate"] is None:
+            del c["gate"]
     if path.suffix.lower() == ".json":
         atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     else:
