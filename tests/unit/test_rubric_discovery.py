@@ -176,3 +176,84 @@ def test_the_command_refuses_bad_pairs_in_one_line_and_writes_nothing(tmp_path: 
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 2 and "missing column(s) rejected_response" in proc.stderr
     assert not (tmp_path / "r.yaml").exists()
+
+
+class FitJudge(JudgeBackend):
+    """F.10 with dimensions: prefers the longer answer; without: always A. F.9: fails only 'Atomic'."""
+
+    name = "fit"
+    max_concurrency = 1
+
+    def identity(self) -> dict[str, str]:
+        return {"backend": "fit"}
+
+    async def generate(self, messages: list[Message], config: GenerateConfig) -> Completion:
+        system, user = messages[0].content, messages[-1].content
+        if "F.9" in system:
+            verdict = "FAIL" if "Design property — Atomic" in user else "PASS"
+            return Completion(text=json.dumps({"reasoning": "r", "verdict": verdict}))
+        a = user.split("<answer_a>")[1].split("</answer_a>")[0]
+        b = user.split("<answer_b>")[1].split("</answer_b>")[0]
+        if "Dimensions to weigh" in system:
+            return Completion(text=json.dumps({"verdict": "A" if len(a) > len(b) else "B"}))
+        return Completion(text=json.dumps({"verdict": "A"}))
+
+
+def test_audit_structure_and_rubric_conditioned_fit(tmp_path: Path) -> None:
+    import random
+
+    from assay.rubrics.audit import Audit, AuditConfig
+    from assay.rubrics.files import Criterion, RubricSet
+
+    rubric = RubricSet(criteria=[Criterion(id="complete", description="Covers every part of the question."),
+                                 Criterion(id="sourced", description="Names sources for its claims.")])
+    pairs = [PreferencePair(id=f"p{n}", prompt="Q?", chosen="a long and complete answer", rejected="short")
+             for n in range(8)]
+    store = Store(tmp_path / "a.db")
+
+    async def go() -> tuple[dict, dict]:
+        client = JudgeClient(FitJudge(), store, RunnerConfig(progress=False))
+        auditor = Audit(AuditConfig(votes=3))
+        return await auditor.structure(rubric, client), await auditor.fit(rubric, pairs, client)
+
+    structure, fit = asyncio.run(go())
+    assert [c["structure"] for c in structure["criteria"]] == [4, 4] and structure["mean"] == 4
+    assert structure["criteria"][0]["flags"]["atomic"] is False
+    first = sum(random.Random(f"0:p{n}").random() < 0.5 for n in range(8))  # chosen shown as A
+    assert fit["accuracy_rubric"] == 1.0 and fit["accuracy_no_rubric"] == first / 8
+    assert fit["delta"] == pytest.approx(1 - first / 8) and fit["changed_verdicts"] == 8 - first
+    assert fit["rows"]["rubric"][0]["votes"] in ({"A": 3}, {"B": 3})
+
+
+def test_a_hand_written_rubric_is_audited_through_the_executable(tmp_path: Path) -> None:
+    exe = shutil.which("assay", path=str(Path(sys.executable).parent))
+    assert exe is not None
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    (tmp_path / "hand.yaml").write_text(
+        "criteria:\n"
+        "  - {id: answers_the_question, description: Addresses what was asked before anything else.}\n"
+        "  - {id: correct_facts, description: States facts that are correct.}\n"
+        "  - {id: clear_and_concise, description: Is clear and concise.}\n"
+        "  - {id: cites_sources, description: Names the sources of its claims.}\n")
+    rows = [{"id": f"q{n}", "query": "Q?", "a": {"response": "x"}, "b": {"response": "y"},
+             "human": {"winner": "A" if n % 2 else "B"}} for n in range(4)]
+    (tmp_path / "pairs.jsonl").write_text("\n".join(map(json.dumps, rows)) + "\n")
+    script = {"rules": [{"match": "Design property — Atomic", "responses": ['{"reasoning": "r", "verdict": "FAIL"}'],
+                         "repeat": True},
+                        {"match": "Design property", "responses": ['{"reasoning": "r", "verdict": "PASS"}'],
+                         "repeat": True},
+                        {"match": "<answer_a>", "responses": ['{"verdict": "A"}'], "repeat": True}]}
+    (tmp_path / "judge.json").write_text(json.dumps(script))
+    proc = subprocess.run([exe, "rubric", "audit", "hand.yaml", "--pairs", "pairs.jsonl", "--votes", "1",
+                           "--judge", "scripted/judge.json", "--store", "s.db", "--out", "audit.json"],
+                          cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    audit = json.loads((tmp_path / "audit.json").read_text())
+    assert [r["id"] for r in audit["rubrics"]] == ["answers_the_question", "correct_facts", "clear_and_concise",
+                                                  "cites_sources"]
+    assert all(r["structure"] == 4 and r["flags"]["atomic"] is False for r in audit["rubrics"])
+    assert audit["summary"]["structure_mean"] == 4.0 and audit["detail"]["fit"]["pairs"] == 4
+    assert "structure: mean 4.00 of 5" in proc.stdout
+    bad = subprocess.run([exe, "rubric", "audit", "hand.yaml", "--axes", "adversarial", "--store", "s.db"],
+                         cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+    assert bad.returncode == 2 and "not built yet" in bad.stderr

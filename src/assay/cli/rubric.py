@@ -1,4 +1,4 @@
-"""`assay rubric discover`: a policy rubric from preference pairs (PReMISE, Algorithm 1)."""
+"""`assay rubric discover|audit`: PReMISE policy rubrics (Algorithm 1; audit axes of App. B.1)."""
 
 from __future__ import annotations
 
@@ -15,12 +15,13 @@ from assay.backends import get_backend
 from assay.cli._common import console, parse_options
 from assay.cli.eval import JUDGE, JUDGE_OPT
 from assay.errors import ConfigError
+from assay.rubrics.audit import AXES, NOT_BUILT, Audit, AuditConfig
 from assay.rubrics.discover import Discovery, DiscoveryConfig
-from assay.rubrics.files import RubricSet, read_preference_pairs, save_rubric
+from assay.rubrics.files import RubricSet, load_rubric, read_preference_pairs, save_rubric
 from assay.runner import JudgeClient, RunnerConfig
 from assay.store import Store
 
-app = typer.Typer(help="PReMISE policy rubrics: discover (audit and repair are not built yet).",
+app = typer.Typer(help="PReMISE policy rubrics: discover, audit (structure, fit); repair is not built yet.",
                   no_args_is_help=True)
 
 
@@ -86,3 +87,73 @@ def discover(
     if trace is not None:
         atomic_write_text(trace, json.dumps(steps, indent=2, default=str) + "\n")
     console.print(f"wrote {len(rubric.criteria)} criteria to {output}")
+
+
+@app.command("audit")
+def audit(
+    rubric_path: Path = typer.Argument(..., help="rubric set (.yaml or .json), from any source"),
+    pairs: Path | None = typer.Option(None, "--pairs", help="preference pairs for the fit axis"),
+    axes: str = typer.Option("structure,fit", "--axes", help="comma-separated: structure, fit"),
+    votes: int = typer.Option(5, "--votes", help="fit: verdicts per pair, majority (1: one greedy verdict)"),
+    limit: int | None = typer.Option(None, "--limit", help="fit: use the first N pairs"),
+    judge: str = JUDGE,
+    judge_opt: list[str] | None = JUDGE_OPT,
+    seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED"),
+    store_path: Path = typer.Option(Path("assay-run.db"), "--store", envvar="ASSAY_OUT",
+                                    help="store: the judge-call cache (a re-run makes no call)"),
+    out: Path | None = typer.Option(None, "--out", help="write the audit as JSON"),
+    force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write"),
+) -> None:
+    """Audit a rubric set: structural adequacy (F.9) and rubric-conditioned preference fit (F.10)."""
+    chosen = [a.strip() for a in axes.split(",") if a.strip()]
+    for axis in chosen:
+        if axis in NOT_BUILT:
+            raise ConfigError(f"--axes {axis}: this axis is not built yet (built: {', '.join(AXES)})")
+        if axis not in AXES:
+            raise ConfigError(f"--axes {axis!r} is not an axis: {', '.join(AXES + NOT_BUILT)}")
+    if "fit" in chosen and pairs is None:
+        raise ConfigError("--axes fit needs --pairs")
+    if out is not None:
+        check_output(out, inputs=[rubric_path, store_path, *([pairs] if pairs else [])], force=force)
+    rubric = load_rubric(rubric_path)
+    found = read_preference_pairs(pairs)[0] if pairs is not None and "fit" in chosen else []
+    if limit is not None:
+        found = found[:limit]
+    backend = get_backend(judge, **parse_options(judge_opt))
+    store = Store(store_path)
+    auditor = Audit(AuditConfig(votes=votes, seed=seed))
+    result: dict[str, Any] = {"rubric": str(rubric_path), "criteria": len(rubric.criteria), "judge": backend.name}
+    start = time.perf_counter()
+
+    async def run() -> None:
+        client = JudgeClient(backend, store, RunnerConfig(progress=False))
+        try:
+            if "structure" in chosen:
+                result["structure"] = await auditor.structure(rubric, client)
+            if "fit" in chosen:
+                result["fit"] = await auditor.fit(rubric, found, client)
+        finally:
+            await backend.aclose()
+        result["judge_calls"] = client.stats.calls
+
+    asyncio.run(run())
+    result["wall_s"] = time.perf_counter() - start
+    by_id: dict[str, dict[str, Any]] = {c.id: {"id": c.id} for c in rubric.criteria}
+    if "structure" in result:
+        for entry in result["structure"]["criteria"]:
+            by_id[entry["id"]].update(structure=entry["structure"], flags=entry["flags"])
+        console.print(f"structure: mean {result['structure']['mean']:.2f} of 5 over {len(rubric.criteria)} "
+                      f"criteria ({result['structure']['judges']} judge(s))")
+    if "fit" in result:
+        fit = result["fit"]
+        ci = fit["delta_ci"]
+        console.print(f"fit on {fit['pairs']} pair(s), {votes} vote(s): accuracy with the rubric "
+                      f"{fit['accuracy_rubric']:.3f}, without {fit['accuracy_no_rubric']:.3f}, Δ {fit['delta']:+.3f}"
+                      + (f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else ""))
+    summary = {"structure_mean": result.get("structure", {}).get("mean"),
+               **{k: result.get("fit", {}).get(k) for k in ("accuracy_rubric", "accuracy_no_rubric", "delta",
+                                                             "delta_ci")}}
+    if out is not None:
+        atomic_write_text(out, json.dumps({"rubrics": list(by_id.values()), "summary": summary, "detail": result},
+                                          indent=2, default=str) + "\n")
+        console.print(f"wrote {out}")
