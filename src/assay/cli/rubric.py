@@ -63,20 +63,25 @@ def discover(
     discovery = Discovery(config)
     start = time.perf_counter()
 
+    calls = {"made": 0}
+
     async def run() -> tuple[RubricSet, dict[str, Any]]:
         client = JudgeClient(backend, store, RunnerConfig(progress=False))
         try:
             return await discovery.run(found, client, store)
         finally:
+            calls["made"] = client.stats.calls
             await backend.aclose()
 
     rubric, steps = asyncio.run(run())
+    steps["judge_calls_made"] = calls["made"]
     steps["wall_s"] = time.perf_counter() - start
     for note in notes:
         console.print(note)
     sizes = " → ".join(str(level["pool"]) for level in steps["levels"])
     console.print(f"{len(found)} pair(s); pool per level {sizes}; stopped: {steps.get('stopped')}; "
-                  f"{steps['eligible']} with support ≥ {min_support}; selected {len(rubric.criteria)}")
+                  f"{steps['eligible']} with support ≥ {min_support}; selected {len(rubric.criteria)}; "
+                  f"{calls['made']} judge call(s) made")
     if steps["pairs_failed"]:
         console.print(f"[red]{len(steps['pairs_failed'])} pair(s) gave no criteria[/red]: "
                       + "; ".join(f"{p['pair']}: {p['reason']}" for p in steps["pairs_failed"][:3]))

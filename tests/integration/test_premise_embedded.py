@@ -1,0 +1,54 @@
+"""PReMISE on the real embedded judge through the installed `assay`: discovery from two
+HaluQuestQA-style preference pairs writes a rubric, a second discovery over the same store makes
+no judge call (every stage part is stored), and the discovered rubric is audited for preference
+fit. What the 1.5B judge's rubric says is not asserted; that it runs, parses and resumes is."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+PAIRS = [
+    {"id": "p1", "query": "Why does ice float on water?",
+     "chosen": "Ice is less dense than liquid water: when water freezes its molecules lock into a hexagonal "
+               "lattice held by hydrogen bonds, which leaves more space between them, so ice floats.",
+     "rejected": "Ice floats because it is cold and cold things rise."},
+    {"id": "p2", "query": "Why is the sky blue?",
+     "chosen": "Sunlight is scattered by air molecules, and shorter blue wavelengths scatter much more than red "
+               "ones (Rayleigh scattering), so blue light reaches our eyes from every direction of the sky.",
+     "rejected": "The sky reflects the colour of the oceans."},
+]
+
+
+def test_discover_resume_and_audit_on_the_embedded_judge(tmp_path: Path) -> None:
+    exe = shutil.which("assay", path=str(Path(sys.executable).parent))
+    assert exe is not None
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    (tmp_path / "pairs.jsonl").write_text("\n".join(map(json.dumps, PAIRS)) + "\n")
+    discover = [exe, "rubric", "discover", "pairs.jsonl", "-o", "rubric.yaml", "--k", "4", "--min-support", "1",
+                "--min-sources", "1", "--matcher", "lexical", "--store", "p.db", "--trace", "trace.json",
+                "--judge-opt", "n_ctx=4096"]
+    first = subprocess.run(discover, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=1800)
+    assert first.returncode == 0, first.stderr + first.stdout
+    print(first.stdout)
+    trace = json.loads((tmp_path / "trace.json").read_text())
+    assert trace["levels"][0]["pool"] >= 6 and not trace["pairs_failed"]  # 3–5 criteria a pair
+    assert "rubric.yaml" in first.stdout and (tmp_path / "rubric.yaml").exists()
+    again = subprocess.run([*discover, "--force"], cwd=tmp_path, capture_output=True, text=True, env=env,
+                           timeout=600)
+    assert again.returncode == 0 and "0 judge call(s) made" in again.stdout, again.stdout + again.stderr
+    audit = subprocess.run([exe, "rubric", "audit", "rubric.yaml", "--pairs", "pairs.jsonl", "--axes", "fit",
+                            "--votes", "1", "--store", "p.db", "--out", "audit.json", "--judge-opt", "n_ctx=4096"],
+                           cwd=tmp_path, capture_output=True, text=True, env=env, timeout=1200)
+    assert audit.returncode == 0, audit.stderr
+    print(audit.stdout)
+    summary = json.loads((tmp_path / "audit.json").read_text())["summary"]
+    assert summary["accuracy_rubric"] in (0.0, 0.5, 1.0) and summary["accuracy_no_rubric"] in (0.0, 0.5, 1.0)
