@@ -39,6 +39,7 @@ def main() -> None:
     parser.add_argument("--cluster-size", type=int, default=6)
     parser.add_argument("--matcher", default="embeddings")
     parser.add_argument("--max-chars", type=int, default=1200, help="answers cut to this many characters")
+    parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads (default: all cores)")
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--store", type=Path, default=HERE / "results" / "premise_haluquestqa.db")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "premise_haluquestqa.json")
@@ -47,7 +48,7 @@ def main() -> None:
     pairs = [p.model_copy(update={"chosen": p.chosen[: args.max_chars], "rejected": p.rejected[: args.max_chars]})
              for p in pairs]
     train, test = pairs[: args.discover], pairs[args.discover: args.discover + args.fit]
-    judge = LlamaCppBackend("default", n_ctx=4096)
+    judge = LlamaCppBackend("default", n_ctx=4096, n_threads=args.threads)
     store = Store(args.store)
     timings: dict[str, float] = {}
     out: dict[str, Any] = {"judge": "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama.cpp, CPU)", "data": str(args.data),
