@@ -74,12 +74,17 @@ class RuleJudge(JudgeBackend):
             by_theme: dict[str, list[str]] = {}
             for cid, text in entries:
                 by_theme.setdefault(theme(text), []).append(cid)
-            groups, unmerged = [], []
+            number = {}
             for ids in by_theme.values():
                 for start in range(0, len(ids), 5):
                     chunk = ids[start:start + 5]
-                    (groups.append(chunk) if len(chunk) >= 2 else unmerged.extend(chunk))
-            return Completion(text=json.dumps({"subgroups": groups, "unmerged": unmerged}))
+                    for cid in chunk:
+                        number[cid] = len({*number.values()} - {0}) + 1 if len(chunk) >= 2 else 0
+                    if len(chunk) >= 2:  # one number for the whole chunk
+                        first = number[chunk[0]]
+                        number.update(dict.fromkeys(chunk, first))
+            return Completion(text=json.dumps({"assignments": [{"id": cid, "group": number[cid]}
+                                                               for cid, _ in entries]}))
         assert "F.3" in system
         self.calls["describe"] += 1
         name = theme(user)
