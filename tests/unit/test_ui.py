@@ -28,7 +28,8 @@ def app(tmp_path: Path) -> tuple[TestClient, Store, str]:
         {"sentence": 2, "points": [{"quote": "New York law governs", "reason": "r", "paragraphs": [],
                                     "supported": "yes", "relevant": "no"}]}], "missing": []})
     run = assay.evaluate([Item(id="c1", query="Terms?", response=RESPONSE, document="Pay in 60 days.")], "lemaj",
-                         ScriptedBackend([canned]), runner=RunnerConfig(progress=False), store=tmp_path / "s.db")
+                         ScriptedBackend([canned]), runner=RunnerConfig(progress=False), store=tmp_path / "s.db",
+                         evidence_check="flag")  # the judge's tags stand: "New York" stays irrelevant, not downgraded
     client = TestClient(create_app(tmp_path / "s.db", TOKEN, allowed_hosts=("testserver",)))
     return client, Store(tmp_path / "s.db", create=False), run.run_id
 
