@@ -1,7 +1,9 @@
 """PReMISE on the real embedded judge through the installed `assay`: discovery from two
 HaluQuestQA-style preference pairs writes a rubric, a second discovery over the same store makes
-no judge call (every stage part is stored), and the discovered rubric is audited for preference
-fit. What the 1.5B judge's rubric says is not asserted; that it runs, parses and resumes is."""
+no judge call (every stage part is stored), the discovered rubric is audited for reliability,
+preference fit (accuracy, applicability, score anatomy) and adversarial robustness (one attack
+per criterion), and the preference-rank repair re-uses the audit's calls. What the 1.5B judge's
+rubric says is not asserted; that it runs, parses and resumes is."""
 
 from __future__ import annotations
 
@@ -45,10 +47,23 @@ def test_discover_resume_and_audit_on_the_embedded_judge(tmp_path: Path) -> None
     again = subprocess.run([*discover, "--force"], cwd=tmp_path, capture_output=True, text=True, env=env,
                            timeout=600)
     assert again.returncode == 0 and "0 judge call(s) made" in again.stdout, again.stdout + again.stderr
-    audit = subprocess.run([exe, "rubric", "audit", "rubric.yaml", "--pairs", "pairs.jsonl", "--axes", "fit",
-                            "--votes", "1", "--store", "p.db", "--out", "audit.json", "--judge-opt", "n_ctx=4096"],
-                           cwd=tmp_path, capture_output=True, text=True, env=env, timeout=1200)
+    audit = subprocess.run([exe, "rubric", "audit", "rubric.yaml", "--pairs", "pairs.jsonl", "--axes",
+                            "reliability,fit,adversarial", "--runs", "2", "--paraphrases", "1", "--votes", "1",
+                            "--attacks", "1", "--store", "p.db",
+                            "--out", "audit.json", "--judge-opt", "n_ctx=4096"],
+                           cwd=tmp_path, capture_output=True, text=True, env=env, timeout=1800)
     assert audit.returncode == 0, audit.stderr
     print(audit.stdout)
     summary = json.loads((tmp_path / "audit.json").read_text())["summary"]
     assert summary["accuracy_rubric"] in (0.0, 0.5, 1.0) and summary["accuracy_no_rubric"] in (0.0, 0.5, 1.0)
+    assert summary["flip_rate"] is None or 0.0 <= summary["flip_rate"] <= 1.0
+    assert summary["alpha"] is None  # one judge: no agreement, said so
+    assert 0.0 <= summary["app_in"] <= 1.0 and "EffDim" in audit.stdout
+    assert "adversarial: VFR" in audit.stdout and (summary["vfr"] is None or 0.0 <= summary["vfr"] <= 1.0)
+    repair = subprocess.run([exe, "rubric", "repair", "rubric.yaml", "--pairs", "pairs.jsonl", "--eta", "0.5",
+                             "-o", "fixed.yaml", "--store", "p.db", "--judge-opt", "n_ctx=4096"],
+                            cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600)
+    print(repair.stdout)
+    assert repair.returncode in (0, 1), repair.stderr  # 1: no criterion kept, nothing written
+    assert "0 judge call(s) made" in repair.stdout  # every F.4 / F.11 call came from the audit's store
+    assert (tmp_path / "fixed.yaml").exists() == (repair.returncode == 0)

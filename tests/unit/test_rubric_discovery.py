@@ -218,7 +218,7 @@ def test_audit_structure_and_rubric_conditioned_fit(tmp_path: Path) -> None:
 
     async def go() -> tuple[dict, dict]:
         client = JudgeClient(FitJudge(), store, RunnerConfig(progress=False))
-        auditor = Audit(AuditConfig(votes=3))
+        auditor = Audit(AuditConfig(votes=3, fit_parts=("accuracy",)))
         return await auditor.structure(rubric, client), await auditor.fit(rubric, pairs, client)
 
     structure, fit = asyncio.run(go())
@@ -250,6 +250,7 @@ def test_a_hand_written_rubric_is_audited_through_the_executable(tmp_path: Path)
                         {"match": "<answer_a>", "responses": ['{"verdict": "A"}'], "repeat": True}]}
     (tmp_path / "judge.json").write_text(json.dumps(script))
     proc = subprocess.run([exe, "rubric", "audit", "hand.yaml", "--pairs", "pairs.jsonl", "--votes", "1",
+                           "--fit-parts", "accuracy",
                            "--judge", "scripted/judge.json", "--store", "s.db", "--out", "audit.json"],
                           cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -261,4 +262,4 @@ def test_a_hand_written_rubric_is_audited_through_the_executable(tmp_path: Path)
     assert "structure: mean 4.00 of 5" in proc.stdout
     bad = subprocess.run([exe, "rubric", "audit", "hand.yaml", "--axes", "adversarial", "--store", "s.db"],
                          cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
-    assert bad.returncode == 2 and "not built yet" in bad.stderr
+    assert bad.returncode == 2 and "--axes adversarial needs --pairs" in bad.stderr

@@ -1,4 +1,4 @@
-"""`assay rubric discover|audit`: PReMISE policy rubrics (Algorithm 1; audit axes of App. B.1)."""
+"""`assay rubric discover|audit|repair`: PReMISE policy rubrics (Algorithm 1; audit axes of App. B.1; §3.3)."""
 
 from __future__ import annotations
 
@@ -15,13 +15,14 @@ from assay.backends import get_backend
 from assay.cli._common import console, parse_options
 from assay.cli.eval import JUDGE, JUDGE_OPT
 from assay.errors import ConfigError
-from assay.rubrics.audit import AXES, NOT_BUILT, Audit, AuditConfig
+from assay.rubrics.audit import AXES, FIT_PARTS, NOT_BUILT, Audit, AuditConfig
 from assay.rubrics.discover import Discovery, DiscoveryConfig
 from assay.rubrics.files import RubricSet, load_rubric, read_preference_pairs, save_rubric
+from assay.rubrics.repair import PrefRepairConfig, preference_rank_selection
 from assay.runner import JudgeClient, RunnerConfig
 from assay.store import Store
 
-app = typer.Typer(help="PReMISE policy rubrics: discover, audit (structure, fit); repair is not built yet.",
+app = typer.Typer(help="PReMISE policy rubrics: discover, audit (four axes), repair (pref).",
                   no_args_is_help=True)
 
 
@@ -97,10 +98,21 @@ def discover(
 @app.command("audit")
 def audit(
     rubric_path: Path = typer.Argument(..., help="rubric set (.yaml or .json), from any source"),
-    pairs: Path | None = typer.Option(None, "--pairs", help="preference pairs for the fit axis"),
-    axes: str = typer.Option("structure,fit", "--axes", help="comma-separated: structure, fit"),
+    pairs: Path | None = typer.Option(None, "--pairs", help="preference pairs for the reliability and fit axes"),
+    out_of_domain: Path | None = typer.Option(None, "--out-of-domain",
+                                              help="fit: pairs from another source, for App_out and ΔApp"),
+    axes: str = typer.Option("structure,fit", "--axes",
+                             help="comma-separated: structure, reliability, fit, adversarial"),
     votes: int = typer.Option(5, "--votes", help="fit: verdicts per pair, majority (1: one greedy verdict)"),
-    limit: int | None = typer.Option(None, "--limit", help="fit: use the first N pairs"),
+    runs: int = typer.Option(5, "--runs", help="reliability: re-runs at the temperature for the flip rate"),
+    paraphrases: int = typer.Option(5, "--paraphrases", help="reliability: rewordings per criterion (0: skip)"),
+    fit_parts: str = typer.Option(",".join(FIT_PARTS), "--fit-parts",
+                                  help="fit: accuracy (F.10), applicability (F.11), scores (EffDim, |ρ|, BT)"),
+    limit: int | None = typer.Option(None, "--limit", help="use the first N pairs (and out-of-domain pairs)"),
+    attacks: int = typer.Option(6, "--attacks", help="adversarial: attempts per criterion (6 strategies rotate)"),
+    tau: float = typer.Option(7.0, "--tau", help="adversarial: a score ≥ τ (of 10) goes to the verifier"),
+    attacker: str | None = typer.Option(None, "--attacker", help="adversarial: the attacker model (default: judge)"),
+    verifier: str | None = typer.Option(None, "--verifier", help="adversarial: the verifier model (default: judge)"),
     judge: str = JUDGE,
     judge_opt: list[str] | None = JUDGE_OPT,
     seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED"),
@@ -109,24 +121,37 @@ def audit(
     out: Path | None = typer.Option(None, "--out", help="write the audit as JSON"),
     force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write"),
 ) -> None:
-    """Audit a rubric set: structural adequacy (F.9) and rubric-conditioned preference fit (F.10)."""
+    """Audit a rubric set: structural adequacy (F.9), reliability (F.4, F.5), preference fit (F.10, F.11,
+    B.1.3) and adversarial robustness (F.6–F.8, VFR)."""
     chosen = [a.strip() for a in axes.split(",") if a.strip()]
+    parts = tuple(p.strip() for p in fit_parts.split(",") if p.strip())
+    for part in parts:
+        if part not in FIT_PARTS:
+            raise ConfigError(f"--fit-parts {part!r} is not one of {', '.join(FIT_PARTS)}")
     for axis in chosen:
         if axis in NOT_BUILT:
             raise ConfigError(f"--axes {axis}: this axis is not built yet (built: {', '.join(AXES)})")
         if axis not in AXES:
             raise ConfigError(f"--axes {axis!r} is not an axis: {', '.join(AXES + NOT_BUILT)}")
-    if "fit" in chosen and pairs is None:
-        raise ConfigError("--axes fit needs --pairs")
+    for axis in ("fit", "reliability", "adversarial"):
+        if axis in chosen and pairs is None:
+            raise ConfigError(f"--axes {axis} needs --pairs")
     if out is not None:
-        check_output(out, inputs=[rubric_path, store_path, *([pairs] if pairs else [])], force=force)
+        check_output(out, inputs=[rubric_path, store_path, *([pairs] if pairs else []),
+                                  *([out_of_domain] if out_of_domain else [])], force=force)
     rubric = load_rubric(rubric_path)
-    found = read_preference_pairs(pairs)[0] if pairs is not None and "fit" in chosen else []
+    needs_pairs = bool({"fit", "reliability", "adversarial"} & set(chosen))
+    found = read_preference_pairs(pairs)[0] if pairs is not None and needs_pairs else []
+    foreign = read_preference_pairs(out_of_domain)[0] if out_of_domain is not None and "fit" in chosen else []
     if limit is not None:
-        found = found[:limit]
+        found, foreign = found[:limit], foreign[:limit]
     backend = get_backend(judge, **parse_options(judge_opt))
     store = Store(store_path)
-    auditor = Audit(AuditConfig(votes=votes, seed=seed))
+    auditor = Audit(AuditConfig(votes=votes, seed=seed, runs=runs, paraphrases=paraphrases, fit_parts=parts,
+                                attacks=attacks, tau=tau))
+    options = parse_options(judge_opt)
+    extra = {name: get_backend(spec, **options) for name, spec in (("attacker", attacker), ("verifier", verifier))
+             if spec is not None}
     result: dict[str, Any] = {"rubric": str(rubric_path), "criteria": len(rubric.criteria), "judge": backend.name}
     start = time.perf_counter()
 
@@ -135,10 +160,17 @@ def audit(
         try:
             if "structure" in chosen:
                 result["structure"] = await auditor.structure(rubric, client)
+            if "reliability" in chosen:
+                result["reliability"] = await auditor.reliability(rubric, found, client)
             if "fit" in chosen:
-                result["fit"] = await auditor.fit(rubric, found, client)
+                result["fit"] = await auditor.fit(rubric, found, client, out_of_domain=foreign or None)
+            if "adversarial" in chosen:
+                others = {name: JudgeClient(b, store, RunnerConfig(progress=False)) for name, b in extra.items()}
+                result["adversarial"] = await auditor.adversarial(rubric, found, client, **others)
         finally:
             await backend.aclose()
+            for b in extra.values():
+                await b.aclose()
         result["judge_calls"] = client.stats.calls
 
     asyncio.run(run())
@@ -149,16 +181,115 @@ def audit(
             by_id[entry["id"]].update(structure=entry["structure"], flags=entry["flags"])
         console.print(f"structure: mean {result['structure']['mean']:.2f} of 5 over {len(rubric.criteria)} "
                       f"criteria ({result['structure']['judges']} judge(s))")
-    if "fit" in result:
-        fit = result["fit"]
+    if "reliability" in result:
+        rel = result["reliability"]
+        for entry in rel["criteria"]:
+            by_id[entry["id"]].update({k: entry.get(k) for k in ("alpha", "flip_rate", "rho")})
+        console.print(f"reliability on {rel['pairs']} pair(s), {rel['judges']} judge(s): alpha {_num(rel['alpha'])}, "
+                      f"flip rate {_num(rel['flip_rate'])} ({rel['runs']} runs), paraphrase ρ {_num(rel['rho'])} "
+                      f"({rel['paraphrases']} paraphrases)")
+    fit = result.get("fit", {})
+    if "accuracy_rubric" in fit:
         ci = fit["delta_ci"]
         console.print(f"fit on {fit['pairs']} pair(s), {votes} vote(s): accuracy with the rubric "
-                      f"{fit['accuracy_rubric']:.3f}, without {fit['accuracy_no_rubric']:.3f}, Δ {fit['delta']:+.3f}"
-                      + (f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else ""))
+                      f"{_num(fit['accuracy_rubric'])}, without {_num(fit['accuracy_no_rubric'])}, "
+                      f"Δ {_num(fit['delta'], '+.3f')}" + (f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else ""))
+    app_ = fit.get("applicability", {})
+    if app_:
+        for cid, share in app_.get("per_criterion", {}).items():
+            by_id[cid]["applicability"] = share
+        console.print(f"applicability: App_in {_num(app_.get('app_in'))} over {app_['prompts']} prompt(s), "
+                      f"T/p {_num(app_.get('t_per_prompt'), '.2f')}"
+                      + (f", App_out {_num(app_.get('app_out'))}, ΔApp {_num(app_.get('delta_app'), '+.3f')}"
+                         if "prompts_out" in app_ else ""))
+    sc = fit.get("scores", {})
+    if sc:
+        bt = sc.get("bt", {})
+        console.print(f"scores on {sc['pairs']} pair(s): EffDim {_num(sc.get('eff_dim'), '.2f')} of K={sc['k']}, "
+                      f"mean |ρ| {_num(sc.get('mean_abs_rho'))}, BT CV accuracy {_num(bt.get('cv_accuracy'))}, "
+                      f"weight entropy {_num(bt.get('entropy'))}" + (f" ({bt['reason']})" if bt.get("reason") else ""))
+    adv = result.get("adversarial", {})
+    if adv:
+        for entry in adv["criteria"]:
+            by_id[entry["id"]].update(vfr=entry["vfr"], attack_mean_score=entry["attack_mean_score"],
+                                      reference_mean_score=entry["reference_mean_score"])
+        incomplete = sum(e["attempts"] - e["complete"] for e in adv["criteria"])
+        console.print(f"adversarial: VFR {_num(adv['vfr'])} ({adv['attacks']} attack(s) per criterion, τ {tau:g}; "
+                      f"attacker {adv['attacker']}, verifier {adv['verifier']}"
+                      + (f"; {incomplete} attempt(s) left out, unparseable" if incomplete else "") + ")")
+    rel_ = result.get("reliability", {})
     summary = {"structure_mean": result.get("structure", {}).get("mean"),
-               **{k: result.get("fit", {}).get(k) for k in ("accuracy_rubric", "accuracy_no_rubric", "delta",
-                                                             "delta_ci")}}
+               **{k: rel_.get(k) for k in ("alpha", "flip_rate", "rho")},
+               **{k: fit.get(k) for k in ("accuracy_rubric", "accuracy_no_rubric", "delta", "delta_ci")},
+               **{k: app_.get(k) for k in ("app_in", "app_out", "delta_app", "t_per_prompt")},
+               **{k: sc.get(k) for k in ("eff_dim", "eff_dim_per_k", "mean_abs_rho")},
+               "bt_cv_accuracy": sc.get("bt", {}).get("cv_accuracy"), "bt_entropy": sc.get("bt", {}).get("entropy"),
+               "vfr": adv.get("vfr")}
     if out is not None:
         atomic_write_text(out, json.dumps({"rubrics": list(by_id.values()), "summary": summary, "detail": result},
                                           indent=2, default=str) + "\n")
         console.print(f"wrote {out}")
+
+
+def _num(value: float | None, fmt: str = ".3f") -> str:
+    return "n/a" if value is None else format(value, fmt)
+
+
+@app.command("repair")
+def repair(
+    rubric_path: Path = typer.Argument(..., help="rubric set (.yaml or .json)"),
+    pairs: Path = typer.Option(..., "--pairs", help="preference pairs (those the rubric was discovered from)"),
+    output: Path = typer.Option(..., "--output", "-o", help="repaired rubric to write (.yaml, or .json)"),
+    mode: str = typer.Option("pref", "--mode", help="pref: preference-rank selection (§3.3); vfr: not built yet"),
+    eta: float = typer.Option(0.6, "--eta", help="pref: keep a criterion when the preferred answer wins on ≥ η "
+                                                 "of the pairs it applies to"),
+    limit: int | None = typer.Option(None, "--limit", help="use the first N pairs"),
+    judge: str = JUDGE,
+    judge_opt: list[str] | None = JUDGE_OPT,
+    seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED"),
+    store_path: Path = typer.Option(Path("assay-run.db"), "--store", envvar="ASSAY_OUT",
+                                    help="store: the judge-call cache (an audited rubric's scores are re-used)"),
+    report: Path | None = typer.Option(None, "--report", help="write each criterion's decision as JSON"),
+    force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write"),
+) -> None:
+    """Repair a rubric set: preference-rank selection keeps the criteria the human preference agrees with."""
+    if mode == "vfr":
+        raise ConfigError("--mode vfr (Algorithm 2) is not built yet: it needs the adversarial axis; use --mode pref")
+    if mode != "pref":
+        raise ConfigError(f"--mode must be pref or vfr, got {mode!r}")
+    if not 0.0 <= eta <= 1.0:
+        raise ConfigError(f"--eta must be within [0, 1], got {eta}")
+    check_output(output, inputs=[rubric_path, pairs, store_path], force=force)
+    if report is not None:
+        check_output(report, inputs=[rubric_path, pairs, store_path, output], force=force)
+    rubric = load_rubric(rubric_path)
+    found = read_preference_pairs(pairs)[0]
+    if limit is not None:
+        found = found[:limit]
+    backend = get_backend(judge, **parse_options(judge_opt))
+    store = Store(store_path)
+    auditor = Audit(AuditConfig(seed=seed))
+    calls = {"made": 0}
+
+    async def run() -> tuple[RubricSet, list[dict[str, Any]]]:
+        client = JudgeClient(backend, store, RunnerConfig(progress=False))
+        try:
+            return await preference_rank_selection(rubric, found, client, auditor, PrefRepairConfig(eta=eta))
+        finally:
+            calls["made"] = client.stats.calls
+            await backend.aclose()
+
+    repaired, decisions = asyncio.run(run())
+    for d in decisions:
+        mark = "kept   " if d["kept"] else "dropped"
+        console.print(f"{mark} {d['id']}: {d['reason']}")
+    console.print(f"kept {len(repaired.criteria)} of {len(rubric.criteria)} on {len(found)} pair(s); "
+                  f"{calls['made']} judge call(s) made")
+    if not repaired.criteria:
+        console.print("[red]no criterion passed: nothing written[/red]")
+        raise typer.Exit(1)
+    save_rubric(repaired, output)
+    if report is not None:
+        atomic_write_text(report, json.dumps({"eta": eta, "pairs": len(found), "decisions": decisions},
+                                             indent=2) + "\n")
+    console.print(f"wrote {output}")

@@ -12,6 +12,9 @@ audit commands.
 - :func:`verified_fool_rate` (eq. 2): the share of attack attempts the judge scored ≥ τ *and*
   the blind verifier confirmed as exploits.
 - :func:`bt_weight_entropy` (App. B.1.3): H(|β|/Σ|β|)/log K of a logistic regression's weights.
+- :func:`bt_preference_fit` (App. B.1.3): L2 logistic regression of the human preference on
+  the per-criterion score differences, C chosen by an inner CV inside each of the (up to) 5
+  stratified outer folds; mean held-out accuracy, and the weight entropy of a fit on all pairs.
 - :func:`mmr_select` (Algorithm 1, stage 3): maximal marginal relevance over the min-support
   pool. The paper names but does not define its "genericity filter" and relevance scale; our
   reading: a criterion is generic when its support comes from at least ``min_sources`` distinct
@@ -110,6 +113,42 @@ def bt_weight_entropy(weights: Sequence[float]) -> float:
         raise ValueError("all weights are zero")
     share = magnitudes[magnitudes > 0] / total
     return float(-(share * np.log(share)).sum() / math.log(k))
+
+
+def bt_preference_fit(features: Sequence[Sequence[float]], labels: Sequence[int], *, folds: int = 5,
+                      seed: int = 0) -> dict[str, Any]:
+    """App. B.1.3 with scikit-learn. ``features[i]`` = the criteria's score differences for pair
+    i, ``labels[i]`` = 1 when the first answer is the preferred one. The folds shrink to the
+    smaller class's size (at least 2); with fewer than 2 pairs in a class the fit is undefined
+    and the result says so."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
+
+    x = np.asarray(features, dtype=float)
+    y = np.asarray(labels, dtype=int)
+    smaller = int(min(np.sum(y == 1), np.sum(y == 0))) if y.size else 0
+    if x.ndim != 2 or x.shape[0] != y.size:
+        raise ValueError("one row of score differences per label")
+    if smaller < 2:
+        return {"cv_accuracy": None, "entropy": None, "reason": f"needs ≥ 2 pairs of each label, has {smaller}"}
+    outer = min(folds, smaller)
+    # the smaller class in an outer training split; the inner CV needs 2 of it per fold
+    inner = min(folds, smaller - math.ceil(smaller / outer))
+    note = None
+    model: Any
+    if inner >= 2:
+        model = GridSearchCV(LogisticRegression(max_iter=1000), {"C": [0.01, 0.1, 1.0, 10.0, 100.0]},
+                             cv=StratifiedKFold(inner, shuffle=True, random_state=seed))
+    else:
+        model = LogisticRegression(C=1.0, max_iter=1000)
+        note = f"C fixed at 1.0: {smaller} pairs in the smaller class are too few for the nested CV"
+    scores = cross_val_score(model, x, y, cv=StratifiedKFold(outer, shuffle=True, random_state=seed))
+    model.fit(x, y)
+    final = model.best_estimator_ if inner >= 2 else model
+    weights = final.coef_[0]
+    entropy = bt_weight_entropy(weights) if weights.size >= 2 and np.abs(weights).sum() > 0 else None
+    return {"cv_accuracy": float(scores.mean()), "folds": outer, "C": float(final.C), "note": note,
+            "weights": [float(w) for w in weights], "entropy": entropy}
 
 
 def mmr_select(support: Sequence[int], sources: Sequence[set[Any]], similarity: Sequence[Sequence[float]],
