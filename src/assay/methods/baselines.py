@@ -127,10 +127,10 @@ class Pointwise(_Baseline):
         if self.config.reference_free:
             return self.prompts["pointwise_noref"].render(
                 expert=str(self.domain["expert"]), issue_labels=", ".join(ISSUE_LABELS), query=item.query.strip(),
-                answer=fence("answer", item.response))
+                answer=fence("answer", item.response, sealed=True))
         return self.prompts["pointwise"].render(
             expert=str(self.domain["expert"]), issue_labels=", ".join(ISSUE_LABELS), query=item.query.strip(),
-            reference=self._gold(item), answer=fence("answer", item.response))
+            reference=self._gold(item), answer=fence("answer", item.response, sealed=True))
 
     def schema(self) -> dict[str, Any]:
         return {"type": "object", "additionalProperties": False,
@@ -200,7 +200,8 @@ class GEval(_Baseline):
 
     def render(self, item: Item) -> list[Any]:
         return self.prompts["geval"].render(expert=str(self.domain["expert"]), query=item.query.strip(),
-                                            reference=self._gold(item), answer=fence("answer", item.response))
+                                            reference=self._gold(item),
+                                            answer=fence("answer", item.response, sealed=True))
 
     @staticmethod
     def schema() -> dict[str, Any]:

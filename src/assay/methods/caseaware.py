@@ -316,7 +316,7 @@ class CaseAware(Method):
                                   description=defuse((case.description if case else "") or "(none given)"),
                                   history=defuse(history), query=defuse(item.query.strip()),
                                   contexts=defuse(contexts), reference=reference,
-                                  answer=fence("answer", item.response))
+                                  answer=fence("answer", item.response, sealed=True))
 
     def schema(self) -> dict[str, Any]:
         properties: dict[str, Any] = {}
