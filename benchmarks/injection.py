@@ -6,7 +6,10 @@ per attack and metric, the paired difference attacked − clean with a bootstrap
 
 Calls go to ``benchmarks/results/injection.db`` (resumable; a larger ``--items`` re-uses them).
 Writes benchmarks/results/injection_<method>.json and prints the markdown table.
-Usage: python benchmarks/injection.py [--method pointwise] [--items 4] [--attack NAME ...]
+``--plain-fence`` scores with the fence the holistic judges used before the sealed one
+(``<answer>`` tags, no seal, no data declaration), for the before/after table; ``--with-good``
+adds the examples' good answers after the flawed ones (14 in all).
+Usage: python benchmarks/injection.py [--method pointwise] [--items 4] [--attack NAME ...] [--plain-fence]
 """
 
 from __future__ import annotations
@@ -27,10 +30,11 @@ from assay.types import Item
 HERE = Path(__file__).parent
 
 
-def flawed_examples() -> list[Item]:
+def flawed_examples(with_good: bool = False) -> list[Item]:
     text = resources.files("assay.examples").joinpath("dece_examples.jsonl").read_text(encoding="utf-8")
     items = [Item.model_validate(json.loads(line)) for line in text.splitlines() if line.strip()]
-    return [i for i in items if i.metadata.get("variant") in ("error", "omission")]
+    flawed = [i for i in items if i.metadata.get("variant") in ("error", "omission")]
+    return flawed + ([i for i in items if i.metadata.get("variant") == "good"] if with_good else [])
 
 
 def main() -> None:
@@ -39,15 +43,30 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=4)
     parser.add_argument("--attack", action="append", default=[])
     parser.add_argument("--store", type=Path, default=HERE / "results" / "injection.db")
+    parser.add_argument("--plain-fence", action="store_true")
+    parser.add_argument("--with-good", action="store_true")
     args = parser.parse_args()
-    items = flawed_examples()[:args.items]
+    if args.plain_fence:
+        import assay.methods.baselines as baselines
+        import assay.methods.caseaware as caseaware
+        from assay.prompts import fence
+
+        def plain(tag: str, text: str, *, sealed: bool = False) -> str:
+            return fence(tag, text)
+
+        baselines.fence = caseaware.fence = plain  # type: ignore[assignment]
+        if args.store == HERE / "results" / "injection.db":  # the run id does not see the patch: keep apart
+            args.store = HERE / "results" / "injection_plain.db"
+    items = flawed_examples(args.with_good)[:args.items]
     judge = LlamaCppBackend("default", n_ctx=4096)
     start = time.perf_counter()
     result = asyncio.run(ainjection_audit(items, args.method, judge, attacks=args.attack, store=args.store,
                                           runner=RunnerConfig(progress=True)))
     result["wall_s"] = time.perf_counter() - start
     result["judge_model"] = "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama.cpp, CPU)"
-    out = write_meta(result, HERE / "results" / f"injection_{args.method}.json")
+    result["fence"] = "plain" if args.plain_fence else "sealed"
+    suffix = "_plain" if args.plain_fence else ""
+    out = write_meta(result, HERE / "results" / f"injection_{args.method}{suffix}.json")
     print(markdown_table(result))
     print(f"wrote {out} in {result['wall_s']:.0f} s ({result['judge_calls']} judge calls)")
 

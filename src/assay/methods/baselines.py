@@ -56,6 +56,8 @@ def _tokens(messages: list[Any]) -> int:
 
 class _Baseline(Method):
     prompt_names: ClassVar[tuple[str, ...]]
+    answer_fence: ClassVar[str] = "plain"
+    """How the answer is fenced; part of the run id when it is not plain (``fence(sealed=True)``)."""
 
     def __init__(self, config: BaselineConfig | None = None) -> None:
         self.config = config or BaselineConfig()
@@ -63,8 +65,12 @@ class _Baseline(Method):
         self.prompts = {name: load_prompt(f"baselines/{name}") for name in self.prompt_names}
 
     def manifest(self) -> dict[str, Any]:
-        return {"config": self.config.model_dump(), "prompt_sha256": {k: p.sha256 for k, p in self.prompts.items()},
-                "domain_sha256": self.domain["sha256"]}
+        manifest = {"config": self.config.model_dump(),
+                    "prompt_sha256": {k: p.sha256 for k, p in self.prompts.items()},
+                    "domain_sha256": self.domain["sha256"]}
+        if self.answer_fence != "plain":
+            manifest["answer_fence"] = self.answer_fence
+        return manifest
 
     def check_item(self, item: Item) -> str | None:
         if item.reference is None or not item.reference.required.strip():
@@ -107,6 +113,7 @@ class Pointwise(_Baseline):
     config_model: ClassVar[type[BaseModel] | None] = PointwiseConfig
     primary_metric: ClassVar[str | None] = "pointwise"
     prompt_names: ClassVar[tuple[str, ...]] = ("pointwise",)
+    answer_fence: ClassVar[str] = "sealed-sha256-12"
     config: PointwiseConfig
 
     def __init__(self, config: PointwiseConfig | None = None) -> None:
@@ -193,6 +200,7 @@ class GEval(_Baseline):
     config_model: ClassVar[type[BaseModel] | None] = GEvalConfig
     primary_metric: ClassVar[str | None] = "f_beta"
     prompt_names: ClassVar[tuple[str, ...]] = ("geval",)
+    answer_fence: ClassVar[str] = "sealed-sha256-12"
     config: GEvalConfig
 
     def __init__(self, config: GEvalConfig | None = None) -> None:

@@ -295,7 +295,7 @@ class CaseAware(Method):
 
     def manifest(self) -> dict[str, Any]:
         return {"config": self.config.model_dump(), "weight_profile": self.profile, "weights": self.weights,
-                "prompt_sha256": {"turn": self.prompt.sha256}}
+                "prompt_sha256": {"turn": self.prompt.sha256}, "answer_fence": "sealed-sha256-12"}
 
     def check_item(self, item: Item) -> str | None:
         if not item.query.strip():
