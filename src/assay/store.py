@@ -196,10 +196,28 @@ class Store:
                 self._shared = self._connect()
             db = self.db
             self._check_ours(db)
-            db.execute("PRAGMA journal_mode=WAL")
+            self._use_wal(db)
             self._migrate()
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: cannot be used as a run store ({exc})") from exc
+
+    @staticmethod
+    def _use_wal(db: sqlite3.Connection, wait_s: float = 30.0) -> None:
+        """Switch to WAL. The switch needs an exclusive lock, and SQLite may answer "database is
+        locked" at once instead of calling the busy handler when many processes open a new store
+        together (seen on a loaded 2-core machine); so wait and try again, for up to ``wait_s``."""
+        deadline = time.monotonic() + wait_s
+        delay = 0.005
+        while True:
+            try:
+                if str(db.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                    db.execute("PRAGMA journal_mode=WAL")
+                return
+            except sqlite3.OperationalError as exc:
+                if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.25)
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
