@@ -99,7 +99,7 @@ def test_forged_delimiters_are_defused_in_every_judge_prompt(method: str) -> Non
     assert "‹/answer›" in prompts and "‹answer›" in prompts
     tags = re.compile(r"</?answer(?:-[0-9a-f]{12})?>")  # plain, or sealed for the holistic judges
     assert len(tags.findall(prompts)) == len(tags.findall(clean)) >= 2  # the attack adds no real tag
-    if method in ("pointwise", "geval", "caseaware"):
+    if method in ("pointwise", "geval"):
         assert "<answer>" not in clean and re.search(r"<answer-[0-9a-f]{12}>", clean)
 
 

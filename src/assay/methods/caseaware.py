@@ -295,7 +295,7 @@ class CaseAware(Method):
 
     def manifest(self) -> dict[str, Any]:
         return {"config": self.config.model_dump(), "weight_profile": self.profile, "weights": self.weights,
-                "prompt_sha256": {"turn": self.prompt.sha256}, "answer_fence": "sealed-sha256-12"}
+                "prompt_sha256": {"turn": self.prompt.sha256}}
 
     def check_item(self, item: Item) -> str | None:
         if not item.query.strip():
@@ -312,11 +312,14 @@ class CaseAware(Method):
         reference = (fence("reference", item.reference.full_text()) if item.reference is not None
                      else "<reference>\n(no reference answer given)\n</reference>")
         case = item.case
+        # not sealed: with the sealed fence the embedded judge saw 1 of the 4 planted failures of
+        # tests/integration/test_caseaware_embedded.py (3+ with this plain one) and scored one
+        # planted turn above its clean twin; left plain until a measurement says otherwise
         return self.prompt.render(subject=defuse((case.subject if case else "") or "(none given)"),
                                   description=defuse((case.description if case else "") or "(none given)"),
                                   history=defuse(history), query=defuse(item.query.strip()),
                                   contexts=defuse(contexts), reference=reference,
-                                  answer=fence("answer", item.response, sealed=True))
+                                  answer=fence("answer", item.response))
 
     def schema(self) -> dict[str, Any]:
         properties: dict[str, Any] = {}
