@@ -156,9 +156,10 @@ def test_repair_through_the_executable(tmp_path: Path) -> None:
     assert "kept 1 of 2 on 5 pair(s)" in proc.stdout and "dropped drop_me" in proc.stdout
     assert [c.id for c in load_rubric(tmp_path / "fixed.yaml").criteria] == ["keep_me"]
     assert json.loads((tmp_path / "why.json").read_text())["decisions"][1]["share"] == 0.0
-    vfr = subprocess.run([*base, "-o", "v.yaml", "--mode", "vfr"], cwd=tmp_path, capture_output=True, text=True,
-                         env=env, timeout=120)
-    assert vfr.returncode == 2 and "not built yet" in vfr.stderr and not (tmp_path / "v.yaml").exists()
+    bad_op = subprocess.run([*base, "-o", "v.yaml", "--mode", "vfr", "--operators", "gate,make_it_better"],
+                            cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+    assert bad_op.returncode == 2 and "make_it_better" in bad_op.stderr and "Table 8" in bad_op.stderr
+    assert not (tmp_path / "v.yaml").exists()
 
 
 class RedTeam(JudgeBackend):

@@ -18,12 +18,28 @@ from assay.errors import ConfigError
 from assay.rubrics.audit import AXES, FIT_PARTS, NOT_BUILT, Audit, AuditConfig
 from assay.rubrics.discover import Discovery, DiscoveryConfig
 from assay.rubrics.files import RubricSet, load_rubric, read_preference_pairs, save_rubric
+from assay.rubrics.refine import OPERATORS, RefineConfig, Refiner
 from assay.rubrics.repair import PrefRepairConfig, preference_rank_selection
 from assay.runner import JudgeClient, RunnerConfig
 from assay.store import Store
 
-app = typer.Typer(help="PReMISE policy rubrics: discover, audit (four axes), repair (pref).",
+app = typer.Typer(help="PReMISE policy rubrics: discover, audit (four axes), repair (pref, vfr), compare.",
                   no_args_is_help=True)
+
+
+PAIRS_OPT = typer.Option(None, "--pairs", help="preference pairs for the reliability and fit axes")
+OOD_OPT = typer.Option(None, "--out-of-domain", help="fit: pairs from another source, for App_out and ΔApp")
+AXES_OPT = typer.Option("structure,fit", "--axes", help="comma-separated: structure, reliability, fit, adversarial")
+VOTES_OPT = typer.Option(5, "--votes", help="fit: verdicts per pair, majority (1: one greedy verdict)")
+RUNS_OPT = typer.Option(5, "--runs", help="reliability: re-runs at the temperature for the flip rate")
+PARA_OPT = typer.Option(5, "--paraphrases", help="reliability: rewordings per criterion (0: skip)")
+FIT_PARTS_OPT = typer.Option(",".join(FIT_PARTS), "--fit-parts",
+                             help="fit: accuracy (F.10), applicability (F.11), scores (EffDim, |ρ|, BT)")
+LIMIT_OPT = typer.Option(None, "--limit", help="use the first N pairs (and out-of-domain pairs)")
+ATTACKS_OPT = typer.Option(6, "--attacks", help="adversarial: attempts per criterion (6 strategies rotate)")
+TAU_OPT = typer.Option(7.0, "--tau", help="adversarial: a score ≥ τ (of 10) goes to the verifier")
+ATTACKER_OPT = typer.Option(None, "--attacker", help="adversarial: the attacker model (default: judge)")
+VERIFIER_OPT = typer.Option(None, "--verifier", help="adversarial: the verifier model (default: judge)")
 
 
 @app.command("discover")
@@ -98,21 +114,18 @@ def discover(
 @app.command("audit")
 def audit(
     rubric_path: Path = typer.Argument(..., help="rubric set (.yaml or .json), from any source"),
-    pairs: Path | None = typer.Option(None, "--pairs", help="preference pairs for the reliability and fit axes"),
-    out_of_domain: Path | None = typer.Option(None, "--out-of-domain",
-                                              help="fit: pairs from another source, for App_out and ΔApp"),
-    axes: str = typer.Option("structure,fit", "--axes",
-                             help="comma-separated: structure, reliability, fit, adversarial"),
-    votes: int = typer.Option(5, "--votes", help="fit: verdicts per pair, majority (1: one greedy verdict)"),
-    runs: int = typer.Option(5, "--runs", help="reliability: re-runs at the temperature for the flip rate"),
-    paraphrases: int = typer.Option(5, "--paraphrases", help="reliability: rewordings per criterion (0: skip)"),
-    fit_parts: str = typer.Option(",".join(FIT_PARTS), "--fit-parts",
-                                  help="fit: accuracy (F.10), applicability (F.11), scores (EffDim, |ρ|, BT)"),
-    limit: int | None = typer.Option(None, "--limit", help="use the first N pairs (and out-of-domain pairs)"),
-    attacks: int = typer.Option(6, "--attacks", help="adversarial: attempts per criterion (6 strategies rotate)"),
-    tau: float = typer.Option(7.0, "--tau", help="adversarial: a score ≥ τ (of 10) goes to the verifier"),
-    attacker: str | None = typer.Option(None, "--attacker", help="adversarial: the attacker model (default: judge)"),
-    verifier: str | None = typer.Option(None, "--verifier", help="adversarial: the verifier model (default: judge)"),
+    pairs: Path | None = PAIRS_OPT,
+    out_of_domain: Path | None = OOD_OPT,
+    axes: str = AXES_OPT,
+    votes: int = VOTES_OPT,
+    runs: int = RUNS_OPT,
+    paraphrases: int = PARA_OPT,
+    fit_parts: str = FIT_PARTS_OPT,
+    limit: int | None = LIMIT_OPT,
+    attacks: int = ATTACKS_OPT,
+    tau: float = TAU_OPT,
+    attacker: str | None = ATTACKER_OPT,
+    verifier: str | None = VERIFIER_OPT,
     judge: str = JUDGE,
     judge_opt: list[str] | None = JUDGE_OPT,
     seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED"),
@@ -123,6 +136,123 @@ def audit(
 ) -> None:
     """Audit a rubric set: structural adequacy (F.9), reliability (F.4, F.5), preference fit (F.10, F.11,
     B.1.3) and adversarial robustness (F.6–F.8, VFR)."""
+    chosen, parts = _check_axes(axes, fit_parts, pairs)
+    if out is not None:
+        check_output(out, inputs=[rubric_path, store_path, *([pairs] if pairs else []),
+                                  *([out_of_domain] if out_of_domain else [])], force=force)
+    rubric = load_rubric(rubric_path)
+    found, foreign = _audit_pairs(chosen, pairs, out_of_domain, limit)
+    auditor = Audit(AuditConfig(votes=votes, seed=seed, runs=runs, paraphrases=paraphrases, fit_parts=parts,
+                                attacks=attacks, tau=tau))
+    result = _run_audit(rubric, str(rubric_path), found, foreign, chosen, auditor, judge=judge, judge_opt=judge_opt,
+                        attacker=attacker, verifier=verifier, store_path=store_path)
+    doc = _audit_doc(rubric, result, votes=votes, tau=tau)
+    if out is not None:
+        atomic_write_text(out, json.dumps(doc, indent=2, default=str) + "\n")
+        console.print(f"wrote {out}")
+
+
+# the Table-1 columns of `rubric compare`: summary key, header, format
+COMPARE_COLUMNS = (("structure_mean", "structure /5", ".2f"), ("alpha", "α", ".3f"), ("flip_rate", "flip", ".3f"),
+                   ("rho", "para ρ", ".3f"), ("accuracy_rubric", "acc rubric", ".3f"),
+                   ("accuracy_no_rubric", "acc none", ".3f"), ("delta", "Δacc", "+.3f"), ("app_in", "App_in", ".3f"),
+                   ("app_out", "App_out", ".3f"), ("delta_app", "ΔApp", "+.3f"), ("t_per_prompt", "T/p", ".2f"),
+                   ("eff_dim", "EffDim", ".2f"), ("mean_abs_rho", "|ρ|", ".3f"), ("bt_cv_accuracy", "BT acc", ".3f"),
+                   ("bt_entropy", "BT H", ".3f"), ("vfr", "VFR", ".3f"))
+
+
+@app.command("compare")
+def compare(
+    sources: list[Path] = typer.Argument(..., help="rubric sets (.yaml/.json) to audit, or audit JSON files "
+                                                   "written by `assay rubric audit --out` (used as they are)"),
+    pairs: Path | None = PAIRS_OPT,
+    out_of_domain: Path | None = OOD_OPT,
+    axes: str = AXES_OPT,
+    votes: int = VOTES_OPT,
+    runs: int = RUNS_OPT,
+    paraphrases: int = PARA_OPT,
+    fit_parts: str = FIT_PARTS_OPT,
+    limit: int | None = LIMIT_OPT,
+    attacks: int = ATTACKS_OPT,
+    tau: float = TAU_OPT,
+    attacker: str | None = ATTACKER_OPT,
+    verifier: str | None = VERIFIER_OPT,
+    judge: str = JUDGE,
+    judge_opt: list[str] | None = JUDGE_OPT,
+    seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED"),
+    store_path: Path = typer.Option(Path("assay-run.db"), "--store", envvar="ASSAY_OUT",
+                                    help="store: the judge-call cache shared by every source"),
+    out: Path | None = typer.Option(None, "--out", help="write the side-by-side table as JSON"),
+    force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write"),
+) -> None:
+    """Lay several rubric sources side by side (a Table-1 row each): every rubric is audited on the same
+    pairs, judge and axes; an audit JSON is read as it is."""
+    if len(sources) < 2:
+        raise ConfigError(f"compare needs at least two sources, got {len(sources)}")
+    loaded: list[tuple[Path, RubricSet | None, dict[str, Any] | None]] = []
+    for path in sources:
+        doc = _audit_json(path)
+        loaded.append((path, None if doc is not None else load_rubric(path), doc))
+    to_audit = [r for _, r, _ in loaded if r is not None]
+    chosen, parts = _check_axes(axes, fit_parts, pairs) if to_audit else ([], ())
+    if out is not None:
+        check_output(out, inputs=[*sources, store_path, *([pairs] if pairs else []),
+                                  *([out_of_domain] if out_of_domain else [])], force=force)
+    found, foreign = _audit_pairs(chosen, pairs, out_of_domain, limit)
+    auditor = Audit(AuditConfig(votes=votes, seed=seed, runs=runs, paraphrases=paraphrases, fit_parts=parts,
+                                attacks=attacks, tau=tau))
+    rows: list[dict[str, Any]] = []
+    for path, rubric, doc in loaded:
+        if rubric is not None:
+            console.print(f"[bold]{path}[/bold]")
+            result = _run_audit(rubric, str(path), found, foreign, chosen, auditor, judge=judge,
+                                judge_opt=judge_opt, attacker=attacker, verifier=verifier, store_path=store_path)
+            doc = _audit_doc(rubric, result, votes=votes, tau=tau)
+        assert doc is not None
+        detail = doc.get("detail", {})
+        rows.append({"source": str(path), "k": detail.get("criteria", len(doc.get("rubrics", []))),
+                     "judge": detail.get("judge"), "audited": rubric is not None, "summary": doc["summary"]})
+    from rich.table import Table
+
+    shown = [c for c in COMPARE_COLUMNS if any(r["summary"].get(c[0]) is not None for r in rows)]
+    table = Table(title="rubric sources side by side (n/a: axis not run or undefined)")
+    for header in ("source", "K", *(h for _, h, _ in shown)):
+        table.add_column(header, justify="left" if header == "source" else "right")
+    for r in rows:
+        table.add_row(r["source"], str(r["k"]), *(_num(r["summary"].get(k), f) for k, _, f in shown))
+    console.print(table)
+    judges = {r["judge"] for r in rows if r["judge"]}
+    if len(judges) > 1:
+        console.print(f"[yellow]the sources were audited by different judges ({', '.join(sorted(judges))}): "
+                      "their numbers are not comparable[/yellow]")
+    if out is not None:
+        atomic_write_text(out, json.dumps({"columns": [k for k, _, _ in shown], "sources": rows}, indent=2,
+                                          default=str) + "\n")
+        console.print(f"wrote {out}")
+
+
+def _audit_json(path: Path) -> dict[str, Any] | None:
+    """An audit document written by `rubric audit --out`, or None for anything else (a rubric)."""
+    if path.suffix.lower() != ".json" or not path.is_file():
+        return None
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) and isinstance(doc.get("summary"), dict) and "rubrics" in doc else None
+
+
+def _audit_pairs(chosen: list[str], pairs: Path | None, out_of_domain: Path | None,
+                 limit: int | None) -> tuple[list[Any], list[Any]]:
+    needs_pairs = bool({"fit", "reliability", "adversarial"} & set(chosen))
+    found = read_preference_pairs(pairs)[0] if pairs is not None and needs_pairs else []
+    foreign = read_preference_pairs(out_of_domain)[0] if out_of_domain is not None and "fit" in chosen else []
+    if limit is not None:
+        found, foreign = found[:limit], foreign[:limit]
+    return found, foreign
+
+
+def _check_axes(axes: str, fit_parts: str, pairs: Path | None) -> tuple[list[str], tuple[str, ...]]:
     chosen = [a.strip() for a in axes.split(",") if a.strip()]
     parts = tuple(p.strip() for p in fit_parts.split(",") if p.strip())
     for part in parts:
@@ -136,23 +266,18 @@ def audit(
     for axis in ("fit", "reliability", "adversarial"):
         if axis in chosen and pairs is None:
             raise ConfigError(f"--axes {axis} needs --pairs")
-    if out is not None:
-        check_output(out, inputs=[rubric_path, store_path, *([pairs] if pairs else []),
-                                  *([out_of_domain] if out_of_domain else [])], force=force)
-    rubric = load_rubric(rubric_path)
-    needs_pairs = bool({"fit", "reliability", "adversarial"} & set(chosen))
-    found = read_preference_pairs(pairs)[0] if pairs is not None and needs_pairs else []
-    foreign = read_preference_pairs(out_of_domain)[0] if out_of_domain is not None and "fit" in chosen else []
-    if limit is not None:
-        found, foreign = found[:limit], foreign[:limit]
-    backend = get_backend(judge, **parse_options(judge_opt))
-    store = Store(store_path)
-    auditor = Audit(AuditConfig(votes=votes, seed=seed, runs=runs, paraphrases=paraphrases, fit_parts=parts,
-                                attacks=attacks, tau=tau))
+    return chosen, parts
+
+
+def _run_audit(rubric: RubricSet, label: str, found: list[Any], foreign: list[Any], chosen: list[str],
+               auditor: Audit, *, judge: str, judge_opt: list[str] | None, attacker: str | None,
+               verifier: str | None, store_path: Path) -> dict[str, Any]:
     options = parse_options(judge_opt)
+    backend = get_backend(judge, **options)
+    store = Store(store_path)
     extra = {name: get_backend(spec, **options) for name, spec in (("attacker", attacker), ("verifier", verifier))
              if spec is not None}
-    result: dict[str, Any] = {"rubric": str(rubric_path), "criteria": len(rubric.criteria), "judge": backend.name}
+    result: dict[str, Any] = {"rubric": label, "criteria": len(rubric.criteria), "judge": backend.name}
     start = time.perf_counter()
 
     async def run() -> None:
@@ -175,6 +300,11 @@ def audit(
 
     asyncio.run(run())
     result["wall_s"] = time.perf_counter() - start
+    return result
+
+
+def _audit_doc(rubric: RubricSet, result: dict[str, Any], *, votes: int, tau: float) -> dict[str, Any]:
+    """Print the audit's lines and return the JSON document (`rubrics` per criterion, `summary`)."""
     by_id: dict[str, dict[str, Any]] = {c.id: {"id": c.id} for c in rubric.criteria}
     if "structure" in result:
         for entry in result["structure"]["criteria"]:
@@ -225,10 +355,7 @@ def audit(
                **{k: sc.get(k) for k in ("eff_dim", "eff_dim_per_k", "mean_abs_rho")},
                "bt_cv_accuracy": sc.get("bt", {}).get("cv_accuracy"), "bt_entropy": sc.get("bt", {}).get("entropy"),
                "vfr": adv.get("vfr")}
-    if out is not None:
-        atomic_write_text(out, json.dumps({"rubrics": list(by_id.values()), "summary": summary, "detail": result},
-                                          indent=2, default=str) + "\n")
-        console.print(f"wrote {out}")
+    return {"rubrics": list(by_id.values()), "summary": summary, "detail": result}
 
 
 def _num(value: float | None, fmt: str = ".3f") -> str:
@@ -240,9 +367,25 @@ def repair(
     rubric_path: Path = typer.Argument(..., help="rubric set (.yaml or .json)"),
     pairs: Path = typer.Option(..., "--pairs", help="preference pairs (those the rubric was discovered from)"),
     output: Path = typer.Option(..., "--output", "-o", help="repaired rubric to write (.yaml, or .json)"),
-    mode: str = typer.Option("pref", "--mode", help="pref: preference-rank selection (§3.3); vfr: not built yet"),
+    mode: str = typer.Option("pref", "--mode", help="pref: preference-rank selection (§3.3); vfr: reliability-"
+                                                    "constrained refinement (Algorithm 2)"),
     eta: float = typer.Option(0.6, "--eta", help="pref: keep a criterion when the preferred answer wins on ≥ η "
                                                  "of the pairs it applies to"),
+    delta: str = typer.Option("0", "--delta", help="vfr: reliability slack; 0 constrained, inf unconstrained"),
+    epsilon: float = typer.Option(0.05, "--epsilon", help="vfr: preference fit may drop by at most this"),
+    depth: int = typer.Option(2, "--depth", help="vfr: operator subsets up to this size"),
+    beam: int = typer.Option(3, "--beam", help="vfr: candidates measured on the held-out pairs"),
+    operators: str = typer.Option(",".join(OPERATORS), "--operators",
+                                  help="vfr: a subset of the Table 8 library: " + ", ".join(OPERATORS)),
+    holdout: float = typer.Option(0.5, "--holdout", help="vfr: share of the pairs held out for measuring"),
+    attacks: int = typer.Option(6, "--attacks", help="vfr: attacks per measurement (6 strategies rotate)"),
+    runs: int = typer.Option(5, "--runs", help="vfr: re-runs for the flip rate"),
+    paraphrases: int = typer.Option(0, "--paraphrases", help="vfr: rewordings for ρ (0: Rel without ρ)"),
+    tau: float = typer.Option(7.0, "--tau", help="vfr: a score ≥ τ (of 10) goes to the verifier"),
+    predictor: str | None = typer.Option(None, "--predictor", help="vfr: repair assistant and predictor "
+                                                                   "(default: judge)"),
+    attacker: str | None = typer.Option(None, "--attacker", help="vfr: the attacker model (default: judge)"),
+    verifier: str | None = typer.Option(None, "--verifier", help="vfr: the verifier model (default: judge)"),
     limit: int | None = typer.Option(None, "--limit", help="use the first N pairs"),
     judge: str = JUDGE,
     judge_opt: list[str] | None = JUDGE_OPT,
@@ -252,11 +395,16 @@ def repair(
     report: Path | None = typer.Option(None, "--report", help="write each criterion's decision as JSON"),
     force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write"),
 ) -> None:
-    """Repair a rubric set: preference-rank selection keeps the criteria the human preference agrees with."""
-    if mode == "vfr":
-        raise ConfigError("--mode vfr (Algorithm 2) is not built yet: it needs the adversarial axis; use --mode pref")
-    if mode != "pref":
+    """Repair a rubric set: preference-rank selection keeps the criteria the human preference agrees with;
+    vfr refinement edits criteria with the Table 8 operators to lower the verified fool rate."""
+    if mode not in ("pref", "vfr"):
         raise ConfigError(f"--mode must be pref or vfr, got {mode!r}")
+    if mode == "vfr":
+        _refine(rubric_path, pairs, output, report=report, force=force, limit=limit, judge=judge,
+                judge_opt=judge_opt, seed=seed, store_path=store_path, delta=delta, epsilon=epsilon, depth=depth,
+                beam=beam, operators=operators, holdout=holdout, attacks=attacks, runs=runs,
+                paraphrases=paraphrases, tau=tau, predictor=predictor, attacker=attacker, verifier=verifier)
+        return
     if not 0.0 <= eta <= 1.0:
         raise ConfigError(f"--eta must be within [0, 1], got {eta}")
     check_output(output, inputs=[rubric_path, pairs, store_path], force=force)
@@ -292,4 +440,80 @@ def repair(
     if report is not None:
         atomic_write_text(report, json.dumps({"eta": eta, "pairs": len(found), "decisions": decisions},
                                              indent=2) + "\n")
+    console.print(f"wrote {output}")
+
+
+def _refine(rubric_path: Path, pairs: Path, output: Path, *, report: Path | None, force: bool, limit: int | None,
+            judge: str, judge_opt: list[str] | None, seed: int, store_path: Path, delta: str, epsilon: float,
+            depth: int, beam: int, operators: str, holdout: float, attacks: int, runs: int, paraphrases: int,
+            tau: float, predictor: str | None, attacker: str | None, verifier: str | None) -> None:
+    """`--mode vfr`: Algorithm 2 per criterion (assay.rubrics.refine)."""
+    try:
+        slack = float(delta)
+    except ValueError:
+        raise ConfigError(f"--delta must be a number ≥ 0 or inf, got {delta!r}") from None
+    if not slack >= 0:
+        raise ConfigError(f"--delta must be a number ≥ 0 or inf, got {delta!r}")
+    ops = tuple(o.strip() for o in operators.split(",") if o.strip())
+    unknown = [o for o in ops if o not in OPERATORS]
+    if unknown or not ops:
+        raise ConfigError(f"--operators {', '.join(unknown) or '(none)'}: not in the Table 8 library "
+                          f"({', '.join(OPERATORS)}); the refinement may not invent operators")
+    if not 0.0 < holdout < 1.0:
+        raise ConfigError(f"--holdout must be within (0, 1), got {holdout}")
+    if not 1 <= depth <= 3:
+        raise ConfigError(f"--depth must be 1, 2 or 3, got {depth}")
+    try:
+        config = RefineConfig(operators=ops, depth=depth, beam=beam, epsilon=epsilon, delta=slack, holdout=holdout,
+                              seed=seed)
+        audit_config = AuditConfig(seed=seed, attacks=attacks, runs=runs, paraphrases=paraphrases, tau=tau)
+    except ValueError as exc:
+        raise ConfigError(f"repair --mode vfr: {exc}") from None
+    check_output(output, inputs=[rubric_path, pairs, store_path], force=force)
+    if report is not None:
+        check_output(report, inputs=[rubric_path, pairs, store_path, output], force=force)
+    rubric = load_rubric(rubric_path)
+    found = read_preference_pairs(pairs)[0]
+    if limit is not None:
+        found = found[:limit]
+    if len(found) < 2:
+        raise ConfigError(f"{pairs}: --mode vfr needs at least 2 pairs (calibration and held-out), got {len(found)}")
+    options = parse_options(judge_opt)
+    backend = get_backend(judge, **options)
+    extra = {name: get_backend(spec, **options) for name, spec in
+             (("predictor", predictor), ("attacker", attacker), ("verifier", verifier)) if spec is not None}
+    store = Store(store_path)
+    refiner = Refiner(Audit(audit_config), config)
+    calls = {"made": 0}
+    start = time.perf_counter()
+
+    async def run() -> tuple[RubricSet, list[dict[str, Any]]]:
+        client = JudgeClient(backend, store, RunnerConfig(progress=False))
+        others = {name: JudgeClient(b, store, RunnerConfig(progress=False)) for name, b in extra.items()}
+        try:
+            return await refiner.refine(rubric, found, client, **others)
+        finally:
+            calls["made"] = client.stats.calls + sum(c.stats.calls for c in others.values())
+            await backend.aclose()
+            for b in extra.values():
+                await b.aclose()
+
+    repaired, results = asyncio.run(run())
+    wall = time.perf_counter() - start
+    for r in results:
+        b = r["before"]
+        line = f"{r['id']}: VFR {_num(b.get('vfr'))}, fit {_num(b.get('pref_fit'))}, flip {_num(b.get('flip_rate'))}"
+        if r["chosen"] is not None:
+            a = r["chosen"]["metrics"]
+            line += (f" → {'+'.join(r['chosen']['operators'])}: VFR {_num(a.get('vfr'))}, fit "
+                     f"{_num(a.get('pref_fit'))}, flip {_num(a.get('flip_rate'))}")
+        console.print(f"{line} ({r['reason']})")
+    revised = sum(r["chosen"] is not None for r in results)
+    console.print(f"revised {revised} of {len(rubric.criteria)} criteria on {len(found)} pair(s) "
+                  f"(δ {delta}, ε {epsilon:g}); {calls['made']} judge call(s) made in {wall:.0f} s")
+    save_rubric(repaired, output)
+    if report is not None:
+        dumped = {**config.model_dump(mode="json"), "delta": delta if slack == float("inf") else slack}
+        atomic_write_text(report, json.dumps({"mode": "vfr", "config": dumped,
+                                              "criteria": results, "wall_s": wall}, indent=2, default=str) + "\n")
     console.print(f"wrote {output}")

@@ -1,4 +1,4 @@
-"""PReMISE repair (``premise.txt`` §3.3, App. C). Built: preference-rank selection.
+"""PReMISE repair (``premise.txt`` §3.3, App. C). Preference-rank selection (``--mode pref``).
 
 **Preference-rank selection** (§3.3): every criterion scores the preference pairs with the
 pairwise judge (F.4, the same calls as the audit's, so a store that audited the rubric answers
@@ -10,8 +10,8 @@ applies to no pair, or whose every score stayed unparseable, has no evidence and
 that reason. The paper does not say what counts as "applicable" beyond its gate; we use the
 F.11 applicability judge, which also reads a criterion's own ``gate`` when it has one.
 
-The reliability-constrained refinement (Algorithm 2, ``--mode vfr``) needs the adversarial axis,
-which is not built yet.
+The reliability-constrained refinement (Algorithm 2, ``--mode vfr``) is in
+:mod:`assay.rubrics.refine`.
 """
 
 from __future__ import annotations
