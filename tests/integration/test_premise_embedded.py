@@ -67,3 +67,44 @@ def test_discover_resume_and_audit_on_the_embedded_judge(tmp_path: Path) -> None
     assert repair.returncode in (0, 1), repair.stderr  # 1: no criterion kept, nothing written
     assert "0 judge call(s) made" in repair.stdout  # every F.4 / F.11 call came from the audit's store
     assert (tmp_path / "fixed.yaml").exists() == (repair.returncode == 0)
+
+
+def test_vfr_refinement_on_the_embedded_judge(tmp_path: Path) -> None:
+    """Algorithm 2 on a hand-written one-criterion rubric: two pairs (one calibration, one held
+    out), two attacks per measurement, the do-not-reward operator only. Whether the 1.5B judge is
+    fooled, and whether its edit helps, is not asserted; that the search runs, writes a rubric
+    whose every revision is within the budget, reports every candidate, and resumes is."""
+    exe = shutil.which("assay", path=str(Path(sys.executable).parent))
+    assert exe is not None
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    (tmp_path / "pairs.jsonl").write_text("\n".join(map(json.dumps, PAIRS)) + "\n")
+    (tmp_path / "hand.yaml").write_text(
+        "criteria:\n  - id: explains_mechanism\n"
+        "    description: The answer explains the physical mechanism behind what the question asks about.\n")
+    cmd = [exe, "rubric", "repair", "hand.yaml", "--pairs", "pairs.jsonl", "--mode", "vfr", "--operators",
+           "do_not_reward", "--depth", "1", "--attacks", "2", "--runs", "2", "--store", "v.db", "-o", "fixed.yaml",
+           "--report", "refine.json", "--judge-opt", "n_ctx=4096"]
+    first = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=1800)
+    print(first.stdout)
+    assert first.returncode == 0, first.stderr + first.stdout
+    result = json.loads((tmp_path / "refine.json").read_text())["criteria"][0]
+    assert len(result["held_out_pairs"]) == 1 and len(result["calibration_pairs"]) == 1
+    before = result["before"]
+    assert before["attacks"] == 2 and (before["vfr"] is None or 0.0 <= before["vfr"] <= 1.0)
+    if before["vfr"]:  # something to lower: L ran and its candidate was checked and (if in budget) measured
+        (candidate,) = result["candidates"]
+        assert candidate["operators"] == ["do_not_reward"]
+        assert candidate["status"] in ("accepted", "rejected", "no gain", "over budget", "unparsed")
+        if candidate["status"] in ("accepted", "rejected", "no gain"):
+            assert candidate["violations"] == [] and candidate["metrics"]["attacks"] == 2
+    else:
+        assert result["candidates"] == [] and result["reason"]
+    from assay.rubrics.files import load_rubric
+    from assay.rubrics.refine import Draft, sb_plr
+
+    fixed = load_rubric(tmp_path / "fixed.yaml").criteria[0]
+    assert (fixed.extra.get("refine") is not None) == (result["chosen"] is not None)
+    if result["chosen"] is not None:
+        assert sb_plr(Draft.of(fixed)) == []
+    again = subprocess.run([*cmd, "--force"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600)
+    assert again.returncode == 0 and "0 judge call(s) made" in again.stdout, again.stdout + again.stderr

@@ -100,6 +100,16 @@ def test_applicability_effective_dimensionality_and_bt_fit(tmp_path: Path) -> No
     assert app["per_criterion"] == {"wobbly": 0.5, "contrary": 1.0, "length": 1.0}
     assert app["app_in"] == pytest.approx(2.5 / 3) and app["t_per_prompt"] == 2.5
     assert app["app_out"] == pytest.approx(2 / 3) and app["delta_app"] == pytest.approx(0.5 / 3)
+    assert app["per_criterion_out"] == {"wobbly": 0.0, "contrary": 1.0, "length": 1.0}  # poems are not code
+    from assay.rubrics.report import render_rubric_report
+
+    doc = {"rubrics": [{"id": cid, "applicability": app["per_criterion"][cid],
+                        "applicability_out": app["per_criterion_out"][cid]} for cid in app["per_criterion"]],
+           "summary": {"app_in": app["app_in"], "app_out": app["app_out"]}}
+    (tmp_path / "audit.json").write_text(json.dumps(doc))
+    html = render_rubric_report([tmp_path / "audit.json"], [], [])
+    assert "Applicability map (Fig. 4a)" in html and html.count("<circle") == 3 + 1  # 3 criteria + legend
+    assert "<title>wobbly</title>" in html and "stroke-dasharray" in html  # the diagonal
     scores = fit["scores"]
     # length and contrary move in lockstep (opposite signs), wobbly never moves: one direction
     assert scores["pairs"] == 8 and scores["eff_dim"] == pytest.approx(1.0) and scores["mean_abs_rho"] == 1.0

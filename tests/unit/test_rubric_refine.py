@@ -155,7 +155,7 @@ def test_vfr_repair_through_the_executable(tmp_path: Path) -> None:
     exe = shutil.which("assay", path=str(Path(sys.executable).parent))
     assert exe is not None
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
-    (tmp_path / "r.yaml").write_text("criteria:\n  - {id: evidence, description: Backs its claims.}\n")
+    (tmp_path / "r.yaml").write_text("criteria:\n  - {id: evidence, description: 'Backs its claims. <b>x</b>'}\n")
     rows = [{"prompt": f"Q{n}?", "chosen": "GOOD answer", "rejected": "bad answer"} for n in range(5)]
     (tmp_path / "pairs.jsonl").write_text("\n".join(map(json.dumps, rows)) + "\n")
     score = '{{"reasoning": "r", "score": {}}}'.format
@@ -184,6 +184,18 @@ def test_vfr_repair_through_the_executable(tmp_path: Path) -> None:
     assert report["config"]["delta"] == 0 and len(report["criteria"][0]["held_out_pairs"]) == 3
     again = subprocess.run([*cmd, "--force"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
     assert again.returncode == 0 and "0 judge call(s) made" in again.stdout  # resumable from the store
+    page = subprocess.run([exe, "rubric", "report", "--refine", "v.json", "--rubric", "v.yaml", "-o", "r.html"],
+                          cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+    assert page.returncode == 0, page.stderr
+    html = (tmp_path / "r.html").read_text()
+    assert "Refinement cost and benefit (Fig. 5)" in html and "<td>do_not_reward</td>" in html
+    assert "<td class=\"num ok\">-1.000</td>" in html  # ΔVFR
+    assert "&lt;b&gt;x&lt;/b&gt;" in html and "<b>x</b>" not in html  # rubric text escaped
+    assert "refined with do_not_reward: VFR\n1.000 → 0.000" in html
+    bad_page = subprocess.run([exe, "rubric", "report", "--audit", "v.json", "-o", "s.html"], cwd=tmp_path,
+                              capture_output=True, text=True, env=env, timeout=120)
+    assert bad_page.returncode == 2 and "v.json" in bad_page.stderr and "'rubrics'" in bad_page.stderr
+    assert not (tmp_path / "s.html").exists()
     bad = subprocess.run([*cmd[:-4], "--delta", "-1", "-o", "w.yaml"], cwd=tmp_path, capture_output=True,
                          text=True, env=env, timeout=120)
     assert bad.returncode == 2 and "--delta" in bad.stderr and not (tmp_path / "w.yaml").exists()
@@ -215,6 +227,12 @@ def test_compare_lays_sources_side_by_side_through_the_executable(tmp_path: Path
         ("sharp.json", 1, False, 5.0)  # read from the audit file, not re-audited
     assert vague["k"] == 2 and vague["audited"] and vague["summary"]["structure_mean"] is not None
     assert vague["summary"]["structure_mean"] < 5.0 and "structure /5" in proc.stdout
+    page = subprocess.run([exe, "rubric", "report", "--audit", "sharp.json", "--rubric", "vague.yaml", "-o", "a.html"],
+                          cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+    assert page.returncode == 0, page.stderr
+    html = (tmp_path / "a.html").read_text()
+    assert "Audit (Table 1)" in html and '<td class="num">5.00</td>' in html and "is_great" in html
+    assert "Applicability map" not in html  # no out-of-domain audit: no map
     one = subprocess.run([exe, "rubric", "compare", "vague.yaml", *common], cwd=tmp_path, capture_output=True,
                          text=True, env=env, timeout=120)
     assert one.returncode == 2 and "at least two sources" in one.stderr

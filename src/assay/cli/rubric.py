@@ -20,6 +20,7 @@ from assay.rubrics.discover import Discovery, DiscoveryConfig
 from assay.rubrics.files import RubricSet, load_rubric, read_preference_pairs, save_rubric
 from assay.rubrics.refine import OPERATORS, RefineConfig, Refiner
 from assay.rubrics.repair import PrefRepairConfig, preference_rank_selection
+from assay.rubrics.report import COLUMNS
 from assay.runner import JudgeClient, RunnerConfig
 from assay.store import Store
 
@@ -152,15 +153,6 @@ def audit(
         console.print(f"wrote {out}")
 
 
-# the Table-1 columns of `rubric compare`: summary key, header, format
-COMPARE_COLUMNS = (("structure_mean", "structure /5", ".2f"), ("alpha", "α", ".3f"), ("flip_rate", "flip", ".3f"),
-                   ("rho", "para ρ", ".3f"), ("accuracy_rubric", "acc rubric", ".3f"),
-                   ("accuracy_no_rubric", "acc none", ".3f"), ("delta", "Δacc", "+.3f"), ("app_in", "App_in", ".3f"),
-                   ("app_out", "App_out", ".3f"), ("delta_app", "ΔApp", "+.3f"), ("t_per_prompt", "T/p", ".2f"),
-                   ("eff_dim", "EffDim", ".2f"), ("mean_abs_rho", "|ρ|", ".3f"), ("bt_cv_accuracy", "BT acc", ".3f"),
-                   ("bt_entropy", "BT H", ".3f"), ("vfr", "VFR", ".3f"))
-
-
 @app.command("compare")
 def compare(
     sources: list[Path] = typer.Argument(..., help="rubric sets (.yaml/.json) to audit, or audit JSON files "
@@ -214,7 +206,7 @@ def compare(
                      "judge": detail.get("judge"), "audited": rubric is not None, "summary": doc["summary"]})
     from rich.table import Table
 
-    shown = [c for c in COMPARE_COLUMNS if any(r["summary"].get(c[0]) is not None for r in rows)]
+    shown = [c for c in COLUMNS if any(r["summary"].get(c[0]) is not None for r in rows)]
     table = Table(title="rubric sources side by side (n/a: axis not run or undefined)")
     for header in ("source", "K", *(h for _, h, _ in shown)):
         table.add_column(header, justify="left" if header == "source" else "right")
@@ -328,6 +320,8 @@ def _audit_doc(rubric: RubricSet, result: dict[str, Any], *, votes: int, tau: fl
     if app_:
         for cid, share in app_.get("per_criterion", {}).items():
             by_id[cid]["applicability"] = share
+        for cid, share in app_.get("per_criterion_out", {}).items():
+            by_id[cid]["applicability_out"] = share
         console.print(f"applicability: App_in {_num(app_.get('app_in'))} over {app_['prompts']} prompt(s), "
                       f"T/p {_num(app_.get('t_per_prompt'), '.2f')}"
                       + (f", App_out {_num(app_.get('app_out'))}, ΔApp {_num(app_.get('delta_app'), '+.3f')}"
@@ -516,4 +510,23 @@ def _refine(rubric_path: Path, pairs: Path, output: Path, *, report: Path | None
         dumped = {**config.model_dump(mode="json"), "delta": delta if slack == float("inf") else slack}
         atomic_write_text(report, json.dumps({"mode": "vfr", "config": dumped,
                                               "criteria": results, "wall_s": wall}, indent=2, default=str) + "\n")
+    console.print(f"wrote {output}")
+
+
+@app.command("report")
+def report_(
+    audits: list[Path] = typer.Option([], "--audit", help="an audit JSON (`rubric audit --out`); repeat for several"),
+    refines: list[Path] = typer.Option([], "--refine", help="a refinement report (`rubric repair --mode vfr "
+                                                           "--report`); repeat"),
+    rubrics: list[Path] = typer.Option([], "--rubric", help="a rubric file, e.g. a discovered one; repeat"),
+    output: Path = typer.Option(..., "--output", "-o", help="the HTML page to write"),
+    force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write"),
+) -> None:
+    """The PReMISE report: audit table, applicability map (Fig. 4a), refinement cost/benefit (Fig. 5),
+    rubrics with their support — one self-contained HTML page."""
+    from assay.rubrics.report import render_rubric_report
+
+    check_output(output, inputs=[*audits, *refines, *rubrics], force=force)
+    html = render_rubric_report(audits, refines, rubrics)
+    atomic_write_text(output, html)
     console.print(f"wrote {output}")

@@ -53,8 +53,8 @@ def _human_table(rows: list[dict[str, Any]], metrics: list[str]) -> list[dict[st
     return table
 
 
-def read_meta_json(path: Path) -> dict[str, Any]:
-    """A meta.json written by ``assay meta``, checked enough to render (one clear error if not)."""
+def read_json_object(path: Path, kind: str) -> dict[str, Any]:
+    """A JSON object from ``path``; one clear error naming the file and ``kind`` if not."""
     from assay.errors import InputError
 
     try:
@@ -62,9 +62,17 @@ def read_meta_json(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", source=str(path)) from exc
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"not a meta.json (malformed JSON: {exc})", source=str(path)) from exc
+        raise InputError(f"not {kind} (malformed JSON: {exc})", source=str(path)) from exc
     if not isinstance(data, dict):
-        raise InputError("not a meta.json: expected a JSON object", source=str(path))
+        raise InputError(f"not {kind}: expected a JSON object", source=str(path))
+    return data
+
+
+def read_meta_json(path: Path) -> dict[str, Any]:
+    """A meta.json written by ``assay meta``, checked enough to render (one clear error if not)."""
+    from assay.errors import InputError
+
+    data = read_json_object(path, "a meta.json")
     for key, kind in (("signature", dict), ("dataset", dict), ("rows", list)):
         if not isinstance(data.get(key), kind):
             raise InputError(f"not a meta.json written by assay meta: no '{key}'", source=str(path), field=key)

@@ -20,8 +20,8 @@ def _svg(width: int, height: int, body: list[str], label: str) -> str:
 
 def scatter(series: dict[str, list[tuple[float, float, str]]], x_label: str, y_label: str,
             *, x_range: tuple[float, float] = (0, 1), y_range: tuple[float, float] = (0, 1),
-            quadrants: tuple[float, float] | None = None, size: int = 320) -> str:
-    """Points per series (x, y, tooltip); optional quadrant lines at (x, y)."""
+            quadrants: tuple[float, float] | None = None, diagonal: bool = False, size: int = 320) -> str:
+    """Points per series (x, y, tooltip); optional quadrant lines at (x, y), optional y = x line."""
     pad = 40
     inner = size - 2 * pad
 
@@ -44,6 +44,10 @@ def scatter(series: dict[str, list[tuple[float, float, str]]], x_label: str, y_l
         body.append(f'<line x1="{px(qx)}" y1="{pad}" x2="{px(qx)}" y2="{size - pad}" stroke="#bbb" '
                     'stroke-dasharray="4 3"/>')
         body.append(f'<line x1="{pad}" y1="{py(qy)}" x2="{size - pad}" y2="{py(qy)}" stroke="#bbb" '
+                    'stroke-dasharray="4 3"/>')
+    if diagonal:
+        lo, hi = max(x_range[0], y_range[0]), min(x_range[1], y_range[1])
+        body.append(f'<line x1="{px(lo)}" y1="{py(lo)}" x2="{px(hi)}" y2="{py(hi)}" stroke="#bbb" '
                     'stroke-dasharray="4 3"/>')
     legend_y = 4
     for index, (name, points) in enumerate(series.items()):

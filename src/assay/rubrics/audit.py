@@ -328,6 +328,8 @@ class Audit:
                 app["prompts_out"], app["unparsed_prompts_out"] = len(rows_out), dropped_out
                 if rows_out:
                     app["app_out"] = applicability(rows_out)
+                    app["per_criterion_out"] = {c.id: sum(r[j] for r in rows_out) / len(rows_out)
+                                                for j, c in enumerate(rubric.criteria)}
                     if rows:
                         app["delta_app"] = app["app_in"] - app["app_out"]
             result["applicability"] = app
