@@ -361,7 +361,9 @@ class Refiner:
                 f"- {s['operators'][0]}: " + (f"VFR {_fmt(s['metrics'].get('vfr'))}, preference fit "
                                               f"{_fmt(s['metrics'].get('pref_fit'))}, flip rate "
                                               f"{_fmt(s['metrics'].get('flip_rate'))}; text: {s['text']}"
-                                              if s.get("metrics") else f"over budget ({'; '.join(s['violations'])})")
+                                              if s.get("metrics") else
+                                              f"over budget ({'; '.join(s['violations'])})" if s.get("violations")
+                                              else "no usable text")
                 for s in singletons)
         messages = self.prompt.render(
             reply_format=reply, id=criterion.id, description=defuse(criterion.description),
@@ -440,7 +442,7 @@ class Refiner:
                      and e["predicted_vfr"] < before["vfr"]] + [e for e in multis if e["status"] == "proposed"]
         for e in singletons:
             if e["status"] == "measured" and e not in survivors:
-                e["status"] = "no gain"
+                e["status"] = "no gain" if e["predicted_vfr"] is not None else "VFR not measurable"
         survivors.sort(key=lambda e: before["vfr"] - e["predicted_vfr"], reverse=True)
         beam = survivors[:cfg.beam]
         for e in survivors[cfg.beam:]:
