@@ -91,6 +91,7 @@ class Gameable(JudgeBackend):
 
     name = "gameable"
     max_concurrency = 1
+    budget_reasks = 0
 
     def identity(self) -> dict[str, str]:
         return {"backend": self.name}
@@ -98,6 +99,8 @@ class Gameable(JudgeBackend):
     async def generate(self, messages: list[Message], config: GenerateConfig) -> Completion:
         system, user = messages[0].content, "\n".join(m.content for m in messages[1:])
         if "PReMISE\nrepair" in system or "PReMISE repair" in system:
+            if "breaks the structural budget" in user:
+                self.budget_reasks += 1
             fields = config.json_schema["properties"]  # type: ignore[index]
             out: dict[str, object] = {}
             if "gate" in fields:
@@ -128,7 +131,8 @@ PAIRS = [PreferencePair(id=f"p{n}", prompt=f"Explain thing {n}", chosen="a long 
 
 
 def test_algorithm_2_keeps_the_edit_that_lowers_the_fool_rate(tmp_path: Path) -> None:
-    client = JudgeClient(Gameable(), Store(tmp_path / "r.db"), RunnerConfig(progress=False))
+    judge = Gameable()
+    client = JudgeClient(judge, Store(tmp_path / "r.db"), RunnerConfig(progress=False))
     refiner = Refiner(Audit(AuditConfig(attacks=2, runs=2, paraphrases=0)),
                       RefineConfig(operators=("gate", "do_not_reward", "observable"), depth=2, beam=3))
     rubric = RubricSet(criteria=[Criterion(id="evidence", description="Backs its claims with evidence.")])
@@ -138,6 +142,8 @@ def test_algorithm_2_keeps_the_edit_that_lowers_the_fool_rate(tmp_path: Path) ->
     status = {"+".join(c["operators"]): c["status"] for c in r["candidates"]}
     assert status["gate"] == "no gain"  # measured: a gate alone leaves every attack at 9
     assert status["observable"] == "over budget" and status["do_not_reward+observable"] == "over budget"
+    # each over-budget reply was sent back once with its violations (observable, gate+observable, dnr+observable)
+    assert judge.budget_reasks == 3
     assert status["do_not_reward"] == "accepted" and status["gate+do_not_reward"] == "accepted"
     assert "attacks that fooled the judge (scored high, verified gaming): 2" in r["packet"]
     # both accepted reach VFR 0 with the same reliability: both on the frontier, the smaller edit chosen

@@ -52,7 +52,7 @@ import itertools
 import math
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,7 +62,7 @@ from assay.prompts import defuse, load_prompt
 from assay.rubrics.audit import Audit
 from assay.rubrics.files import Criterion, PreferencePair, RubricSet
 from assay.runner import JudgeClient
-from assay.structured import generate_structured
+from assay.structured import OutputInvalid, generate_structured, parse_output
 from assay.types import GenerateConfig
 
 
@@ -220,6 +220,8 @@ class RefineConfig(BaseModel):
     seed: int = 0
     max_tokens: int = Field(default=400, ge=64)
     excerpt_chars: int = Field(default=200, ge=40)
+    budget_reasks: int = Field(default=1, ge=0, le=3)
+    """L and P see a revision over the SB-PLR budget once more, with its violations."""
 
 
 def split_pairs(pairs: list[PreferencePair], holdout: float, seed: int) -> tuple[list[PreferencePair],
@@ -335,9 +337,14 @@ class Refiner:
 
     # L and P --------------------------------------------------------------------------------------
     async def propose(self, criterion: Criterion, metrics: dict[str, Any], packet: str, subset: tuple[str, ...],
-                      client: JudgeClient, *, singletons: list[dict[str, Any]] | None = None
+                      client: JudgeClient, *, singletons: list[dict[str, Any]] | None = None,
+                      budget: Callable[[Draft], list[str]] | None = None
                       ) -> tuple[Draft | None, float | None, str | None]:
-        """L (``singletons`` None) or P: the revised draft, P's predicted VFR, and why it failed."""
+        """L (``singletons`` None) or P: the revised draft, P's predicted VFR, and why it failed.
+
+        "Under the SB-PLR constraint" (Algorithm 2, line 5): a reply that parses but breaks
+        ``budget`` is sent back once with its violations (``budget_reasks``); if the last reply
+        still breaks it, that draft is returned and the caller records it as over budget."""
         fields = [f for f in _FIELD_ORDER if any(f in OPERATORS[o].fields for o in subset)]
         base = Draft.of(criterion)
         props: dict[str, Any] = {}
@@ -370,16 +377,33 @@ class Refiner:
             metrics=", ".join(f"{k} {_fmt(metrics.get(k))}" for k in ("vfr", "pref_fit", "alpha", "flip_rate", "rho")),
             packet=defuse(packet), operators=ops, singletons=defuse(evidence))
         model = _draft_model(fields, singletons is not None)
+
+        def to_draft(value: BaseModel) -> Draft:
+            got = value.model_dump()
+            update = {f: got[f] for f in fields}
+            if isinstance(update.get("gate"), str) and not update["gate"].strip():
+                update["gate"] = None
+            return base.model_copy(update=update)
+
+        def check(value: BaseModel) -> None:
+            problems = budget(to_draft(value)) if budget is not None else []
+            if problems:
+                raise OutputInvalid("the revision breaks the structural budget: " + "; ".join(problems)
+                                    + ". Rewrite it so that it fits.")
+
         out = await generate_structured(client, messages, model,
                                         GenerateConfig(temperature=0.0, max_tokens=self.config.max_tokens,
-                                                       seed=self.config.seed, json_schema=schema))
-        if out.value is None:
+                                                       seed=self.config.seed, json_schema=schema),
+                                        check=check, max_reasks=self.config.budget_reasks)
+        value = out.value
+        if value is None and out.unscored is not None and out.unscored.raw_output is not None:
+            try:  # parsed, only over the budget: the caller records the violations
+                value = parse_output(out.unscored.raw_output, model)
+            except OutputInvalid:
+                value = None
+        if value is None:
             return None, None, out.unscored.reason if out.unscored else "unparseable"
-        got = out.value.model_dump()
-        update = {f: got[f] for f in fields}
-        if "gate" in update and isinstance(update["gate"], str) and not update["gate"].strip():
-            update["gate"] = None
-        return base.model_copy(update=update), got.get("predicted_vfr"), None
+        return to_draft(value), getattr(value, "predicted_vfr", None), None
 
     # Algorithm 2 ----------------------------------------------------------------------------------
     async def refine_criterion(self, criterion: Criterion, pairs: list[PreferencePair], judge: JudgeClient, *,
@@ -404,16 +428,21 @@ class Refiner:
         result["packet"] = packet
         data = self.data_texts(calibration_pairs, calibration)
         original = criterion.description
+
+        def budget(draft: Draft) -> list[str]:
+            return sb_plr(draft, data_texts=data, allowed=original)
+
         # Step 1: singletons, measured on the held-out pairs
         singletons: list[dict[str, Any]] = []
         for op in cfg.operators:
-            draft, _, failed = await self.propose(criterion, self.public(before), packet, (op,), predictor)
+            draft, _, failed = await self.propose(criterion, self.public(before), packet, (op,), predictor,
+                                                  budget=budget)
             entry: dict[str, Any] = {"operators": [op]}
             if draft is None:
                 entry.update(status="unparsed", reason=failed)
             else:
                 entry["text"], entry["draft"] = draft.render(), draft.model_dump()
-                entry["violations"] = sb_plr(draft, data_texts=data, allowed=original)
+                entry["violations"] = budget(draft)
                 if entry["violations"]:
                     entry["status"] = "over budget"
                 else:
@@ -427,13 +456,13 @@ class Refiner:
         for size in range(2, cfg.depth + 1):
             for subset in itertools.combinations(cfg.operators, size):
                 draft, predicted, failed = await self.propose(criterion, self.public(before), packet, subset,
-                                                              predictor, singletons=singletons)
+                                                              predictor, singletons=singletons, budget=budget)
                 entry = {"operators": list(subset)}
                 if draft is None:
                     entry.update(status="unparsed", reason=failed)
                 else:
                     entry.update(text=draft.render(), draft=draft.model_dump(), predicted_vfr=predicted,
-                                 violations=sb_plr(draft, data_texts=data, allowed=original))
+                                 violations=budget(draft))
                     entry["status"] = "over budget" if entry["violations"] else \
                         "no predicted gain" if predicted is None or predicted >= before["vfr"] else "proposed"
                 multis.append(entry)
