@@ -23,7 +23,7 @@ from typing import Any
 from assay.backends._llamacpp import LlamaCppBackend
 from assay.rubrics.audit import Audit, AuditConfig
 from assay.rubrics.files import RubricSet, load_rubric, read_preference_pairs
-from assay.rubrics.refine import OPERATORS, RefineConfig, Refiner, sb_plr, split_pairs
+from assay.rubrics.refine import OPERATORS, RefineConfig, Refiner, echoes_instructions, sb_plr, split_pairs
 from assay.runner import JudgeClient, RunnerConfig
 from assay.store import Store
 
@@ -63,16 +63,20 @@ def main() -> None:
             packet = refiner.packet(calibration, calibration_pairs)
             data = refiner.data_texts(calibration_pairs, calibration)
             entry: dict[str, Any] = {"id": criterion.id, "packet": packet, "L": [], "P": []}
+
+            def budget(draft: Any, data: list[str] = data, original: str = criterion.description) -> list[str]:
+                return sb_plr(draft, data_texts=data, allowed=original) + echoes_instructions(draft, original)
+
             singletons = []
             for op in OPERATORS:
                 start = time.perf_counter()
-                draft, _, failed = await refiner.propose(criterion, refiner.public(before), packet, (op,), client)
+                draft, _, failed = await refiner.propose(criterion, refiner.public(before), packet, (op,), client,
+                                                         budget=budget)
                 row: dict[str, Any] = {"operators": [op], "s": round(time.perf_counter() - start, 1)}
                 if draft is None:
                     row["unparsed"] = failed
                 else:
-                    row.update(text=draft.render(), violations=sb_plr(draft, data_texts=data,
-                                                                      allowed=criterion.description))
+                    row.update(text=draft.render(), violations=budget(draft))
                 entry["L"].append(row)
                 singletons.append({"operators": [op], "violations": row.get("violations") or ["unparsed"],
                                    "text": row.get("text", "")})
@@ -80,14 +84,13 @@ def main() -> None:
             for subset in itertools.combinations(args.pairs_of.split(","), 2):
                 start = time.perf_counter()
                 draft, predicted, failed = await refiner.propose(criterion, refiner.public(before), packet, subset,
-                                                                 client, singletons=singletons)
+                                                                 client, singletons=singletons, budget=budget)
                 row = {"operators": list(subset), "s": round(time.perf_counter() - start, 1),
                        "predicted_vfr": predicted}
                 if draft is None:
                     row["unparsed"] = failed
                 else:
-                    row.update(text=draft.render(), violations=sb_plr(draft, data_texts=data,
-                                                                      allowed=criterion.description))
+                    row.update(text=draft.render(), violations=budget(draft))
                 entry["P"].append(row)
                 print(criterion.id, "+".join(subset), predicted, row.get("violations", row.get("unparsed")))
             out["criteria"].append(entry)

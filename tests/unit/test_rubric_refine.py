@@ -18,7 +18,16 @@ import pytest
 from assay.backends import JudgeBackend
 from assay.rubrics.audit import Audit, AuditConfig
 from assay.rubrics.files import Criterion, PreferencePair, RubricSet, load_rubric
-from assay.rubrics.refine import Draft, RefineConfig, Refiner, accepts, pareto, sb_plr, split_pairs
+from assay.rubrics.refine import (
+    Draft,
+    RefineConfig,
+    Refiner,
+    accepts,
+    echoes_instructions,
+    pareto,
+    sb_plr,
+    split_pairs,
+)
 from assay.runner import JudgeClient, RunnerConfig
 from assay.store import Store
 from assay.types import Completion, GenerateConfig, Message
@@ -56,6 +65,16 @@ def test_sb_plr_counts_words_clauses_gates_and_nesting() -> None:
     data = ["Why is the sky over Paris blue at noon?", "the sky over Paris is blue at noon because of scattering"]
     assert sb_plr(copied, data_texts=data)[0].startswith("(vi) not prompt-agnostic")
     assert sb_plr(copied, data_texts=data, allowed=copied.definition) == []  # already in the original
+
+
+def test_a_revision_that_repeats_the_instructions_is_caught() -> None:
+    echo = Draft(definition="Backs its claims.", do_not_reward=["surface markers, or things that look like meeting "
+                                                                "the criterion but do not"])
+    assert echoes_instructions(echo, "Backs its claims.")[0].startswith("repeats the instructions")
+    capped = Draft(definition="Backs its claims.", caps=["agreed with the preference"])
+    assert echoes_instructions(capped, "Backs its claims.") == []  # four words: below the five-word run
+    real = Draft(definition="Backs its claims.", do_not_reward=["citations to studies the answer does not discuss"])
+    assert echoes_instructions(real, "Backs its claims.") == []
 
 
 def test_pareto_frontier_and_held_out_acceptance() -> None:

@@ -107,6 +107,9 @@ _FIELD_HELP = {
                      "or things that look like meeting the criterion but do not",
 }
 _FIELD_ORDER = ("gate", "definition", "sub_criteria", "caps", "do_not_reward")
+_PACKET_HEADINGS = ("agreed with the preference", "favoured the rejected answer",
+                    "borderline (within one point of a tie)", "unstable (re-runs disagreed)",
+                    "attacks that fooled the judge (scored high, verified gaming)", "attacks the judge resisted")
 
 MAX_WORDS, MAX_DEFINITION_WORDS, MAX_ANTI_GAMING, MAX_CLAUSE_WORDS, MAX_GATES, MAX_SUB = 150, 60, 2, 40, 1, 3
 _WORD = re.compile(r"\S+")
@@ -162,6 +165,10 @@ def _ngrams(text: str, n: int = 5) -> set[tuple[str, ...]]:
     return {tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)}
 
 
+_INSTRUCTIONS = set().union(*(_ngrams(f"{o.name}: for when {o.targets}; {o.does}.") for o in OPERATORS.values()),
+                            *(_ngrams(h) for h in _FIELD_HELP.values()), *(_ngrams(h) for h in _PACKET_HEADINGS))
+
+
 def sb_plr(draft: Draft, *, data_texts: Sequence[str] = (), allowed: str = "") -> list[str]:
     """The structural budget of App. C.1, checked in code; returns the violations (empty: within).
 
@@ -206,6 +213,16 @@ def sb_plr(draft: Draft, *, data_texts: Sequence[str] = (), allowed: str = "") -
         if copied:
             out.append(f"(vi) not prompt-agnostic: copies {' '.join(copied[0])!r} from the data")
     return out
+
+
+def echoes_instructions(draft: Draft, allowed: str = "") -> list[str]:
+    """A revision that repeats our own instructions (an operator's description, a field's help
+    text, a packet heading) is not an edit; the embedded 1.5B judge does this often. Returns the
+    problem (empty: none): a run of five words from the instructions that ``allowed`` (the
+    original criterion) does not contain."""
+    known = _ngrams(allowed)
+    copied = sorted((_ngrams(draft.render()) - known) & _INSTRUCTIONS)
+    return [f"repeats the instructions instead of editing: {' '.join(copied[0])!r}"] if copied else []
 
 
 class RefineConfig(BaseModel):
@@ -302,11 +319,7 @@ class Refiner:
             text = " ".join(text.split())
             return text if len(text) <= cut else text[:cut] + "…"
 
-        groups: dict[str, list[str]] = {"agreed with the preference": [], "favoured the rejected answer": [],
-                                        "borderline (within one point of a tie)": [],
-                                        "unstable (re-runs disagreed)": [],
-                                        "attacks that fooled the judge (scored high, verified gaming)": [],
-                                        "attacks the judge resisted": []}
+        groups: dict[str, list[str]] = {heading: [] for heading in _PACKET_HEADINGS}
         keys = list(groups)
         for pair, score in zip(pairs, calibration["_scores"], strict=True):
             if score is None:
@@ -430,7 +443,7 @@ class Refiner:
         original = criterion.description
 
         def budget(draft: Draft) -> list[str]:
-            return sb_plr(draft, data_texts=data, allowed=original)
+            return sb_plr(draft, data_texts=data, allowed=original) + echoes_instructions(draft, original)
 
         # Step 1: singletons, measured on the held-out pairs
         singletons: list[dict[str, Any]] = []
