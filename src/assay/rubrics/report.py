@@ -57,10 +57,12 @@ def _refine_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
         statuses: dict[str, int] = {}
         for cand in c.get("candidates", []):
             statuses[cand["status"]] = statuses.get(cand["status"], 0) + 1
+        changed = chosen is not None  # an unchanged criterion has no delta to show (not +0)
         rows.append({"id": c["id"], "before": before, "after": after,
                      "operators": "+".join(chosen["operators"]) if chosen else "—",
-                     "d_vfr": _delta(after.get("vfr"), before.get("vfr")), "d_rel": _delta(rel_after, rel_before),
-                     "d_fit": _delta(after.get("pref_fit"), before.get("pref_fit")),
+                     "d_vfr": _delta(after.get("vfr"), before.get("vfr")) if changed else None,
+                     "d_rel": _delta(rel_after, rel_before) if changed else None,
+                     "d_fit": _delta(after.get("pref_fit"), before.get("pref_fit")) if changed else None,
                      "rel_name": "α" if before.get("alpha") is not None else "1 − flip",
                      "candidates": statuses, "reason": c.get("reason", "")})
     return rows
