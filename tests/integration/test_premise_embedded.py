@@ -94,8 +94,9 @@ def test_vfr_refinement_on_the_embedded_judge(tmp_path: Path) -> None:
     if before["vfr"]:  # something to lower: L ran and its candidate was checked and (if in budget) measured
         (candidate,) = result["candidates"]
         assert candidate["operators"] == ["do_not_reward"]
-        assert candidate["status"] in ("accepted", "rejected", "no gain", "over budget", "unparsed")
-        if candidate["status"] in ("accepted", "rejected", "no gain"):
+        assert candidate["status"] in ("accepted", "rejected", "no gain", "VFR not measurable", "over budget",
+                                       "unparsed")
+        if candidate["status"] in ("accepted", "rejected", "no gain", "VFR not measurable"):
             assert candidate["violations"] == [] and candidate["metrics"]["attacks"] == 2
     else:
         assert result["candidates"] == [] and result["reason"]
