@@ -8,10 +8,16 @@ score(model2) − score(model1) with each annotator's correctness / completeness
 and the paired Δr versus G-Eval F2 and versus ROUGE-L with unit-bootstrap CIs; judge calls and
 tokens per item from each run's call stats.
 
+By default the hard row is read from the soft run's own calls (``dece@soft.f_beta_hard``: the
+greedy label of each verification call that also returned logprobs — greedy decoding does not
+depend on asking for logprobs), so hard and soft differ only in how a verdict counts, and the
+run costs one DeCE pass. ``--separate-hard`` also runs DeCE hard as its own run (two more calls per
+answer, without logprobs), as the 20-pair table did.
+
 The store is ``results/meta_ragchecker.db`` (shared with meta_ragchecker.py; not in git): a soft
-run re-uses the hard run's cached extraction calls and makes only the two verification calls per
-answer again, with logprobs. Writes ``results/validity_ragchecker.json`` and prints the table.
-Usage: python benchmarks/validity_ragchecker.py [--pairs 20]
+run re-uses a hard run's cached extraction calls. Writes ``results/validity_ragchecker.json``
+(``--out``) and prints the table.
+Usage: python benchmarks/validity_ragchecker.py [--pairs 40] [--separate-hard]
 """
 
 from __future__ import annotations
@@ -31,7 +37,8 @@ from assay.store import Store
 
 HERE = Path(__file__).parent
 DATA = HERE.parents[1] / "shared" / "data" / "ragchecker_human_labeled_dev.json"
-METHODS = ["rougeL", "geval", "dece", "dece@soft"]
+METHODS = ["rougeL", "geval", "dece@soft"]
+HARD_OF_SOFT = {"dece@soft": ("precision_hard", "recall_hard", "f_beta_hard")}
 
 
 def _usage(store: Store, run_id: str, items: int) -> dict[str, Any]:
@@ -53,7 +60,10 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--store", type=Path, default=HERE / "results" / "meta_ragchecker.db")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "validity_ragchecker.json")
+    parser.add_argument("--separate-hard", action="store_true",
+                        help="also run DeCE hard as its own run (verification calls without logprobs)")
     args = parser.parse_args()
+    methods = [*METHODS[:2], "dece", *METHODS[2:]] if args.separate_hard else METHODS
     metaset = read_ragchecker(args.data).subset(args.pairs, args.seed)
     judge = LlamaCppBackend("default", n_ctx=4096)
     with_logprobs = LlamaCppBackend("default", n_ctx=4096, logits_all=True)
@@ -63,9 +73,10 @@ def main() -> None:
     start = time.perf_counter()
     results = {}
     for versus in ("geval.f_beta", "rougeL"):
-        results[versus] = asyncio.run(ameta(metaset, METHODS, judge, store=store, seed=args.seed, resamples=1000,
+        results[versus] = asyncio.run(ameta(metaset, methods, judge, store=store, seed=args.seed, resamples=1000,
                                             runner=RunnerConfig(progress=True), judge_for=judge_for,
-                                            method_options=options, versus=versus))
+                                            method_options=options, versus=versus,
+                                            detail_metrics=HARD_OF_SOFT))
     wall = time.perf_counter() - start
     first = results["geval.f_beta"]
     table = []
@@ -81,7 +92,9 @@ def main() -> None:
                     entry[f"delta_ci_vs_{versus}"] = [-c["delta_ci"][1], -c["delta_ci"][0]] if c["delta_ci"] else None
         table.append(entry)
     runs = {m: {**r, "per_item": _usage(store, r["run_id"], len(metaset.items))} for m, r in first["runs"].items()}
-    out = {"pairs": args.pairs, "seed": args.seed, "judge": "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama.cpp, CPU)",
+    out = {"pairs": args.pairs, "seed": args.seed, "hard": "separate run" if args.separate_hard else
+           "greedy labels of the soft run's calls (dece@soft.*_hard)",
+           "judge": "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama.cpp, CPU)",
            "runs": runs, "table": table, "wall_s": wall, "rows": first["rows"],
            "comparisons": {v: r["comparisons"] for v, r in results.items()}}
     args.out.write_text(json.dumps(out, indent=1, default=str))

@@ -236,6 +236,11 @@ def compare_metrics(metaset: MetaSet, per_metric: dict[str, tuple[dict[str, dict
     return rows
 
 
+def _number(value: Any) -> float | None:
+    """A detail kept as a metric: a real number, else unscored (None)."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def _item_key(item: dict[str, Any]) -> str:
     return f"{item['id']}::{item['system']}" if item.get("system") else str(item["id"])
 
@@ -352,13 +357,17 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
                 runner: RunnerConfig | None = None, method_options: dict[str, dict[str, Any]] | None = None,
                 judge_options: dict[str, Any] | None = None,
                 judge_for: dict[str, JudgeBackend] | None = None, versus: str | None = None,
-                verdict_delta: float = 0.15) -> dict[str, Any]:
+                verdict_delta: float = 0.15,
+                detail_metrics: dict[str, tuple[str, ...]] | None = None) -> dict[str, Any]:
     """Score ``metaset`` with each method (one run each, resumable in ``store``) and correlate.
     ``judge_for`` gives a method its own backend instance (e.g. G-Eval on one with logprobs);
     ``versus`` names the metric the others are compared with (see the module docstring). On a
     pairwise set with a ``preference`` label, a pairwise method's verdicts and every pointwise
     metric thresholded at ``verdict_delta`` of its range (DICE §4.2) are scored as verdicts
-    (``verdict_agreement``)."""
+    (``verdict_agreement``). ``detail_metrics`` correlates numbers a method keeps in its results'
+    details beside its scores, e.g. ``{"dece@soft": ("f_beta_hard",)}``: the greedy verdicts of
+    the same calls as a soft run, named ``dece@soft.f_beta_hard`` (a missing or non-numeric value
+    is unscored)."""
     store_obj = store if isinstance(store, Store) else Store(store or ":memory:")
     all_rows: list[dict[str, Any]] = []
     all_items: list[dict[str, Any]] = []
@@ -372,6 +381,10 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
     built = {method: build_method(method.split("@", 1)[0], **(method_options or {}).get(method, {}))
              for method in methods}
     names = [metric_name(m, metric, obj.metrics) for m, obj in built.items() for metric in obj.metrics]
+    unknown = sorted(set(detail_metrics or {}) - set(methods))
+    if unknown:
+        raise InputError(f"detail metrics for {', '.join(unknown)}, which this run does not have")
+    names += [f"{m}.{d}" for m, ds in (detail_metrics or {}).items() for d in ds]
     if versus is not None and versus not in names:  # before any judge call
         raise InputError(f"--versus {versus!r} is not one of the metrics of this run: {', '.join(names)}")
     for method in methods:
@@ -406,6 +419,13 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
                 if thresholded is not None:
                     pair_results[f"{name} (thresholded)"] = thresholded
             table, records = correlate(metaset, scores, name, metric, resamples, seed)
+            all_rows += table
+            all_items += records
+        for detail in (detail_metrics or {}).get(method, ()):
+            name = f"{method}.{detail}"
+            kept = {r.key: {detail: _number(r.details.get(detail))} for r in rows}
+            per_metric[name] = (kept, detail)
+            table, records = correlate(metaset, kept, name, detail, resamples, seed)
             all_rows += table
             all_items += records
     if versus is None:

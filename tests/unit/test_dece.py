@@ -9,6 +9,7 @@ from assay.backends import ScriptedBackend
 from assay.errors import InputError
 from assay.methods.dece import CriteriaSet, DeCE, DeCEConfig
 from assay.runner import RunnerConfig
+from assay.stats import f_beta
 from assay.text import figures, numbered_text, split_sentences
 from tests.helpers import ITEM, KeywordJudge, criteria_json, dece_rules, elements_json, verdicts_json
 
@@ -270,6 +271,7 @@ def test_soft_verdicts_count_the_judges_probability_under_the_evidence_checks() 
     assert row["recall"] == pytest.approx(1.2 / 3) and row["recall_hard"] == pytest.approx(1 / 3)
     assert [e["soft"] for e in row["elements"]] == pytest.approx([0.7, 0.0])
     assert row["precision"] == pytest.approx(0.35) and row["precision_hard"] == 0.5
+    assert row["f_beta_hard"] == pytest.approx(f_beta(0.5, 1 / 3, 2.0))  # the greedy labels of the same calls
     assert row["verdicts"] == "soft"
     # without logprobs a soft run is Unscored with the reason, not scored hard
     plain = assay.evaluate([ITEM], "dece", ScriptedBackend(rules=rules), runner=QUIET, verdicts="soft").records()[0]

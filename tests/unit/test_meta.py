@@ -331,3 +331,21 @@ def test_system_ranking_compares_bradley_terry_orders(tmp_path: Path) -> None:
                                0.0 if r["correctness_label"] > 0 else 1.0) for r in records], resamples=0)
     assert human == pytest.approx(expected.ratings)
     assert "System level: Kendall τ" in markdown_table(result)
+
+
+def test_detail_metrics_correlate_numbers_kept_beside_the_scores() -> None:
+    # rougeL keeps its precision and recall in the details: correlated as rougeL.rougeL_recall, with
+    # the same r as correlating those numbers by hand (a missing detail would be unscored)
+    metaset = read_ragchecker(SLICE)
+    result = meta(metaset, ["rougeL"], None, resamples=0, detail_metrics={"rougeL": ("rougeL_recall", "absent")})
+    rows = {(r["method"], r["human_label"]): r for r in result["rows"]}
+    recall_rows = assay.evaluate(metaset.items, "rougeL", None, runner=RunnerConfig(progress=False)).rows
+    by_key = {r.key: r.details["rougeL_recall"] for r in recall_rows}
+    diffs = [by_key[u.keys[1]] - by_key[u.keys[0]] for u in metaset.units]
+    xs = [d for d, u in zip(diffs, metaset.units, strict=True) for _ in u.human["overall"]]
+    ys = [h for u in metaset.units for h in u.human["overall"]]
+    assert rows[("rougeL.rougeL_recall", "overall")]["pearson"] == pytest.approx(sps.pearsonr(xs, ys)[0])
+    assert rows[("rougeL.absent", "overall")]["pearson"] is None
+    assert rows[("rougeL.absent", "overall")]["unscored"] == len(metaset.units)
+    with pytest.raises(InputError, match="detail metrics for geval, which this run does not have"):
+        meta(metaset, ["rougeL"], None, resamples=0, detail_metrics={"geval": ("x",)})

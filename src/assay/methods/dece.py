@@ -33,7 +33,8 @@ Readings of the paper we chose, so the next person knows:
   ``score`` (:func:`assay.verdicts.field_label_probs`), and ``soft``, what it counts: ``p_judge``
   when the evidence checks allow a positive verdict (no figure missing; for a judge's 1, a cited
   sentence — a negative verdict need not cite), else 0 under "require". Precision and recall are
-  the means of ``soft``; the hard ones stay in ``precision_hard`` / ``recall_hard``. Extraction
+  the means of ``soft``; the hard ones stay in ``precision_hard`` / ``recall_hard`` / ``f_beta_hard``
+  (the greedy labels of the same calls). Extraction
   calls are unchanged, so a soft run re-uses a hard run's cached criteria and elements; a
   completion without logprobs for every verdict makes the metric Unscored, never hard.
 * An answer with no extractable element has no defined precision: it is Unscored with that
@@ -547,6 +548,8 @@ class DeCE(Method):
         fb: float | None = None
         if precision is not None and recall is not None:
             fb = f_beta(precision, recall, cfg.beta)
+            if soft and "precision_hard" in details and "recall_hard" in details:
+                details["f_beta_hard"] = f_beta(details["precision_hard"], details["recall_hard"], cfg.beta)
         else:
             missing = [m for m, v in (("precision", precision), ("recall", recall)) if v is None]
             unscored.append(Unscored(reason=f"needs {' and '.join(missing)}", metric="f_beta"))
