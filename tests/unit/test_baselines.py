@@ -167,3 +167,56 @@ def test_eval_cli_runs_baselines(tmp_path) -> None:  # type: ignore[no-untyped-d
     lexical = CliRunner().invoke(app, ["eval", "rougeL", str(data), "--out", str(tmp_path / "r.db"), "--no-progress"],
                                  catch_exceptions=False)
     assert lexical.exit_code == 0 and "rougeL" in lexical.output
+
+
+class SplitLabelJudge(JudgeBackend):
+    """Gives a scripted judge's claim verdicts logprobs: each label is generated as two tokens
+    (the candidate of ``tops`` it starts with, then the rest), the first carrying the next ``tops``
+    entry as its top candidates (probabilities, logged)."""
+
+    def __init__(self, inner: JudgeBackend, tops: list[dict[str, float]]):
+        self.inner, self.tops = inner, list(tops)
+        self.name = inner.name
+        self.max_concurrency = 1
+        self.capabilities = Capabilities(logprobs=True)
+
+    def identity(self) -> dict:
+        return self.inner.identity()
+
+    async def generate(self, messages: list[Message], config: GenerateConfig) -> Completion:
+        import re
+
+        completion = await self.inner.generate(messages, config)
+        if not config.logprobs:
+            return completion
+        tokens, cursor, text = [], 0, completion.text
+        for m in re.finditer(r'"verdict":\s*"(\w+)', text):
+            top = self.tops.pop(0)
+            head = next(t for t in top if m.group(1).startswith(t))
+            tokens.append(TokenLogprob(token=text[cursor:m.start(1)], logprob=0.0))
+            tokens.append(TokenLogprob(token=head, logprob=math.log(top[head]),
+                                       top={t: math.log(p) for t, p in top.items()}))
+            tokens.append(TokenLogprob(token=m.group(1)[len(head):], logprob=0.0))
+            cursor = m.end(1)
+        tokens.append(TokenLogprob(token=text[cursor:], logprob=0.0))
+        return completion.model_copy(update={"logprobs": tokens})
+
+
+def test_claims_soft_verdicts_count_the_probability_of_entailment() -> None:
+    rules = claims_rules(["It is three years.", "Sue in Paris."], ["Three years."],
+                         ["entailment", "neutral"], ["contradiction"])
+    tops = [{"ent": 0.6, "contr": 0.2, "Ent": 0.1},   # "neutral" absent: 0; "Ent" starts no label: dropped
+            {"neut": 0.5, "ent": 0.3, "contr": 0.2},
+            {"contr": 0.7, "ent": 0.1, "neut": 0.1}]
+    judge = SplitLabelJudge(ScriptedBackend(rules=rules), tops)
+    row = assay.evaluate([ITEM], "claims", judge, runner=QUIET, verdicts="soft").records()[0]
+    # precision: (0.6 / 0.8 + 0.3) / 2 by hand; recall: 0.1 / 0.9
+    assert row["precision"] == pytest.approx((0.75 + 0.3) / 2) and row["precision_hard"] == 0.5
+    assert row["recall"] == pytest.approx(0.1 / 0.9) and row["recall_hard"] == 0.0
+    assert row["f1_hard"] == 0.0 and row["f1"] == pytest.approx(2 * 0.525 * (1 / 9) / (0.525 + 1 / 9))
+    assert row["answer_claims"][0]["p"] == pytest.approx({"entailment": 0.75, "contradiction": 0.25, "neutral": 0.0})
+    assert row["answer_claims"][0]["verdict"] == "entailment" and row["verdicts"] == "soft"
+    # a judge without logprobs: the soft metrics are Unscored with the reason, never the hard share
+    plain = assay.evaluate([ITEM], "claims", ScriptedBackend(rules=rules), runner=QUIET, verdicts="soft").records()[0]
+    assert plain["precision"] is None and plain["f1"] is None
+    assert "soft verdicts need the judge's logprobs at every verdict (got 0 of 2)" in plain["unscored_reason"]

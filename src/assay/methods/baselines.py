@@ -11,7 +11,12 @@
 * ``claims``: RAGChecker-style claim-level precision and recall. Claims are extracted from the
   answer and from the gold answer; the answer's claims are checked against the gold answer
   (precision = entailed / answer claims) and the gold answer's claims against the answer
-  (recall = entailed / gold claims); F1 as RAGChecker reports.
+  (recall = entailed / gold claims); F1 as RAGChecker reports. With ``verdicts="soft"`` (issue
+  17) each checking call asks for logprobs and a claim counts its probability of "entailment"
+  (renormalised over the three labels at the verdict's value, :func:`assay.verdicts.field_label_probs`)
+  instead of 0/1; the greedy metrics of the same calls stay in the details as ``precision_hard`` /
+  ``recall_hard`` / ``f1_hard``, every claim keeps its three probabilities, and a completion
+  without logprobs at every verdict makes the metric Unscored (never hard).
 
 Readings we chose: the whole reference (Required + Helpful Information) is the gold text for
 every baseline, as for DeCE verification; an answer or reference without extractable claims
@@ -279,6 +284,13 @@ class ClaimsConfig(BaselineConfig):
     Off by default, so ``claims`` stays the plain RAGChecker-style baseline; the 1.5B embedded
     judge's verdicts move a lot with this (benchmarks/README.md, claims prompt probe)."""
     max_reason_chars: int = 120
+    verdicts: Literal["hard", "soft"] = "hard"
+    """"soft": a claim counts P(entailment) read from the judge's logprobs, not its greedy 0/1."""
+    top_logprobs: int = Field(default=5, ge=2, le=20)
+    """Candidates read at each verdict (soft verdicts)."""
+
+
+LABELS = ("entailment", "contradiction", "neutral")
 
 
 @register_method
@@ -327,7 +339,7 @@ class Claims(_Baseline):
         return claims, None, out.keys
 
     async def _check(self, client: JudgeClient, tag: str, passage: str, claims: list[str],
-                     metric: str) -> tuple[list[ClaimVerdict] | None, Unscored | None, list[str]]:
+                     metric: str) -> tuple[list[ClaimVerdict] | None, Unscored | None, list[str], Completion | None]:
         n = len(claims)
         evidence = self.config.evidence
         sentences = len(split_sentences(passage))
@@ -339,7 +351,7 @@ class Claims(_Baseline):
                                   "items": {"type": "integer", "enum": list(range(1, sentences + 1))}}
                                  if sentences else {"type": "array", "maxItems": 0, "items": {"type": "integer"}})
             props["reason"] = {"type": "string", "maxLength": self.config.max_reason_chars}
-        props["verdict"] = {"type": "string", "enum": ["entailment", "contradiction", "neutral"]}
+        props["verdict"] = {"type": "string", "enum": list(LABELS)}
         schema = {"type": "object", "additionalProperties": False, "required": ["verdicts"],
                   "properties": {"verdicts": {"type": "array", "minItems": n, "maxItems": n, "items": {
                       "type": "object", "additionalProperties": False, "required": list(props),
@@ -355,12 +367,31 @@ class Claims(_Baseline):
 
         # evidence numbers and a reason cost ~55 more tokens per claim than the bare verdict
         budget = 48 + 72 * n if evidence else 32 + 16 * n
+        extra = ({"logprobs": True, "top_logprobs": self.config.top_logprobs} if self.config.verdicts == "soft"
+                 else {})
         out = await generate_structured(client, self.render_checking(tag, passage, claims), CheckingOutput,
-                                        self._config(budget, schema), check=check,
+                                        self._config(budget, schema, **extra), check=check,
                                         max_reasks=self.config.max_reasks, metric=metric)
         if out.value is None:
-            return None, out.unscored, out.keys
-        return out.value.verdicts, None, out.keys
+            return None, out.unscored, out.keys, None
+        return out.value.verdicts, None, out.keys, out.completion
+
+    def _score(self, entries: list[dict[str, Any]], verdicts: list[ClaimVerdict], completion: Completion | None,
+               metric: str, details: dict[str, Any]) -> tuple[float | None, Unscored | None]:
+        """The share of entailed claims; with soft verdicts the mean P(entailment), each claim's
+        probabilities kept in its entry and the greedy share in ``<metric>_hard``."""
+        hard = sum(v.verdict == "entailment" for v in verdicts) / len(verdicts)
+        if self.config.verdicts == "hard":
+            return hard, None
+        details[f"{metric}_hard"] = hard
+        found = field_label_probs(completion, "verdict", LABELS) if completion is not None else None
+        if found is None or [f.greedy for f in found] != [v.verdict for v in verdicts]:
+            return None, Unscored(reason=f"soft verdicts need the judge's logprobs at every verdict (got "
+                                         f"{0 if found is None else len(found)} of {len(verdicts)})",
+                                  metric=metric, raw_output=completion.text if completion is not None else None)
+        for entry, probs in zip(entries, found, strict=True):
+            entry["p"] = {label: probs.p[label] for label in LABELS}
+        return sum(f.p["entailment"] for f in found) / len(found), None
 
     def _claim_details(self, claims: list[str], verdicts: list[ClaimVerdict], passage: str) -> list[dict[str, Any]]:
         if not self.config.evidence:
@@ -375,7 +406,7 @@ class Claims(_Baseline):
         gold = item.reference.full_text()
         keys: list[str] = []
         unscored: list[Unscored] = []
-        details: dict[str, Any] = {}
+        details: dict[str, Any] = {"verdicts": self.config.verdicts} if self.config.verdicts == "soft" else {}
         scores: dict[str, float | None] = {"precision": None, "recall": None, "f1": None}
         if not item.response.strip():
             unscored.append(Unscored(reason="the answer is empty", metric="precision"))
@@ -390,30 +421,42 @@ class Claims(_Baseline):
         if problem:
             unscored.append(problem)
         if answer_claims:
-            verdicts, problem, k = await self._check(client, "reference", gold, answer_claims, "precision")
+            verdicts, problem, k, completion = await self._check(client, "reference", gold, answer_claims,
+                                                                 "precision")
             keys += k
             if problem:
                 unscored.append(problem)
             else:
                 assert verdicts is not None
                 details["answer_claims"] = self._claim_details(answer_claims, verdicts, gold)
-                scores["precision"] = sum(v.verdict == "entailment" for v in verdicts) / len(verdicts)
+                scores["precision"], problem = self._score(details["answer_claims"], verdicts, completion,
+                                                           "precision", details)
+                if problem:
+                    unscored.append(problem)
         if gold_claims:
             if not item.response.strip():
                 scores["recall"] = 0.0  # nothing can entail a claim; no call needed
                 details["gold_claims"] = [{"claim": c, "verdict": "neutral"} for c in gold_claims]
+                if self.config.verdicts == "soft":
+                    details["recall_hard"] = 0.0
             else:
-                verdicts, problem, k = await self._check(client, "answer", item.response, gold_claims, "recall")
+                verdicts, problem, k, completion = await self._check(client, "answer", item.response, gold_claims,
+                                                                     "recall")
                 keys += k
                 if problem:
                     unscored.append(problem)
                 else:
                     assert verdicts is not None
                     details["gold_claims"] = self._claim_details(gold_claims, verdicts, item.response)
-                    scores["recall"] = sum(v.verdict == "entailment" for v in verdicts) / len(verdicts)
+                    scores["recall"], problem = self._score(details["gold_claims"], verdicts, completion,
+                                                            "recall", details)
+                    if problem:
+                        unscored.append(problem)
         p, r = scores["precision"], scores["recall"]
         if p is not None and r is not None:
             scores["f1"] = f_beta(p, r, 1.0)
+            if "precision_hard" in details and "recall_hard" in details:
+                details["f1_hard"] = f_beta(details["precision_hard"], details["recall_hard"], 1.0)
         else:
             unscored.append(Unscored(reason="needs precision and recall", metric="f1"))
         return ItemResult(scores=scores, unscored=unscored, details=details, call_keys=keys)

@@ -1,0 +1,63 @@
+"""Soft verdicts (issue 17) on the real embedded judge, through the installed `assay` command:
+each verdict's label probabilities come from llama.cpp's logprobs at the label in the constrained
+JSON, the soft metric is their mean, and the greedy metric of the same calls stays beside it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+ITEM = {"id": "eiffel", "query": "When was the Eiffel Tower completed, and how tall is it?",
+        "response": "The Eiffel Tower was completed in 1889. It is about 330 metres tall. It is in Berlin.",
+        "reference": "The Eiffel Tower in Paris was completed in March 1889. It stands about 330 metres tall."}
+
+
+def _run(tmp_path: Path, method: str, *options: str) -> dict:
+    assay_exe = shutil.which("assay", path=str(Path(sys.executable).parent))
+    assert assay_exe is not None
+    (tmp_path / "items.jsonl").write_text(json.dumps(ITEM) + "\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    proc = subprocess.run([assay_exe, "eval", method, "items.jsonl", "--verdicts", "soft", "--judge-opt",
+                           "logits_all=true", "--judge-opt", "n_ctx=4096", *options, "--out", f"{method}.db",
+                           "--no-progress"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    exported = subprocess.run([assay_exe, "export", f"{method}.db", "-o", f"{method}.jsonl"], cwd=tmp_path,
+                              capture_output=True, text=True, env=env)
+    assert exported.returncode == 0, exported.stderr
+    return json.loads((tmp_path / f"{method}.jsonl").read_text().splitlines()[0])
+
+
+def test_claims_soft_verdicts_on_the_embedded_judge(tmp_path: Path) -> None:
+    row = _run(tmp_path, "claims", "--max-claims", "3")
+    print({k: row.get(k) for k in ("precision", "precision_hard", "recall", "recall_hard", "unscored_reason")})
+    assert row["status"] == "scored", row["unscored_reason"]
+    for side, metric in (("answer_claims", "precision"), ("gold_claims", "recall")):
+        claims = row[side]
+        for c in claims:
+            assert set(c["p"]) == {"entailment", "contradiction", "neutral"}
+            assert sum(c["p"].values()) == pytest.approx(1.0)
+            assert c["p"][c["verdict"]] > 0  # the label the judge wrote had mass at its position
+        assert row[metric] == pytest.approx(sum(c["p"]["entailment"] for c in claims) / len(claims))
+        assert row[f"{metric}_hard"] == sum(c["verdict"] == "entailment" for c in claims) / len(claims)
+
+
+def test_dece_soft_verdicts_on_the_embedded_judge(tmp_path: Path) -> None:
+    row = _run(tmp_path, "dece", "--max-criteria", "3", "--max-elements", "3", "--max-reasoning-chars", "80")
+    print({k: row.get(k) for k in ("precision", "precision_hard", "recall", "recall_hard", "unscored_reason")})
+    assert row["status"] == "scored", row["unscored_reason"]
+    for side, metric in (("criteria", "recall"), ("elements", "precision")):
+        entries = row[side]
+        assert all(0.0 <= e["p_judge"] <= 1.0 for e in entries)
+        assert all(e["soft"] in (0.0, e["p_judge"]) for e in entries)  # a blocked verdict counts 0
+        assert row[metric] == pytest.approx(sum(e["soft"] for e in entries) / len(entries))
+        key = "satisfied" if side == "criteria" else "supported"
+        assert row[f"{metric}_hard"] == pytest.approx(sum(bool(e[key]) for e in entries) / len(entries))
+    assert row["f_beta_hard"] is not None
