@@ -61,3 +61,32 @@ def test_dece_soft_verdicts_on_the_embedded_judge(tmp_path: Path) -> None:
         key = "satisfied" if side == "criteria" else "supported"
         assert row[f"{metric}_hard"] == pytest.approx(sum(bool(e[key]) for e in entries) / len(entries))
     assert row["f_beta_hard"] is not None
+
+
+def test_caseaware_soft_bands_on_the_embedded_judge(tmp_path: Path) -> None:
+    turn = {"id": "vpn-t1", "query": "My VPN fails with error 809. How do I fix it?",
+            "response": "Set AssumeUDPEncapsulationContextOnSendRule to 2 in the registry and restart.",
+            "contexts": [{"id": "KB-412", "text": "Error 809 behind NAT: set AssumeUDPEncapsulationContextOnSendRule "
+                                                  "to 2 under PolicyAgent and restart the computer."}],
+            "case": {"subject": "VPN error 809", "description": "Windows 11 laptop at home behind a NAT router"}}
+    assay_exe = shutil.which("assay", path=str(Path(sys.executable).parent))
+    assert assay_exe is not None
+    (tmp_path / "turns.jsonl").write_text(json.dumps(turn) + "\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    proc = subprocess.run([assay_exe, "eval", "caseaware", "turns.jsonl", "--verdicts", "soft", "--judge-opt",
+                           "logits_all=true", "--judge-opt", "n_ctx=4096", "--max-justification-chars", "60",
+                           "--out", "ca.db", "--no-progress"], cwd=tmp_path, capture_output=True, text=True,
+                          env=env, timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    assert subprocess.run([assay_exe, "export", "ca.db", "-o", "ca.jsonl"], cwd=tmp_path, env=env).returncode == 0
+    row = json.loads((tmp_path / "ca.jsonl").read_text().splitlines()[0])
+    print({k: row.get(k) for k in ("s_final", "s_final_hard", "unscored_reason")})
+    assert row["status"] == "scored", row["unscored_reason"]
+    midpoints = {"severe": 0.15, "moderate": 0.455, "minor": 0.73, "none": 0.93}
+    for metric in ("hallucination", "answer_helpfulness", "case_resolution_alignment"):
+        p = row[f"{metric}_band_p"]
+        assert sum(p.values()) == pytest.approx(1.0) and p[row[f"{metric}_band"]] > 0
+        judged = row[f"{metric}_score_hard"]
+        expected = sum(q * (judged if band == row[f"{metric}_band"] else midpoints[band]) for band, q in p.items())
+        assert row[f"{metric}_score"] == pytest.approx(expected)
+    assert 0.0 <= row["s_final"] <= 1.0 and row["s_final_hard"] is not None

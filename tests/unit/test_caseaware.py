@@ -219,3 +219,37 @@ def test_an_identifier_absent_from_the_inputs_caps_identifier_integrity() -> Non
     assert flagged["identifier_integrity_score"] == 0.95 and flagged["identifier_check"]["unsupported"] == ["806"]
     clean = assay.evaluate([TURN], "caseaware", judge, runner=QUIET).records()[0]
     assert clean["identifier_check"]["unsupported"] == [] and clean["identifier_integrity_score"] == 0.95
+
+
+def test_soft_verdicts_give_each_metric_its_expected_score_under_the_band_probabilities() -> None:
+    from assay.methods.caseaware import MIDPOINTS
+    from tests.helpers import WithLogprobs
+
+    scores = {m: 0.9 for m in METRICS} | {"hallucination": 0.5}
+    labels = {f"{m}_band": ("none", "minor") for m in METRICS} | {"hallucination_band": ("moderate", "minor")}
+    p_first = {f"{m}_band": [0.8] for m in METRICS} | {"hallucination_band": [0.6]}
+    judge = WithLogprobs(ScriptedBackend([turn_json(scores)]), labels, p_first)
+    row = assay.evaluate([TURN], "caseaware", judge, runner=QUIET, verdicts="soft").records()[0]
+    # by hand: the judge's own score for the band it wrote, the midpoint for the other band
+    assert MIDPOINTS == {"severe": 0.15, "moderate": 0.455, "minor": 0.73, "none": 0.93}
+    assert row["hallucination_score"] == pytest.approx(0.6 * 0.5 + 0.4 * 0.73)
+    assert row["hallucination_score_hard"] == 0.5 and row["hallucination_band"] == "moderate"
+    assert row["hallucination_band_p"] == pytest.approx({"severe": 0.0, "moderate": 0.6, "minor": 0.4, "none": 0.0})
+    assert row["answer_helpfulness_score"] == pytest.approx(0.8 * 0.9 + 0.2 * 0.73)
+    soft = {m: 0.8 * 0.9 + 0.2 * 0.73 for m in METRICS} | {"hallucination": 0.6 * 0.5 + 0.4 * 0.73}
+    assert row["s_final"] == pytest.approx(sum(PROFILES["default"][m] * soft[m] for m in METRICS))
+    assert row["s_final_hard"] == pytest.approx(sum(PROFILES["default"][m] * scores[m] for m in METRICS))
+
+    # the identifier cap still says what counts: a capped metric counts at most 0.30
+    corrupted = {**TURN, "response": "Error 806: set the value to 2 and restart."}
+    judge = WithLogprobs(ScriptedBackend([turn_json(0.95)]), {f"{m}_band": ("none", "minor") for m in METRICS},
+                         {f"{m}_band": [0.8] for m in METRICS})
+    capped = assay.evaluate([corrupted], "caseaware", judge, runner=QUIET, verdicts="soft").records()[0]
+    assert capped["identifier_integrity_score"] == 0.30 and capped["identifier_integrity_score_hard"] == 0.30
+    assert capped["identifier_integrity_band_p"]["none"] == pytest.approx(0.8)
+
+    # without logprobs: every metric Unscored with the reason, never the greedy scores
+    plain = assay.evaluate([TURN], "caseaware", ScriptedBackend([turn_json(scores)]), runner=QUIET,
+                           verdicts="soft").records()[0]
+    assert plain["s_final"] is None
+    assert "soft verdicts need the judge's logprobs at every band" in plain["unscored_reason"]

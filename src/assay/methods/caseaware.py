@@ -29,6 +29,16 @@ Readings we chose, so the next person knows:
   the check. Weak judges call a corrupted "error 806" (for 809) "kept exactly"; this catches it.
   The check is literal: an identifier the answer derives correctly but that no input spells out
   (a computed port number, say) is capped too, and the record says which one.
+* Soft verdicts (``verdicts="soft"``, issue 17): the call asks for logprobs and, per metric, the
+  judge's probability of each band is read at the band's value (renormalised over the four bands;
+  "moderate" and "minor" share their first token, split by the tokens after it,
+  :func:`assay.verdicts.field_label_probs`). The metric's score is then the expected score: the
+  judge's own score stands for the band it wrote, each other band counts its midpoint (severe
+  0.15, moderate 0.455, minor 0.73, none 0.93), weighted by the band probabilities. So a
+  confident judge keeps its score and an unsure one is pulled toward the bands it hesitated
+  over. The band in the record stays the greedy one; the judge's score and S_final are kept as
+  ``<metric>_score_hard`` / ``s_final_hard``; the identifier cap applies to the soft score too (a
+  capped metric counts at most 0.30). A completion without logprobs at every band is Unscored.
 """
 
 from __future__ import annotations
@@ -47,7 +57,8 @@ from assay.prompts import defuse, fence, load_prompt
 from assay.registry import register_method
 from assay.runner import JudgeClient
 from assay.structured import OutputInvalid, generate_structured
-from assay.types import GenerateConfig, Item
+from assay.types import Completion, GenerateConfig, Item, Unscored
+from assay.verdicts import field_label_probs
 
 METRICS = ("hallucination", "retrieval_correctness", "context_sufficiency", "answer_helpfulness",
            "answer_type_fit", "identifier_integrity", "case_issue_identification", "case_resolution_alignment")
@@ -56,6 +67,9 @@ METRICS = ("hallucination", "retrieval_correctness", "context_sufficiency", "ans
 BANDS: dict[str, tuple[float, float]] = {"severe": (0.00, 0.30), "moderate": (0.31, 0.60),
                                          "minor": (0.61, 0.85), "none": (0.86, 1.00)}
 """App. B.1 severity bands."""
+
+MIDPOINTS = {band: round((lo + hi) / 2, 3) for band, (lo, hi) in BANDS.items()}
+"""A band's score when soft verdicts weigh a band the judge did not write."""
 
 _DEFAULT = (0.20, 0.15, 0.10, 0.15, 0.10, 0.10, 0.10, 0.10)
 
@@ -130,6 +144,11 @@ class CaseAwareConfig(BaseModel):
     identifier_check: Literal["cap", "flag", "off"] = "cap"
     """Identifiers in the answer that no input contains: cap identifier_integrity at 0.30, only
     flag them, or skip the check (module docstring)."""
+    verdicts: Literal["hard", "soft"] = "hard"
+    """"soft": each metric's score is its expected score under the judge's band probabilities,
+    read from the logprobs (module docstring)."""
+    top_logprobs: int = Field(default=5, ge=2, le=20)
+    """Candidates read at each band (soft verdicts)."""
 
 
 def _turn_model() -> type[BaseModel]:
@@ -335,8 +354,10 @@ class CaseAware(Method):
         return 32 + len(METRICS) * (self.config.max_justification_chars // 3 + 24)
 
     async def evaluate(self, item: Item, client: JudgeClient) -> ItemResult:
+        soft = self.config.verdicts == "soft"
         config = GenerateConfig(temperature=self.config.temperature, max_tokens=self._max_tokens(),
-                                seed=self.config.seed, json_schema=self.schema())
+                                seed=self.config.seed, json_schema=self.schema(), logprobs=soft,
+                                top_logprobs=self.config.top_logprobs if soft else 0)
         out = await generate_structured(client, self.render(item), TurnOutput, config, check=_check_turn,
                                         max_reasks=self.config.max_reasks)
         details: dict[str, Any] = {"weight_profile": self.profile, "weights": self.weights,
@@ -363,7 +384,38 @@ class CaseAware(Method):
                 details["identifier_integrity_band"] = "severe"
                 details["identifier_check"]["capped"] = True
         scores["s_final"] = s_final({m: scores[f"{m}_score"] for m in METRICS}, self.weights)
+        if soft:
+            failed = self._soften(scores, details, out.completion)
+            if failed is not None:
+                return ItemResult(scores=dict.fromkeys(self.metrics), details=details, call_keys=out.keys,
+                                  unscored=[failed.model_copy(update={"metric": m}) for m in self.metrics])
         return ItemResult(scores=scores, details=details, call_keys=out.keys)
+
+    def _soften(self, scores: dict[str, float | None], details: dict[str, Any],
+                completion: Completion | None) -> Unscored | None:
+        """Replace each score by its expected score under the band probabilities (in place)."""
+        found = []
+        for metric in METRICS:
+            at = field_label_probs(completion, f"{metric}_band", tuple(BANDS)) if completion is not None else None
+            greedy = details.get(f"{metric}_judge_band", details[f"{metric}_band"])
+            if not at or len(at) != 1 or at[0].greedy != greedy:
+                return Unscored(reason=f"soft verdicts need the judge's logprobs at every band (none usable at "
+                                       f"{metric}_band)",
+                                raw_output=completion.text if completion is not None else None)
+            found.append(at[0])
+        details["s_final_hard"] = scores["s_final"]
+        for metric, probs in zip(METRICS, found, strict=True):
+            key = f"{metric}_score"
+            judged = details.get(f"{metric}_judge_score", scores[key])
+            assert judged is not None
+            expected = sum(p * (judged if band == probs.greedy else MIDPOINTS[band]) for band, p in probs.p.items())
+            if metric == "identifier_integrity" and details.get("identifier_check", {}).get("capped"):
+                expected = min(expected, 0.30)  # the check still says what counts
+            details[f"{key}_hard"] = scores[key]
+            details[f"{metric}_band_p"] = dict(probs.p)
+            scores[key] = expected
+        scores["s_final"] = s_final({m: scores[f"{m}_score"] for m in METRICS}, self.weights)
+        return None
 
     def estimate(self, items: list[Item]) -> CallEstimate:
         total = CallEstimate()
