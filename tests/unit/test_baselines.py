@@ -220,3 +220,19 @@ def test_claims_soft_verdicts_count_the_probability_of_entailment() -> None:
     plain = assay.evaluate([ITEM], "claims", ScriptedBackend(rules=rules), runner=QUIET, verdicts="soft").records()[0]
     assert plain["precision"] is None and plain["f1"] is None
     assert "soft verdicts need the judge's logprobs at every verdict (got 0 of 2)" in plain["unscored_reason"]
+
+
+def test_pointwise_soft_verdicts_give_the_expected_grade() -> None:
+    from tests.helpers import WithLogprobs
+
+    judge = WithLogprobs(ScriptedBackend([pointwise_json(3)]), {"score": ("3", "2")}, {"score": [0.7]})
+    row = assay.evaluate([ITEM], "pointwise", judge, runner=QUIET, verdicts="soft").records()[0]
+    assert row["pointwise"] == pytest.approx(0.7 * 3 + 0.3 * 2) and row["pointwise_hard"] == 3.0
+    assert row["score_distribution"] == pytest.approx({"0": 0, "1": 0, "2": 0.3, "3": 0.7, "4": 0})
+    plain = assay.evaluate([ITEM], "pointwise", ScriptedBackend([pointwise_json(3)]), runner=QUIET,
+                           verdicts="soft").records()[0]
+    assert plain["pointwise"] is None and "soft verdicts need the judge's logprobs" in plain["unscored_reason"]
+    # a hard run's manifest (so its run id) is what it was before the option existed
+    from assay.methods.baselines import Pointwise, PointwiseConfig
+    assert "verdicts" not in Pointwise().manifest()["config"]
+    assert Pointwise(PointwiseConfig(verdicts="soft")).manifest()["config"]["verdicts"] == "soft"

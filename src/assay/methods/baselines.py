@@ -69,8 +69,14 @@ class _Baseline(Method):
         self.domain = load_domain(self.config.domain)
         self.prompts = {name: load_prompt(f"baselines/{name}") for name in self.prompt_names}
 
+    added_options: ClassVar[dict[str, Any]] = {}
+    """Options added after runs were made, with their defaults: left out of the manifest while at
+    the default, so those runs keep their run id."""
+
     def manifest(self) -> dict[str, Any]:
-        manifest = {"config": self.config.model_dump(),
+        config = {k: v for k, v in self.config.model_dump().items()
+                  if k not in self.added_options or v != self.added_options[k]}
+        manifest = {"config": config,
                     "prompt_sha256": {k: p.sha256 for k, p in self.prompts.items()},
                     "domain_sha256": self.domain["sha256"]}
         if self.answer_fence != "plain":
@@ -99,6 +105,15 @@ class PointwiseConfig(BaselineConfig):
     """Grade each answer against the question alone (no gold answer; a reference, if given, is
     not shown). For sets without references, e.g. PandaLM's pairs, where the scores feed DICE
     §4.2's thresholded-scalar verdicts."""
+    verdicts: Literal["hard", "soft"] = "hard"
+    """"soft": the grade is the expected grade over 0–4 under the judge's probabilities at its
+    score (read from the logprobs, as G-Eval weighs 1–5); the greedy grade stays in
+    ``pointwise_hard``."""
+    top_logprobs: int = Field(default=5, ge=2, le=20)
+    """Candidates read at the score (soft verdicts)."""
+
+
+GRADES = ("0", "1", "2", "3", "4")
 
 
 class PointwiseOutput(BaseModel):
@@ -119,6 +134,7 @@ class Pointwise(_Baseline):
     primary_metric: ClassVar[str | None] = "pointwise"
     prompt_names: ClassVar[tuple[str, ...]] = ("pointwise",)
     answer_fence: ClassVar[str] = "sealed-sha256-12"
+    added_options: ClassVar[dict[str, Any]] = {"reference_free": False, "verdicts": "hard", "top_logprobs": 5}
     config: PointwiseConfig
 
     def __init__(self, config: PointwiseConfig | None = None) -> None:
@@ -128,12 +144,6 @@ class Pointwise(_Baseline):
 
     def check_item(self, item: Item) -> str | None:
         return None if self.config.reference_free else super().check_item(item)
-
-    def manifest(self) -> dict[str, Any]:
-        manifest = super().manifest()
-        if not self.config.reference_free:  # runs made before the option existed keep their run id
-            del manifest["config"]["reference_free"]
-        return manifest
 
     def render(self, item: Item) -> list[Any]:
         if self.config.reference_free:
@@ -155,17 +165,30 @@ class Pointwise(_Baseline):
                                "justification": {"type": "string", "minLength": 1, "maxLength": 160}}}
 
     async def evaluate(self, item: Item, client: JudgeClient) -> ItemResult:
+        soft = self.config.verdicts == "soft"
+        extra = {"logprobs": True, "top_logprobs": self.config.top_logprobs} if soft else {}
         out = await generate_structured(client, self.render(item), PointwiseOutput,
                                         self._config(64 + (self.config.max_reasoning_chars + 160) // 3 + 40,
-                                                     self.schema()),
+                                                     self.schema(), **extra),
                                         max_reasks=self.config.max_reasks, metric="pointwise")
         if out.value is None:
             assert out.unscored is not None
             return ItemResult(scores={"pointwise": None}, unscored=[out.unscored], call_keys=out.keys)
         v = out.value
-        return ItemResult(scores={"pointwise": float(v.score)}, call_keys=out.keys,
-                          details={"issues": list(dict.fromkeys(v.issues)), "reasoning": v.reasoning,
-                                   "justification": v.justification})
+        details: dict[str, Any] = {"issues": list(dict.fromkeys(v.issues)), "reasoning": v.reasoning,
+                                   "justification": v.justification}
+        score = float(v.score)
+        if soft:
+            found = field_label_probs(out.completion, "score", GRADES) if out.completion is not None else None
+            if not found or len(found) != 1 or found[0].greedy != str(v.score):
+                reason = "soft verdicts need the judge's logprobs at its score"
+                return ItemResult(scores={"pointwise": None}, details=details, call_keys=out.keys,
+                                  unscored=[Unscored(reason=reason, metric="pointwise", raw_output=out.completion.text
+                                                     if out.completion is not None else None)])
+            details["pointwise_hard"], details["score_distribution"] = score, dict(found[0].p)
+            details["verdicts"] = "soft"
+            score = sum(int(g) * p for g, p in found[0].p.items())
+        return ItemResult(scores={"pointwise": score}, call_keys=out.keys, details=details)
 
     def estimate(self, items: list[Item]) -> CallEstimate:
         return sum((CallEstimate(calls=1, prompt_tokens=_tokens(self.render(i)), completion_tokens=180)
@@ -305,6 +328,7 @@ class Claims(_Baseline):
     config_model: ClassVar[type[BaseModel] | None] = ClaimsConfig
     primary_metric: ClassVar[str | None] = "f1"
     prompt_names: ClassVar[tuple[str, ...]] = ("claims_extraction", "claims_checking")
+    added_options: ClassVar[dict[str, Any]] = {"verdicts": "hard", "top_logprobs": 5}
     config: ClaimsConfig
 
     def __init__(self, config: ClaimsConfig | None = None) -> None:

@@ -313,7 +313,10 @@ class CaseAware(Method):
         self.prompt = load_prompt("caseaware/turn")
 
     def manifest(self) -> dict[str, Any]:
-        return {"config": self.config.model_dump(), "weight_profile": self.profile, "weights": self.weights,
+        config = self.config.model_dump()
+        if config["verdicts"] == "hard" and config["top_logprobs"] == 5:  # hard runs keep their earlier run id
+            del config["verdicts"], config["top_logprobs"]
+        return {"config": config, "weight_profile": self.profile, "weights": self.weights,
                 "prompt_sha256": {"turn": self.prompt.sha256}}
 
     def check_item(self, item: Item) -> str | None:
