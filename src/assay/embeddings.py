@@ -80,3 +80,25 @@ def match(left: Sequence[str], right: Sequence[str], matcher: Matcher = "embeddi
     rows, cols = linear_sum_assignment(-sims)
     return sorted((int(i), int(j), float(sims[i, j])) for i, j in zip(rows, cols, strict=True)
                   if sims[i, j] >= limit)
+
+
+def consensus(samples: Sequence[Sequence[str]], matcher: Matcher = "embeddings", threshold: float | None = None,
+              min_votes: int | None = None) -> list[tuple[str, int]]:
+    """Self-consistency over several sampled lists of statements (issue 17): each sample's
+    statements join the cluster of their best match among the clusters so far (one-to-one,
+    :func:`match` against each cluster's first statement), else open a cluster. A cluster is kept
+    when at least ``min_votes`` samples have a statement in it (default: a strict majority of the
+    samples); it is represented by its first statement, in the order clusters were opened.
+    Returns (statement, votes) pairs."""
+    k = len(samples)
+    need = k // 2 + 1 if min_votes is None else min_votes
+    clusters: list[list[str]] = []
+    for sample in samples:
+        heads = [c[0] for c in clusters]
+        pairs = {j: i for i, j, _ in match(heads, list(sample), matcher, threshold)}
+        for j, statement in enumerate(sample):
+            if j in pairs:
+                clusters[pairs[j]].append(statement)
+            else:
+                clusters.append([statement])
+    return [(c[0], len(c)) for c in clusters if len(c) >= need]

@@ -276,3 +276,24 @@ def test_soft_verdicts_count_the_judges_probability_under_the_evidence_checks() 
     # without logprobs a soft run is Unscored with the reason, not scored hard
     plain = assay.evaluate([ITEM], "dece", ScriptedBackend(rules=rules), runner=QUIET, verdicts="soft").records()[0]
     assert plain["recall"] is None and "soft verdicts need the judge's logprobs" in plain["unscored_reason"]
+
+
+def test_self_consistency_keeps_the_statements_a_majority_of_samples_share() -> None:
+    rules = dece_rules([], ["The period is three years.", "It applies to claims."], sat=[1, 0], ver=[1, 1])
+    rules[2]["responses"] = [criteria_json("The limit is three years.", "Notice within 90 days is required."),
+                             criteria_json("The limit is three years in total.", "Sue only in Paris."),
+                             criteria_json("Notice within 90 days is required by law.", "The limit is three years.")]
+    backend = ScriptedBackend(rules=rules)
+    row = assay.evaluate([ITEM], "dece", backend, runner=QUIET, extraction_samples=3, sample_matcher="lexical",
+                         sample_threshold=0.5).records()[0]
+    assert [c["criterion"] for c in row["criteria"]] == ["The limit is three years.",
+                                                         "Notice within 90 days is required."]
+    assert row["criteria_source"] == "extracted (votes of 3 samples: 3, 2)"  # "Sue only in Paris." had 1 of 3
+    assert row["element_votes"] == [3, 3]
+    extraction_calls = [c for c in backend.calls if "<elements>" not in c[-1].content
+                        and "<criteria>" not in c[-1].content]
+    assert len(extraction_calls) == 6  # three samples of each extraction: seeds 0, 1, 2 are three calls
+    with pytest.raises(Exception, match="extraction_samples=3 needs extraction_temperature > 0"):
+        DeCEConfig(extraction_samples=3, extraction_temperature=0)
+    # one sample is the paper's method: its manifest (so the run id) does not change
+    assert "extraction_samples" not in DeCE().manifest()["config"]

@@ -52,7 +52,7 @@ import unicodedata
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from assay.errors import InputError
 from assay.methods._base import CallEstimate, CliOption, ItemResult, Method, ReportSection, method_template
@@ -102,6 +102,21 @@ class DeCEConfig(BaseModel):
     """"soft": each satisfaction/support verdict counts its probability P(1) read from the judge's
     logprobs (issue 17), precision and recall are their means; needs a backend with logprobs."""
     top_logprobs: int = Field(default=5, ge=2, le=20)
+    extraction_samples: int = Field(default=1, ge=1, le=9)
+    """Self-consistency (issue 17): sample each extraction (criteria, elements) this many times at
+    ``extraction_temperature`` with seeds seed, seed+1, ... and keep the statements a strict
+    majority of the samples share (matched by ``sample_matcher``); 1 = one sample, as the paper."""
+    sample_matcher: Literal["embeddings", "lexical"] = "embeddings"
+    """How statements of different samples are matched (:mod:`assay.embeddings`)."""
+    sample_threshold: float | None = Field(default=None, ge=0, le=1)
+    """Similarity at or above which two sampled statements are one (default per matcher)."""
+
+    @model_validator(mode="after")
+    def _samples_need_sampling(self) -> DeCEConfig:
+        if self.extraction_samples > 1 and self.extraction_temperature == 0:
+            raise ValueError(f"extraction_samples={self.extraction_samples} needs extraction_temperature > 0 "
+                             "(greedy samples are all the same)")
+        return self
 
 
 # --- response models ---------------------------------------------------------------------------
@@ -330,6 +345,8 @@ class DeCE(Method):
         config = self.config.model_dump()
         if self.config.verdicts == "hard":  # hard is how every earlier run scored: keep their run ids
             del config["verdicts"], config["top_logprobs"]
+        if self.config.extraction_samples == 1:  # likewise one extraction sample
+            del config["extraction_samples"], config["sample_matcher"], config["sample_threshold"]
         return {"config": config,
                 "prompt_sha256": {k: p.sha256 for k, p in self.prompts.items()},
                 "domain_sha256": self.domain["sha256"], "criteria_file_sha256": frozen_hash}
@@ -425,15 +442,49 @@ class DeCE(Method):
             frozen = self.frozen[item.id]
             return frozen.criteria, frozen.edited_flags(), None, [], "file"
         cfg = self.config
-        outcome = await generate_structured(
-            client, self.render_criteria_extraction(item), CriteriaOutput,
-            self._config(cfg.extraction_temperature, 64 + cfg.max_criteria * (cfg.max_text_chars // 3),
-                         _list_schema("criteria", cfg.max_criteria, cfg.max_text_chars, cfg.min_text_chars)),
-            check=_check_nonempty_list("criteria"), max_reasks=cfg.max_reasks, metric="recall")
-        if outcome.value is None:
-            return None, [], outcome.unscored, outcome.keys, "extracted"
-        criteria = _clean_list(outcome.value.criteria)[: cfg.max_criteria]
-        return criteria, [False] * len(criteria), None, outcome.keys, "extracted"
+        criteria, problem, keys, votes = await self._extract(
+            client, self.render_criteria_extraction(item), CriteriaOutput, "criteria", cfg.max_criteria, "recall")
+        if criteria is None:
+            return None, [], problem, keys, "extracted"
+        source = "extracted" if votes is None else f"extracted (votes of {cfg.extraction_samples} samples: " \
+            f"{', '.join(map(str, votes))})"
+        return criteria, [False] * len(criteria), None, keys, source
+
+    async def _extract(self, client: JudgeClient, messages: list[Any], model: type[BaseModel], field: str,
+                       cap: int, metric: str) -> tuple[list[str] | None, Unscored | None, list[str],
+                                                       list[int] | None]:
+        """One extraction, or with ``extraction_samples`` k > 1 the statements a majority of k
+        samples share (seeds seed..seed+k−1; sample 1 is the call a one-sample run makes, so it
+        is shared with such runs' cache). A sample that fails is left out of the vote; if every
+        sample fails, the first failure is the reason. Returns the statements, the problem, the
+        call keys and each statement's votes (None for one sample)."""
+        cfg = self.config
+        config = self._config(cfg.extraction_temperature, 64 + cap * (cfg.max_text_chars // 3),
+                              _list_schema(field, cap, cfg.max_text_chars, cfg.min_text_chars))
+        keys: list[str] = []
+        samples: list[list[str]] = []
+        first_problem: Unscored | None = None
+        for n in range(cfg.extraction_samples):
+            sample = config.model_copy(update={"seed": cfg.seed + n})
+            outcome = await generate_structured(client, messages, model, sample,
+                                                check=_check_nonempty_list(field), max_reasks=cfg.max_reasks,
+                                                metric=metric)
+            keys += outcome.keys
+            if outcome.value is None:
+                first_problem = first_problem or outcome.unscored
+                continue
+            samples.append(_clean_list(getattr(outcome.value, field))[:cap])
+        if not samples:
+            return None, first_problem, keys, None
+        if cfg.extraction_samples == 1:
+            return samples[0], None, keys, None
+        from assay.embeddings import consensus
+        kept = consensus(samples, cfg.sample_matcher, cfg.sample_threshold,
+                         min_votes=cfg.extraction_samples // 2 + 1)[:cap]
+        if not kept:
+            return None, Unscored(reason=f"no {field[:-1]} was shared by a majority of {cfg.extraction_samples} "
+                                         f"samples ({len(samples)} parsed)", metric=metric), keys, None
+        return [text for text, _ in kept], None, keys, [votes for _, votes in kept]
 
     async def extract_criteria(self, item: Item, client: JudgeClient) -> CriteriaSet | Unscored:
         """Criteria of one question for the review workflow."""
@@ -501,18 +552,18 @@ class DeCE(Method):
         if not item.response.strip():
             unscored.append(Unscored(reason="the answer is empty: no element to verify", metric="precision"))
         else:
-            ext = await generate_structured(
-                client, self.render_element_extraction(item), ElementsOutput,
-                self._config(cfg.extraction_temperature, 64 + cfg.max_elements * (cfg.max_text_chars // 3),
-                             _list_schema("elements", cfg.max_elements, cfg.max_text_chars, cfg.min_text_chars)),
-                check=_check_nonempty_list("elements"), max_reasks=cfg.max_reasks, metric="precision")
-            keys += ext.keys
-            if ext.value is None:
-                assert ext.unscored is not None
-                unscored.append(ext.unscored.model_copy(
-                    update={"reason": f"element extraction: {ext.unscored.reason}"}))
+            elements_or_none, ext_problem, ext_keys, votes = await self._extract(
+                client, self.render_element_extraction(item), ElementsOutput, "elements", cfg.max_elements,
+                "precision")
+            keys += ext_keys
+            if elements_or_none is None:
+                assert ext_problem is not None
+                unscored.append(ext_problem.model_copy(
+                    update={"reason": f"element extraction: {ext_problem.reason}"}))
             else:
-                elements = _clean_list(ext.value.elements)[: cfg.max_elements]
+                elements = elements_or_none
+                if votes is not None:
+                    details["element_votes"] = votes
                 reference_sentences = split_sentences(item.reference.full_text())
                 ver = await generate_structured(
                     client, self.render_verification(item, elements), VerificationOutput,
