@@ -72,7 +72,7 @@ def main() -> None:
     store = Store(args.store)
     start = time.perf_counter()
     results = {}
-    for versus in ("geval.f_beta", "rougeL"):
+    for versus in ("geval.f_beta", "rougeL", "dece@soft.f_beta_hard"):
         results[versus] = asyncio.run(ameta(metaset, methods, judge, store=store, seed=args.seed, resamples=1000,
                                             runner=RunnerConfig(progress=True), judge_for=judge_for,
                                             method_options=options, versus=versus,
@@ -98,10 +98,12 @@ def main() -> None:
            "runs": runs, "table": table, "wall_s": wall, "rows": first["rows"],
            "comparisons": {v: r["comparisons"] for v, r in results.items()}}
     args.out.write_text(json.dumps(out, indent=1, default=str))
-    print("| metric | label | r | Δr vs G-Eval F2 [95% CI] | Δr vs ROUGE-L [95% CI] |\n|---|---|---|---|---|")
+    print("| metric | label | r | Δr vs G-Eval F2 [95% CI] | Δr vs ROUGE-L [95% CI] | Δr vs DeCE F2 hard |\n"
+          "|---|---|---|---|---|---|")
     for e in table:
         r = "—" if e["r"] is None else f"{e['r']:.2f}"
-        print(f"| {e['metric']} | {e['label']} | {r} | {_delta(e, 'geval.f_beta')} | {_delta(e, 'rougeL')} |")
+        print(f"| {e['metric']} | {e['label']} | {r} | {_delta(e, 'geval.f_beta')} | {_delta(e, 'rougeL')} | "
+              f"{_delta(e, 'dece@soft.f_beta_hard')} |")
     print(f"wrote {args.out} in {wall:.0f} s")
 
 
