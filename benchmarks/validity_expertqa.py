@@ -38,7 +38,9 @@ VERSUS = ("claims@soft.f1_hard", "rougeL")
 def _usage(store: Store, run_id: str, items: int) -> dict[str, Any]:
     keys = sorted({k for r in store.results(run_id) for k in r.call_keys})
     stats = store.call_stats(keys)
-    return {k: v / items for k, v in stats.items() if k in ("calls", "prompt_tokens", "completion_tokens", "latency_s")}
+    per_item = {k: v / items for k, v in stats.items()
+                if k in ("calls", "prompt_tokens", "completion_tokens", "latency_s", "cached_prompt_tokens")}
+    return {**per_item, "prefix_reuse": stats.get("prefix_reuse")}  # share of prompt tokens llama.cpp reused
 
 
 def main() -> None:
