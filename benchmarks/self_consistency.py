@@ -1,0 +1,84 @@
+"""Issue 17, item 2: is DeCE's self-consistency worth its calls? DeCE with soft verdicts and one
+extraction sample (the paper's method) vs k samples per extraction (``extraction_samples=k``,
+statements kept when a strict majority of samples share them, matched by sentence embeddings),
+on the first ``--pairs`` of the seeded RAGChecker dev subset (nested in the 40 of
+``validity_ragchecker.py``, same store, so the one-sample run is served from its cache).
+
+For each: Pearson r of score(model2) − score(model1) with each annotator's correctness /
+completeness / overall label, the paired Δr (k samples minus one) with a unit-bootstrap CI,
+judge calls and tokens per answer, and how many criteria / elements were kept with how many
+votes. Embedded judge with logprobs. Writes ``results/self_consistency.json``.
+Usage: python benchmarks/self_consistency.py [--pairs 10] [--k 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from assay.backends._llamacpp import LlamaCppBackend
+from assay.datasets.adapters import read_ragchecker
+from assay.meta import ameta
+from assay.runner import RunnerConfig
+from assay.store import Store
+
+HERE = Path(__file__).parent
+DATA = HERE.parents[1] / "shared" / "data" / "ragchecker_human_labeled_dev.json"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pairs", type=int, default=10)
+    parser.add_argument("--k", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--store", type=Path, default=HERE / "results" / "meta_ragchecker.db")
+    parser.add_argument("--out", type=Path, default=HERE / "results" / "self_consistency.json")
+    args = parser.parse_args()
+    # the 40-pair subset's first --pairs units: nested in validity_ragchecker.py's run
+    full = read_ragchecker(DATA).subset(40, args.seed)
+    metaset = full.subset(args.pairs, args.seed)
+    judge = LlamaCppBackend("default", n_ctx=4096, logits_all=True)
+    sampled = f"dece@k{args.k}"
+    options = {"dece@soft": {"verdicts": "soft"}, sampled: {"verdicts": "soft", "extraction_samples": args.k}}
+    store = Store(args.store)
+    start = time.perf_counter()
+    result = asyncio.run(ameta(metaset, ["dece@soft", sampled], judge, store=store, seed=args.seed, resamples=1000,
+                               runner=RunnerConfig(progress=True), method_options=options,
+                               versus="dece@soft.f_beta"))
+    wall = time.perf_counter() - start
+    runs: dict[str, Any] = {}
+    for method, run in result["runs"].items():
+        records = store.results(run["run_id"])
+        keys = sorted({k for r in records for k in r.call_keys})
+        stats = store.call_stats(keys)
+        n = len(metaset.items)
+        runs[method] = {**run, "calls_per_answer": stats["calls"] / n,
+                        "prompt_tokens_per_answer": stats["prompt_tokens"] / n,
+                        "completion_tokens_per_answer": stats["completion_tokens"] / n,
+                        "criteria_per_answer": sum(len(r.details.get("criteria", [])) for r in records) / n,
+                        "elements_per_answer": sum(len(r.details.get("elements", [])) for r in records) / n,
+                        "element_votes": dict(Counter(v for r in records for v in r.details.get("element_votes", [])))}
+    rows = [{"metric": r["method"], "label": r["human_label"], "r": r["pearson"], "r_ci": r.get("pearson_ci"),
+             "n": r["n"]} for r in result["rows"]]
+    out = {"pairs": args.pairs, "k": args.k, "seed": args.seed, "judge": "Qwen2.5-Coder-1.5B-Instruct Q4_K_M, logprobs",
+           "runs": runs, "rows": rows, "wall_s": wall,
+           # compare_metrics gives versus − other; here: r with k samples minus r with one
+           "delta_k_minus_1": [{"metric": c["method"], "label": c["human_label"], "delta": -c["delta"],
+                                "ci": [-c["delta_ci"][1], -c["delta_ci"][0]] if c["delta_ci"] else None}
+                               for c in result["comparisons"]]}
+    args.out.write_text(json.dumps(out, indent=1, default=str))
+    for r in rows:
+        print(r)
+    for c in out["delta_k_minus_1"]:
+        print(c)
+    print(json.dumps(runs, indent=1, default=str))
+    print(f"wrote {args.out} in {wall:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
