@@ -273,6 +273,16 @@ def test_soft_verdicts_count_the_judges_probability_under_the_evidence_checks() 
     assert row["precision"] == pytest.approx(0.35) and row["precision_hard"] == 0.5
     assert row["f_beta_hard"] == pytest.approx(f_beta(0.5, 1 / 3, 2.0))  # the greedy labels of the same calls
     assert row["verdicts"] == "soft"
+    # the report shows each verdict's probability beside its label, and the greedy metrics
+    from assay.report import render_report
+    from assay.store import Store
+
+    store = Store(":memory:")
+    backend = WithLogprobs(ScriptedBackend(rules=rules), {"score": ("1", "0")}, {"score": [0.9, 0.8, 0.3, 0.7, 0.4]})
+    run = assay.evaluate([ITEM], "dece", backend, runner=QUIET, verdicts="soft", store=store)
+    html = render_report(store, run.run_id)
+    assert "P(1) 0.900, counts 0.900" in html and "P(1) 0.800, counts 0.000" in html
+    assert "Greedy labels of the same calls: precision 0.500" in html
     # without logprobs a soft run is Unscored with the reason, not scored hard
     plain = assay.evaluate([ITEM], "dece", ScriptedBackend(rules=rules), runner=QUIET, verdicts="soft").records()[0]
     assert plain["recall"] is None and "soft verdicts need the judge's logprobs" in plain["unscored_reason"]
