@@ -211,6 +211,9 @@ BAD: list[tuple[str, list[Callable[[Path], None]], tuple[str, ...], int, str]] =
                                 "scripted/judge.json"), 2, "input of this command"),
     ("meta-unknown-adapter", [], ("meta", "nonsense", "good.jsonl", "-m", "rougeL", "--out", "m.json"), 2,
      "nonsense"),
+    ("meta-detail-of-no-method", [], ("meta", "ragchecker", "good.jsonl", "-m", "rougeL", "--detail",
+                                      "dece.f_beta_hard", "--out", "m.json"), 2,
+     "--detail dece.f_beta_hard: expected METHOD.FIELD"),
     ("toml-wrong-type", [_write("assay.toml", '[eval.dece]\nconcurrency = "many"\n')],
      (*EVAL, "good.jsonl", *JUDGE), 2, "assay.toml: 'eval.dece.concurrency' = 'many'"),
     ("toml-unknown-key", [_write("assay.toml", "[eval.dece]\nconcurrancy = 4\n")],
@@ -447,3 +450,14 @@ def test_criteria_extraction_is_a_stage_that_resumes_after_sigkill(work: Path) -
                 "--cache", "stage.db", cwd=work)
     assert "12 question(s) were already done, 0 extracted now" in " ".join(third.stdout.split())
     assert len(log.read_text().splitlines()) == len(calls)  # a finished stage makes no call
+
+
+def test_meta_correlates_a_detail_through_the_executable(work: Path) -> None:
+    slice_path = Path(__file__).parents[1] / "data" / "ragchecker_slice.json"
+    proc = run("meta", "ragchecker", slice_path, "-m", "rougeL", "--detail", "rougeL.rougeL_recall",
+               "--resamples", "20", "--out", "m.json", cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    saved = json.loads((work / "m.json").read_text())
+    rows = {(r["method"], r["human_label"]): r for r in saved["rows"]}
+    assert rows[("rougeL.rougeL_recall", "overall")]["pearson"] is not None
+    assert "rougeL.rougeL_recall" in proc.stdout

@@ -25,6 +25,9 @@ def meta(
     judge_opt: list[str] | None = typer.Option(None, "--judge-opt", help="backend option key=value (repeatable)"),
     method_opt: list[str] | None = typer.Option(None, "--method-opt", help="METHOD.key=value (repeatable), e.g. "
                                                 "dece.domain=legal, dece.beta=1, geval.weighting=none"),
+    detail: list[str] | None = typer.Option(None, "--detail", help="METHOD.FIELD (repeatable): also correlate a "
+                                            "number the method keeps in its results' details, e.g. "
+                                            "dece.f_beta_hard (the greedy verdicts of a soft run's calls)"),
     limit: int | None = typer.Option(None, "--limit", min=1, help="a reproducible random subset of N labelled units"),
     seed: int = typer.Option(0, "--seed", help="seed of the subset and of the bootstrap"),
     resamples: int = typer.Option(1000, "--resamples", min=1, help="bootstrap resamples for the Pearson CI"),
@@ -52,6 +55,13 @@ def meta(
             raise typer.BadParameter(f"--method-opt {key}={value}: expected METHOD.key=value with METHOD one of "
                                      f"the --method values ({', '.join(method)})")
         method_options.setdefault(name, {})[option] = value
+    detail_metrics: dict[str, tuple[str, ...]] = {}
+    for entry in detail or []:
+        name, dot, field = entry.partition(".")
+        if not dot or not field or name not in method:
+            raise typer.BadParameter(f"--detail {entry}: expected METHOD.FIELD with METHOD one of the --method "
+                                     f"values ({', '.join(method)})")
+        detail_metrics[name] = (*detail_metrics.get(name, ()), field)
     check_output(out, inputs=[path, store or out.with_suffix(".db")], force=force, option="--out")
     for name in method:  # a bad option stops here, before the data is read or any judge is called
         build_method(name, **method_options.get(name, {}))
@@ -61,7 +71,8 @@ def meta(
     runner = RunnerConfig(concurrency=concurrency) if concurrency else RunnerConfig()
     result = asyncio.run(ameta(metaset, list(method), judge, store=store or out.with_suffix(".db"), seed=seed,
                                resamples=resamples, runner=runner, versus=versus, verdict_delta=verdict_delta,
-                               method_options=method_options, judge_options=parse_options(judge_opt)))
+                               method_options=method_options, judge_options=parse_options(judge_opt),
+                               detail_metrics=detail_metrics or None))
     table = Table(title=f"agreement with human labels · {kind}")
     for column in ("method", "human label", "Pearson r", "95% CI", "p", "Spearman", "Kendall", "agreement", "n",
                    "unscored"):
