@@ -17,7 +17,7 @@ answer, without logprobs), as the 20-pair table did.
 The store is ``results/meta_ragchecker.db`` (shared with meta_ragchecker.py; not in git): a soft
 run re-uses a hard run's cached extraction calls. Writes ``results/validity_ragchecker.json``
 (``--out``) and prints the table.
-Usage: python benchmarks/validity_ragchecker.py [--pairs 40] [--separate-hard]
+Usage: python benchmarks/validity_ragchecker.py [--pairs 40] [--separate-hard] [--dece soft,brief]
 """
 
 from __future__ import annotations
@@ -38,7 +38,10 @@ from assay.store import Store
 HERE = Path(__file__).parent
 DATA = HERE.parents[1] / "shared" / "data" / "ragchecker_human_labeled_dev.json"
 METHODS = ["rougeL", "geval", "dece@soft"]
-HARD_OF_SOFT = {"dece@soft": ("precision_hard", "recall_hard", "f_beta_hard")}
+HARD = ("precision_hard", "recall_hard", "f_beta_hard")
+# DeCE variants (``--dece``): soft verdicts with a written reason each, and in the brief form
+# (reasoning=False: evidence numbers and score only, issue 17 item 5)
+DECE_VARIANTS = {"soft": {"verdicts": "soft"}, "brief": {"verdicts": "soft", "reasoning": False}}
 
 
 def _usage(store: Store, run_id: str, items: int) -> dict[str, Any]:
@@ -64,21 +67,27 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=HERE / "results" / "validity_ragchecker.json")
     parser.add_argument("--separate-hard", action="store_true",
                         help="also run DeCE hard as its own run (verification calls without logprobs)")
+    parser.add_argument("--dece", default="soft", help="comma-separated DeCE variants: soft, brief")
     args = parser.parse_args()
-    methods = [*METHODS[:2], "dece", *METHODS[2:]] if args.separate_hard else METHODS
+    variants = [v.strip() for v in args.dece.split(",") if v.strip()]
+    unknown = [v for v in variants if v not in DECE_VARIANTS]
+    if unknown or not variants:
+        parser.error(f"--dece: unknown variant(s) {unknown}; known: {', '.join(DECE_VARIANTS)}")
+    methods = [*METHODS[:2], *(["dece"] if args.separate_hard else []), *(f"dece@{v}" for v in variants)]
     metaset = read_ragchecker(args.data).subset(args.pairs, args.seed)
     judge = LlamaCppBackend("default", n_ctx=4096)
     with_logprobs = LlamaCppBackend("default", n_ctx=4096, logits_all=True)
-    options = {"dece@soft": {"verdicts": "soft"}}
-    judge_for = {"geval": with_logprobs, "dece@soft": with_logprobs}
+    options = {f"dece@{v}": DECE_VARIANTS[v] for v in variants}
+    judge_for = {"geval": with_logprobs, **{f"dece@{v}": with_logprobs for v in variants}}
+    hard_of_soft = {f"dece@{v}": HARD for v in variants}
     store = Store(args.store)
     start = time.perf_counter()
     results = {}
-    for versus in ("geval.f_beta", "rougeL", "dece@soft.f_beta_hard"):
+    for versus in ("geval.f_beta", "rougeL", f"dece@{variants[0]}.f_beta_hard"):
         results[versus] = asyncio.run(ameta(metaset, methods, judge, store=store, seed=args.seed, resamples=1000,
                                             runner=RunnerConfig(progress=True), judge_for=judge_for,
                                             method_options=options, versus=versus,
-                                            detail_metrics=HARD_OF_SOFT))
+                                            detail_metrics=hard_of_soft))
     wall = time.perf_counter() - start
     first = results["geval.f_beta"]
     table = []
@@ -94,18 +103,18 @@ def main() -> None:
                     entry[f"delta_ci_vs_{versus}"] = [-c["delta_ci"][1], -c["delta_ci"][0]] if c["delta_ci"] else None
         table.append(entry)
     runs = {m: {**r, "per_item": _usage(store, r["run_id"], len(metaset.items))} for m, r in first["runs"].items()}
-    out = {"pairs": args.pairs, "seed": args.seed, "hard": "separate run" if args.separate_hard else
-           "greedy labels of the soft run's calls (dece@soft.*_hard)",
+    out = {"pairs": args.pairs, "seed": args.seed, "dece_variants": {v: DECE_VARIANTS[v] for v in variants},
+           "hard": "separate run" if args.separate_hard else "greedy labels of each soft run's calls (dece@*.*_hard)",
            "judge": "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama.cpp, CPU)",
            "runs": runs, "table": table, "wall_s": wall, "rows": first["rows"],
            "comparisons": {v: r["comparisons"] for v, r in results.items()}}
     args.out.write_text(json.dumps(out, indent=1, default=str))
-    print("| metric | label | r | Δr vs G-Eval F2 [95% CI] | Δr vs ROUGE-L [95% CI] | Δr vs DeCE F2 hard |\n"
+    print(f"| metric | label | r | Δr vs G-Eval F2 [95% CI] | Δr vs ROUGE-L [95% CI] | Δr vs {variants[0]} F2 hard |\n"
           "|---|---|---|---|---|---|")
     for e in table:
         r = "—" if e["r"] is None else f"{e['r']:.2f}"
         print(f"| {e['metric']} | {e['label']} | {r} | {_delta(e, 'geval.f_beta')} | {_delta(e, 'rougeL')} | "
-              f"{_delta(e, 'dece@soft.f_beta_hard')} |")
+              f"{_delta(e, f'dece@{variants[0]}.f_beta_hard')} |")
     print(f"wrote {args.out} in {wall:.0f} s")
 
 

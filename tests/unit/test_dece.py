@@ -11,6 +11,7 @@ from assay.methods.dece import CriteriaSet, DeCE, DeCEConfig
 from assay.runner import RunnerConfig
 from assay.stats import f_beta
 from assay.text import figures, numbered_text, split_sentences
+from assay.types import Completion, GenerateConfig, Message
 from tests.helpers import ITEM, KeywordJudge, criteria_json, dece_rules, elements_json, verdicts_json
 
 QUIET = RunnerConfig(progress=False, backoff_initial_s=0.0)
@@ -307,3 +308,36 @@ def test_self_consistency_keeps_the_statements_a_majority_of_samples_share() -> 
         DeCEConfig(extraction_samples=3, extraction_temperature=0)
     # one sample is the paper's method: its manifest (so the run id) does not change
     assert "extraction_samples" not in DeCE().manifest()["config"]
+
+
+def test_brief_verdicts_ask_for_no_reasoning() -> None:
+    rules = dece_rules(["within three years", "b"], ["three years"], sat=[1, 0], ver=[1])
+    for rule in rules:  # what a judge constrained by the brief schema writes: no "reasoning"
+        rule["responses"] = [json.dumps({"verdicts": [{k: v for k, v in verdict.items() if k != "reasoning"}
+                                                      for verdict in json.loads(text)["verdicts"]]})
+                             if '"verdicts"' in text else text for text in rule["responses"]]
+    seen: list[tuple[list[Message], GenerateConfig]] = []
+
+    class Recording(ScriptedBackend):
+        async def generate(self, messages: list[Message], config: GenerateConfig) -> Completion:
+            seen.append((messages, config))
+            return await super().generate(messages, config)
+
+    row = assay.evaluate([ITEM], "dece", Recording(rules=rules), runner=QUIET, reasoning=False).records()[0]
+    assert row["recall"] == 0.5 and row["precision"] == 1.0
+    assert row["criteria"][0]["reasoning"] is None and row["criteria"][0]["evidence"] == [1]
+    verdict_calls = [(m, c) for m, c in seen if "verdicts" in json.dumps(c.json_schema)]
+    assert len(verdict_calls) == 2
+    for messages, config in verdict_calls:
+        assert config.json_schema is not None
+        item_schema = config.json_schema["properties"]["verdicts"]["items"]
+        assert list(item_schema["properties"])[1:] == ["evidence", "score"]  # evidence before the score
+        assert "reasoning" not in messages[0].content.split("Reply with")[1]
+        assert "Brief form" in messages[0].content
+    brief, full = DeCE(DeCEConfig(reasoning=False)), DeCE()
+    assert brief.manifest()["config"]["reasoning"] is False
+    assert "reasoning" not in full.manifest()["config"]  # earlier runs keep their ids
+    assert brief.manifest()["prompt_sha256"]["criteria_satisfaction"] != full.manifest()["prompt_sha256"][
+        "criteria_satisfaction"]
+    assert brief.manifest()["prompt_sha256"]["criteria_extraction"] == full.manifest()["prompt_sha256"][
+        "criteria_extraction"]

@@ -82,3 +82,28 @@ def test_names_and_keys() -> None:
         get_backend("gpt-4o")
     with pytest.raises(ConfigError, match="unknown judge provider"):
         get_backend("nope/x")
+
+
+def test_extra_body_is_sent_and_part_of_the_identity() -> None:
+    seen: dict = {}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.update(json.loads(request.content))
+        body = ok_body()
+        body["usage"]["prompt_tokens_details"] = {"cached_tokens": 4}
+        return httpx.Response(200, json=body)
+
+    plain = backend_with(handler)
+    backend = backend_with(handler, extra_body='{"repeat_penalty": 1.0}')  # a --judge-opt value is a string
+    completion = asyncio.run(backend.generate(MSG, GenerateConfig(max_tokens=5)))
+    assert seen["repeat_penalty"] == 1.0
+    assert completion.usage.cached_prompt_tokens == 4  # OpenAI's prompt_tokens_details.cached_tokens
+    assert backend.identity()["extra_body"] == {"repeat_penalty": 1.0}
+    assert "extra_body" not in plain.identity()  # runs stored before the option keep their ids
+    seen.clear()
+    asyncio.run(plain.generate(MSG, GenerateConfig(max_tokens=5)))
+    assert "repeat_penalty" not in seen
+    with pytest.raises(ConfigError, match="extra_body is not JSON"):
+        backend_with(handler, extra_body="repeat_penalty=1")
+    with pytest.raises(ConfigError, match="extra_body must be a JSON object"):
+        backend_with(handler, extra_body="[1]")

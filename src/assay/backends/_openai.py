@@ -13,10 +13,20 @@ in TOML, ``base_url`` may be a list).
 * ``json_object``: ``{"type": "json_object", "schema": ...}``, what the llama-cpp-python server
   accepts (it answers HTTP 500 to ``json_schema``).
 * ``none``: no constraint; the structured layer still validates and re-asks.
+
+``extra_body`` (a dict) is sent with every request as provider-specific fields. For the
+llama-cpp-python server (``python -m llama_cpp.server`` or ``python -m assay.serve``) pass
+``{"repeat_penalty": 1.0}``: that server applies a repetition penalty of 1.1 unless told
+otherwise (not an OpenAI parameter), which pushes a list of verdicts away from repeating a
+label and makes its output differ from the same model in-process.
+
+Prefix reuse: ``usage.prompt_tokens_details.cached_tokens`` (OpenAI's field; ``assay.serve``
+fills it) is kept as the completion's ``cached_prompt_tokens``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from typing import Any
@@ -52,7 +62,8 @@ class OpenAIBackend(JudgeBackend):
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
                  schema_mode: str = "json_schema", max_concurrency: int = 8,
-                 http_client: Any = None, timeout_s: float = 600.0) -> None:
+                 http_client: Any = None, timeout_s: float = 600.0,
+                 extra_body: dict[str, Any] | None = None) -> None:
         try:
             import openai
         except ImportError as exc:  # pragma: no cover - openai is a core dependency
@@ -65,8 +76,16 @@ class OpenAIBackend(JudgeBackend):
                 raise ConfigError("openai/...: set OPENAI_API_KEY (or give a base_url with "
                                   "openai/MODEL@URL for a local server)")
             key = "no-key-needed"
+        if isinstance(extra_body, str):  # from --judge-opt extra_body='{"repeat_penalty": 1.0}'
+            try:
+                extra_body = json.loads(extra_body)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"extra_body is not JSON ({exc.msg}): {extra_body!r}") from exc
+        if extra_body is not None and not isinstance(extra_body, dict):
+            raise ConfigError(f"extra_body must be a JSON object, not {extra_body!r}")
         self.model = model
         self.base_url = base_url
+        self.extra_body = dict(extra_body or {})
         self.schema_mode = schema_mode
         self.name = f"openai/{model}" + (f"@{base_url}" if base_url else "")
         self.max_concurrency = max_concurrency
@@ -77,8 +96,11 @@ class OpenAIBackend(JudgeBackend):
         self._openai = openai
 
     def identity(self) -> dict[str, Any]:
-        return {"backend": "openai", "model": self.model, "base_url": self.base_url,
-                "schema_mode": self.schema_mode}
+        identity: dict[str, Any] = {"backend": "openai", "model": self.model, "base_url": self.base_url,
+                                    "schema_mode": self.schema_mode}
+        if self.extra_body:  # it changes the output (absent before it existed: old run ids hold)
+            identity["extra_body"] = self.extra_body
+        return identity
 
     def _response_format(self, schema: dict[str, Any]) -> dict[str, Any] | None:
         if self.schema_mode == "json_schema":
@@ -102,6 +124,8 @@ class OpenAIBackend(JudgeBackend):
             fmt = self._response_format(config.json_schema)
             if fmt is not None:
                 kwargs["response_format"] = fmt
+        if self.extra_body:
+            kwargs["extra_body"] = self.extra_body
         if config.logprobs:
             kwargs["logprobs"] = True
             if config.top_logprobs:
@@ -132,8 +156,10 @@ class OpenAIBackend(JudgeBackend):
             ]
         usage = Usage()
         if response.usage is not None:
+            details = getattr(response.usage, "prompt_tokens_details", None)
             usage = Usage(prompt_tokens=response.usage.prompt_tokens or 0,
-                          completion_tokens=response.usage.completion_tokens or 0)
+                          completion_tokens=response.usage.completion_tokens or 0,
+                          cached_prompt_tokens=(getattr(details, "cached_tokens", None) or 0) if details else 0)
         return Completion(text=choice.message.content or "", usage=usage, logprobs=logprobs,
                           latency_s=latency, finish_reason=choice.finish_reason,
                           backend="openai", model=response.model or self.model)
@@ -158,7 +184,10 @@ def _factory(model: str, options: dict[str, Any]) -> JudgeBackend:
         members: list[JudgeBackend] = [OpenAIBackend(model, base_url=u, **options) for u in urls]
         first = members[0]
         assert isinstance(first, OpenAIBackend)
-        identity = {"backend": "openai", "model": model, "schema_mode": first.schema_mode, "endpoints": "pool"}
+        identity: dict[str, Any] = {"backend": "openai", "model": model, "schema_mode": first.schema_mode,
+                                    "endpoints": "pool"}
+        if first.extra_body:
+            identity["extra_body"] = first.extra_body
         return PoolBackend(members, name=f"openai/{model}@{','.join(urls)}", identity=identity)
     if isinstance(urls, list):
         urls = urls[0] if urls else None

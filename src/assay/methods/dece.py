@@ -67,6 +67,8 @@ from assay.verdicts import field_label_probs
 
 PROMPTS = ("dece/criteria_extraction", "dece/criteria_satisfaction", "dece/element_extraction",
            "dece/element_verification")
+# reasoning=False: the two verdict prompts in brief form (no written reason per verdict)
+BRIEF_PROMPTS = ("dece/criteria_satisfaction_brief", "dece/element_verification_brief")
 
 
 class DeCEConfig(BaseModel):
@@ -94,6 +96,11 @@ class DeCEConfig(BaseModel):
     """Most sentences one verdict may cite."""
     max_reasoning_chars: int = 120
     """maxLength of each verdict's reasoning."""
+    reasoning: bool = True
+    """Ask each satisfaction/verification verdict for a short written reason before its score
+    (the paper's reasoning lists). False uses the brief prompts: evidence numbers and score only,
+    about 30 fewer generated tokens a verdict (issue 17, item 5: cost); the record keeps the cited
+    sentences as the verdict's evidence and no reason."""
     max_reasks: int = Field(default=2, ge=0)
     quote_policy: Literal["require", "flag"] = "require"
     """"require": a positive verdict counts only if it cites evidence and every figure it
@@ -131,14 +138,14 @@ class ElementsOutput(BaseModel):
 class CriterionVerdict(BaseModel):
     criterion: int
     evidence: list[int]
-    reasoning: str
+    reasoning: str = ""  # absent in the brief form (reasoning=False); the schema decides
     score: Literal[0, 1]
 
 
 class ElementVerdict(BaseModel):
     element: int
     evidence: list[int]
-    reasoning: str
+    reasoning: str = ""
     score: Literal[0, 1]
 
 
@@ -159,16 +166,17 @@ def _list_schema(field: str, max_items: int, max_chars: int, min_chars: int = 1)
 
 def _verdict_schema(index_field: str, count: int, sentences: int, max_evidence: int,
                     max_reasoning: int) -> dict[str, Any]:
+    """One verdict object per criterion/element; ``max_reasoning`` 0 leaves out the reasoning."""
     evidence: dict[str, Any] = {"type": "array", "maxItems": 0}
     if sentences:
         evidence = {"type": "array", "maxItems": max_evidence,
                     "items": {"type": "integer", "enum": list(range(1, sentences + 1))}}
-    verdict = {"type": "object", "additionalProperties": False,
-               "required": [index_field, "evidence", "reasoning", "score"],
-               "properties": {index_field: {"type": "integer"},
-                              "evidence": evidence,
-                              "reasoning": {"type": "string", "minLength": 1, "maxLength": max_reasoning},
-                              "score": {"type": "integer", "enum": [0, 1]}}}
+    properties: dict[str, Any] = {index_field: {"type": "integer"}, "evidence": evidence}
+    if max_reasoning:
+        properties["reasoning"] = {"type": "string", "minLength": 1, "maxLength": max_reasoning}
+    properties["score"] = {"type": "integer", "enum": [0, 1]}
+    verdict = {"type": "object", "additionalProperties": False, "required": list(properties),
+               "properties": properties}
     return {"type": "object", "additionalProperties": False, "required": ["verdicts"],
             "properties": {"verdicts": {"type": "array", "minItems": count, "maxItems": count,
                                         "items": verdict}}}
@@ -334,7 +342,9 @@ class DeCE(Method):
                  criteria: dict[str, CriteriaSet] | None = None) -> None:
         self.config = config or DeCEConfig()
         self.domain = load_domain(self.config.domain)
-        self.prompts = {name.split("/")[1]: load_prompt(name) for name in PROMPTS}
+        names = PROMPTS if self.config.reasoning else (PROMPTS[0], BRIEF_PROMPTS[0], PROMPTS[2], BRIEF_PROMPTS[1])
+        # keyed by role (the brief forms stand in for the verdict prompts when reasoning=False)
+        self.prompts = {role.split("/")[1]: load_prompt(name) for role, name in zip(PROMPTS, names, strict=True)}
         self.frozen = criteria
 
     def manifest(self) -> dict[str, Any]:
@@ -345,6 +355,8 @@ class DeCE(Method):
         config = self.config.model_dump()
         if self.config.verdicts == "hard":  # hard is how every earlier run scored: keep their run ids
             del config["verdicts"], config["top_logprobs"]
+        if self.config.reasoning:  # likewise verdicts with a written reason
+            del config["reasoning"]
         if self.config.extraction_samples == 1:  # likewise one extraction sample
             del config["extraction_samples"], config["sample_matcher"], config["sample_threshold"]
         return {"config": config,
@@ -409,9 +421,12 @@ class DeCE(Method):
             entry["soft"] = 0.0 if blocked and self.config.quote_policy == "require" else probs.p["1"]
         return sum(e["soft"] for e in entries) / len(entries), None
 
+    def _reasoning_chars(self) -> int:
+        return self.config.max_reasoning_chars if self.config.reasoning else 0
+
     def _verdict_tokens(self, count: int) -> int:
         # index + evidence + reasoning per verdict, at ~3.5 characters per token, plus framing
-        return 48 + count * (32 + self.config.max_reasoning_chars // 3)
+        return 48 + count * (32 + self._reasoning_chars() // 3)
 
     def _grounded(self, verdict: CriterionVerdict | ElementVerdict, statement: str, sentences: list[str],
                   source_name: str) -> dict[str, Any]:
@@ -431,7 +446,7 @@ class DeCE(Method):
             downgraded = "positive verdict that " + " and ".join(problems)
         return {"counts": counts, "judge_score": verdict.score, "evidence": cited, "quote": quote,
                 "quote_found": bool(cited), "figures_missing": missing, "downgraded": downgraded,
-                "reasoning": verdict.reasoning}
+                "reasoning": verdict.reasoning or None}
 
     # the judge calls ----------------------------------------------------------------------------
     async def criteria_for(self, item: Item, client: JudgeClient) -> tuple[list[str] | None,
@@ -519,7 +534,7 @@ class DeCE(Method):
                 client, self.render_satisfaction(item, criteria), SatisfactionOutput,
                 self._config(cfg.verification_temperature, self._verdict_tokens(len(criteria)),
                              _verdict_schema("criterion", len(criteria), len(answer_sentences),
-                                             cfg.max_evidence, cfg.max_reasoning_chars), soft),
+                                             cfg.max_evidence, self._reasoning_chars()), soft),
                 check=_check_verdicts("criterion", len(criteria), len(answer_sentences)),
                 max_reasks=cfg.max_reasks,
                 metric="recall")
@@ -569,7 +584,7 @@ class DeCE(Method):
                     client, self.render_verification(item, elements), VerificationOutput,
                     self._config(cfg.verification_temperature, self._verdict_tokens(len(elements)),
                                  _verdict_schema("element", len(elements), len(reference_sentences),
-                                                 cfg.max_evidence, cfg.max_reasoning_chars), soft),
+                                                 cfg.max_evidence, self._reasoning_chars()), soft),
                     check=_check_verdicts("element", len(elements), len(reference_sentences)),
                     max_reasks=cfg.max_reasks,
                     metric="precision")
@@ -626,5 +641,5 @@ class DeCE(Method):
                 tokens(self.render_satisfaction(item, criteria))
                 + tokens(self.render_element_extraction(item))
                 + tokens(self.render_verification(item, guess_elements))),
-                completion_tokens=len(criteria) * 80 + 8 * 30 + 8 * 80)
+                completion_tokens=(len(criteria) + 8) * (80 if self.config.reasoning else 20) + 8 * 30)
         return total
