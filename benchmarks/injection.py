@@ -9,7 +9,10 @@ Writes benchmarks/results/injection_<method>.json and prints the markdown table.
 ``--plain-fence`` scores with the fence the holistic judges used before the sealed one
 (``<answer>`` tags, no seal, no data declaration), for the before/after table; ``--with-good``
 adds the examples' good answers after the flawed ones (14 in all).
-Usage: python benchmarks/injection.py [--method pointwise] [--items 4] [--attack NAME ...] [--plain-fence]
+``--guard flag`` leaves passages aimed at the grader in the answer (default ``redact``: the
+shipped guard removes them); ``--attack all`` runs the default and the held-out attacks.
+Usage: python benchmarks/injection.py [--method pointwise] [--items 4] [--attack NAME|SET ...] [--plain-fence]
+       [--guard redact|flag] [--with-good]
 """
 
 from __future__ import annotations
@@ -45,6 +48,9 @@ def main() -> None:
     parser.add_argument("--store", type=Path, default=HERE / "results" / "injection.db")
     parser.add_argument("--plain-fence", action="store_true")
     parser.add_argument("--with-good", action="store_true")
+    parser.add_argument("--guard", choices=["redact", "flag"], default="redact",
+                        help="flag: no redaction (the judge and fence alone), for the before/after table")
+    parser.add_argument("--tag", default="", help="suffix of the JSON result's name")
     args = parser.parse_args()
     if args.plain_fence:
         import assay.methods.baselines as baselines
@@ -61,11 +67,11 @@ def main() -> None:
     judge = LlamaCppBackend("default", n_ctx=4096)
     start = time.perf_counter()
     result = asyncio.run(ainjection_audit(items, args.method, judge, attacks=args.attack, store=args.store,
-                                          runner=RunnerConfig(progress=True)))
+                                          runner=RunnerConfig(progress=True), guard=args.guard))
     result["wall_s"] = time.perf_counter() - start
     result["judge_model"] = "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama.cpp, CPU)"
     result["fence"] = "plain" if args.plain_fence else "sealed"
-    suffix = "_plain" if args.plain_fence else ""
+    suffix = ("_plain" if args.plain_fence else "") + ("_flag" if args.guard == "flag" else "") + args.tag
     out = write_meta(result, HERE / "results" / f"injection_{args.method}{suffix}.json")
     print(markdown_table(result))
     print(f"wrote {out} in {result['wall_s']:.0f} s ({result['judge_calls']} judge calls)")

@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from assay._version import __version__
 from assay.backends import JudgeBackend, get_backend
 from assay.errors import BudgetExhausted, ConfigError, InputError, JudgeUnreachable, StoreError
-from assay.grader_text import grader_directed
+from assay.grader_text import grader_directed, redact
 from assay.methods import CallEstimate, ItemResult, Method
 from assay.records import ResultRecord
 from assay.registry import build_method
@@ -87,6 +87,17 @@ def _as_result(row: ResultRecord | None) -> ItemResult | None:
                       details=row.details, call_keys=row.call_keys)
 
 
+def guarded(item: Item) -> Item:
+    """The item with the passages of its answer that address the grader removed
+    (:func:`assay.grader_text.redact`); what was removed goes to ``metadata.grader_directed_removed``.
+    An item without such text is returned as it is (same run identity as without the guard)."""
+    text, removed = redact(item.response)
+    if not removed:
+        return item
+    return item.model_copy(update={"response": text,
+                                   "metadata": {**item.metadata, "grader_directed_removed": removed}})
+
+
 def check_items(method: Method, items: list[Item], source: str | None = None) -> None:
     """Reject the input before anything is written when an item cannot be evaluated. Items read
     from a file are named by file and line, others by position."""
@@ -121,13 +132,17 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
                     runner: RunnerConfig | None = None, resume: bool = False,
                     judge_options: dict[str, Any] | None = None, data_source: str | None = None,
                     wait_s: float | None = None, executor: str = "local", workers: int = 2,
-                    ray_address: str | None = None, **method_options: Any) -> EvalResult:
+                    ray_address: str | None = None, guard: str = "redact", **method_options: Any) -> EvalResult:
     """Evaluate items with a method and a judge; see :func:`evaluate`."""
     if executor not in ("local", "ray"):
         raise ConfigError(f"executor must be local or ray, not {executor!r}")
+    if guard not in ("redact", "flag"):
+        raise ConfigError(f"guard must be redact or flag, not {guard!r}")
     if workers < 1:
         raise ConfigError(f"workers must be at least 1, got {workers}")
     item_list = [i if isinstance(i, Item) else Item.model_validate(i) for i in items]
+    if guard == "redact":
+        item_list = [guarded(i) for i in item_list]
     method_obj = method if isinstance(method, Method) else build_method(method, **method_options)
     check_items(method_obj, item_list, data_source)
     if not method_obj.needs_judge:
@@ -231,8 +246,10 @@ async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeB
                 index = pending[position]
                 flags = [{**flag, **({"answer": label} if len(units[index].items) > 1 else {})}
                          for label, member in zip("abcdefghijklmnopqrstuvwxyz", units[index].items, strict=False)
-                         for flag in grader_directed(member.response)]
-                if flags:  # text aimed at the grader: flagged for review, the score is left as the judge gave it
+                         for flag in [*grader_directed(member.response),
+                                      *({"pattern": ", ".join(r["patterns"]), "text": r["text"][:160],
+                                         "removed": True} for r in member.metadata.get("grader_directed_removed", []))]]
+                if flags:  # text aimed at the grader: flagged for review (and, under the guard, not shown to the judge)
                     result.details["grader_directed_text"] = flags
                 store_obj.put_result(run_id, index, units[index].key, result.status, result.scores,
                                      [u.model_dump() for u in result.unscored], result.details, result.call_keys)
@@ -293,7 +310,9 @@ def evaluate(items: Iterable[Item | dict[str, Any]], method: str | Method = "dec
 
     Example: ``assay.evaluate(items, method="dece", judge="llamacpp/default", domain="legal")``.
     Options: ``store`` (a path or Store; default in memory), ``runner`` (:class:`RunnerConfig`),
-    ``resume``, ``judge_options``, and the method's own options (e.g. DeCE's ``domain``, ``beta``,
+    ``resume``, ``judge_options``, ``guard`` ("redact", the default: passages of an answer that
+    address the grader are removed before the judge sees them, :func:`guarded`; "flag": only
+    flagged), and the method's own options (e.g. DeCE's ``domain``, ``beta``,
     ``seed``, ``criteria``).
     """
     return asyncio.run(aevaluate(items, method, judge, **options))

@@ -125,6 +125,7 @@ BAD: list[tuple[str, list[Callable[[Path], None]], tuple[str, ...], int, str]] =
     ("unknown-command", [], ("evaluate",), 2, "No such command 'evaluate'"),
     ("missing-argument", [], EVAL, 2, "Missing argument 'data'"),
     ("unknown-option", [], (*EVAL, "good.jsonl", "--bogus"), 2, "No such option: --bogus"),
+    ("unknown-guard", [], (*EVAL, "good.jsonl", *JUDGE, "--guard", "strip"), 2, "--guard 'strip': redact or flag"),
     ("no-such-file", [], (*EVAL, "missing.jsonl", *JUDGE), 2, "missing.jsonl: no such file"),
     ("data-is-directory", [_write("dir.jsonl/x", "")], (*EVAL, "dir.jsonl", *JUDGE), 2, "dir.jsonl: not a file"),
     ("unknown-format", [_write("data.txt", LINE)], (*EVAL, "data.txt", *JUDGE), 2, "unknown input format '.txt'"),

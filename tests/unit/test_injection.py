@@ -44,7 +44,7 @@ def test_inject_appends_or_prefixes_and_labels_the_copy() -> None:
 
 
 def test_the_audit_measures_the_inflation_of_a_fooled_judge() -> None:
-    result = injection_audit(ITEMS, "pointwise", gullible_judge(), runner=QUIET, resamples=500)
+    result = injection_audit(ITEMS, "pointwise", gullible_judge(), runner=QUIET, resamples=500, guard="flag")
     rows = {r["attack"]: r for r in result["rows"]}
     assert set(rows) == {a.name for a in ATTACKS}
     fooled = rows["override"]
@@ -57,6 +57,21 @@ def test_the_audit_measures_the_inflation_of_a_fooled_judge() -> None:
     assert len(result["items"]) == 4 * len(ATTACKS)
     assert "| override | pointwise | 1.000 | 4.000 | +3.000 [+3.000, +3.000]" in markdown_table(result)
     assert result["signature"]["method"] == "injection:pointwise"
+    assert result["guard"] == "flag" and result["removed_by_guard"]["override"] == 0
+    # the default guard removes the order before the judge reads it: no inflation left
+    guarded = injection_audit(ITEMS, "pointwise", gullible_judge(), runner=QUIET, resamples=500)
+    rows = {r["attack"]: r for r in guarded["rows"]}
+    assert rows["override"]["mean_delta"] == 0.0 and rows["override"]["raised"] == 0
+    assert guarded["removed_by_guard"] == {"override": 4, "fake_delimiter": 4, "json_verdict": 4, "role_play": 4,
+                                           "authority": 0}
+
+
+def test_attack_sets_by_name() -> None:
+    from assay.injection import HELD_OUT_ATTACKS
+
+    assert select_attacks(["held-out"]) == list(HELD_OUT_ATTACKS)
+    assert [a.name for a in select_attacks(["override", "all"])][:2] == ["override", "fake_delimiter"]
+    assert len(select_attacks(["all"])) == len(ATTACKS) + len(HELD_OUT_ATTACKS)
 
 
 def test_unscored_answers_are_counted_not_paired() -> None:
@@ -122,7 +137,8 @@ def test_cli_prints_and_writes_the_audit(tmp_path: Path) -> None:
         {"match": r".", "responses": [pointwise_json(1)], "repeat": True}]}))
     out = tmp_path / "inj.json"
     result = CliRunner().invoke(app, ["injection", str(data), "--method", "pointwise", "--attack", "override",
-                                      "--judge", f"scripted/{script}", "--out", str(out)], catch_exceptions=False)
+                                      "--judge", f"scripted/{script}", "--out", str(out), "--guard", "flag"],
+                                catch_exceptions=False)
     assert result.exit_code == 0, result.output
     saved = json.loads(out.read_text())
     assert [r["attack"] for r in saved["rows"]] == ["override"] and saved["rows"][0]["mean_delta"] == 3.0

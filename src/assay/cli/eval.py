@@ -66,6 +66,10 @@ RUN_OPTIONS: list[tuple[str, Any, Any]] = [
     ("ray_address", str | None, typer.Option(None, "--ray-address", envvar="ASSAY_RAY_ADDRESS",
                                              help="Ray cluster: auto, ray://HOST:PORT, ... (default: start a "
                                                   "local one on 127.0.0.1)")),
+    ("guard", str, typer.Option("redact", "--guard", envvar="ASSAY_GUARD",
+                                help="redact: passages of an answer aimed at the grader (orders, forged turns, "
+                                     "delimiters, verdicts) are removed before judging and flagged; flag: only "
+                                     "flagged")),
 ]
 _RUN_NAMES = {name for name, _, _ in RUN_OPTIONS}
 
@@ -149,9 +153,11 @@ def make_command(cls: type[Method]) -> Any:
                               max_retries=run["retries"], progress=run["progress"])
         if run["executor"] not in ("local", "ray"):
             raise typer.BadParameter(f"--executor {run['executor']!r}: local or ray")
+        if run["guard"] not in ("redact", "flag"):
+            raise typer.BadParameter(f"--guard {run['guard']!r}: redact or flag")
         _run(items, cls.name, options, judge=run["judge"], judge_opt=run["judge_opt"], out=run["out"], data=data,
              resume=run["resume"], wait=run["wait"], runner=runner,
-             executor={k: run[k] for k in ("executor", "workers", "ray_address")})
+             executor={k: run[k] for k in ("executor", "workers", "ray_address", "guard")})
 
     data_param = inspect.Parameter("data", inspect.Parameter.KEYWORD_ONLY, annotation=Path,
                                    default=typer.Argument(..., help="items: .jsonl, .csv or .parquet (SPEC §2.6)"))

@@ -11,7 +11,7 @@ from rich.table import Table
 from assay._files import check_output
 from assay.cli._common import console, parse_options
 from assay.datasets import read_items
-from assay.injection import ATTACKS_BY_NAME, ainjection_audit
+from assay.injection import ATTACK_SETS, ATTACKS_BY_NAME, ainjection_audit
 from assay.meta import write_meta
 from assay.registry import methods
 from assay.runner import RunnerConfig
@@ -21,7 +21,11 @@ def injection(
     data: Path = typer.Argument(..., help="items (JSONL / CSV / Parquet) whose answers get the attacks"),
     method: str = typer.Option(..., "--method", "-m", help=f"one of: {', '.join(methods())}"),
     attack: list[str] = typer.Option([], "--attack", "-a",
-                                     help=f"repeatable; default all: {', '.join(ATTACKS_BY_NAME)}"),
+                                     help=f"repeatable; default the set 'default'; sets: {', '.join(ATTACK_SETS)}; "
+                                          f"attacks: {', '.join(ATTACKS_BY_NAME)}"),
+    guard: str = typer.Option("redact", "--guard", envvar="ASSAY_GUARD",
+                              help="redact: remove passages aimed at the grader before judging (the shipped "
+                                   "defence); flag: only flag them (the judge and fence alone)"),
     judge: str = typer.Option("llamacpp/default", "--judge", "-j", envvar="ASSAY_JUDGE"),
     judge_opt: list[str] = typer.Option([], "--judge-opt", help="backend option key=value, repeatable"),
     limit: int | None = typer.Option(None, "--limit", min=1, help="only the first N items"),
@@ -43,8 +47,8 @@ def injection(
     runner = RunnerConfig(concurrency=concurrency) if concurrency else RunnerConfig()
     result = asyncio.run(ainjection_audit(items, method, judge, attacks=list(attack), store=store or
                                           out.with_suffix(".db"), runner=runner, seed=seed, resamples=resamples,
-                                          judge_options=parse_options(judge_opt)))
-    table = Table(title=f"injection audit · {method} · {len(items)} answer(s)")
+                                          judge_options=parse_options(judge_opt), guard=guard))
+    table = Table(title=f"injection audit · {method} · {len(items)} answer(s) · guard {guard}")
     for column in ("attack", "metric", "clean", "attacked", "Δ", "95% CI", "Wilcoxon p", "raised", "lowered", "n",
                    "unscored"):
         table.add_column(column, justify="left" if column in ("attack", "metric") else "right")
