@@ -65,3 +65,24 @@ def test_assay_serve_gives_the_stock_servers_output_and_logprobs(llama_server: s
     assert len(json.loads(completion.text)["verdicts"]) == 3
     assert completion.logprobs is not None
     assert "".join(t.token for t in completion.logprobs) == completion.text
+
+
+def test_a_completion_cut_by_max_tokens_keeps_its_last_tokens_logprob() -> None:
+    from llama_cpp import Llama
+
+    from assay.model import smollm_path
+    from assay.serve import fast_llama_class
+
+    messages = [{"role": "user", "content": "Say hello in JSON."}]
+    seen = []
+    for cls in (Llama, fast_llama_class()):
+        llama = cls(model_path=str(smollm_path()), n_ctx=512, logits_all=True, verbose=False, n_threads=2)
+        choice = llama.create_chat_completion(messages=messages, max_tokens=5, temperature=0, logprobs=True,
+                                              top_logprobs=2, repeat_penalty=1.0)["choices"][0]
+        llama.close()
+        assert choice["finish_reason"] == "length"
+        seen.append([(t["token"], float(t["logprob"])) for t in choice["logprobs"]["content"]])
+    stock, ours = seen
+    assert len(ours) == len(stock) == 5
+    assert [t for t, _ in ours] == [t for t, _ in stock]
+    assert [lp for _, lp in ours] == pytest.approx([lp for _, lp in stock], abs=1e-3)
