@@ -64,7 +64,9 @@ def main() -> None:
         if args.store == HERE / "results" / "injection.db":  # the run id does not see the patch: keep apart
             args.store = HERE / "results" / "injection_plain.db"
     items = flawed_examples(args.with_good)[:args.items]
-    judge = LlamaCppBackend("default", n_ctx=4096)
+    # G-Eval weighs the digits by their probabilities when the judge gives logprobs, as in the
+    # validity table: load with logits_all for it
+    judge = LlamaCppBackend("default", n_ctx=4096, logits_all=args.method == "geval")
     start = time.perf_counter()
     result = asyncio.run(ainjection_audit(items, args.method, judge, attacks=args.attack, store=args.store,
                                           runner=RunnerConfig(progress=True), guard=args.guard))

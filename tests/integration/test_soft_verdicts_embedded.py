@@ -49,8 +49,9 @@ def test_claims_soft_verdicts_on_the_embedded_judge(tmp_path: Path) -> None:
         assert row[f"{metric}_hard"] == sum(c["verdict"] == "entailment" for c in claims) / len(claims)
 
 
-def test_dece_soft_verdicts_on_the_embedded_judge(tmp_path: Path) -> None:
-    row = _run(tmp_path, "dece", "--max-criteria", "3", "--max-elements", "3", "--max-reasoning-chars", "80")
+@pytest.mark.parametrize("form", ["--reasoning", "--no-reasoning"])
+def test_dece_soft_verdicts_on_the_embedded_judge(tmp_path: Path, form: str) -> None:
+    row = _run(tmp_path, "dece", "--max-criteria", "3", "--max-elements", "3", "--max-reasoning-chars", "80", form)
     print({k: row.get(k) for k in ("precision", "precision_hard", "recall", "recall_hard", "unscored_reason")})
     assert row["status"] == "scored", row["unscored_reason"]
     for side, metric in (("criteria", "recall"), ("elements", "precision")):
@@ -61,6 +62,8 @@ def test_dece_soft_verdicts_on_the_embedded_judge(tmp_path: Path) -> None:
         key = "satisfied" if side == "criteria" else "supported"
         assert row[f"{metric}_hard"] == pytest.approx(sum(bool(e[key]) for e in entries) / len(entries))
     assert row["f_beta_hard"] is not None
+    # the brief form (no written reason) still cites evidence and has no reason in the record
+    assert all((e["reasoning"] is None) == (form == "--no-reasoning") for e in row["criteria"] + row["elements"])
 
 
 def test_caseaware_soft_bands_on_the_embedded_judge(tmp_path: Path) -> None:
