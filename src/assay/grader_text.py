@@ -5,9 +5,9 @@ forged verdicts (SPEC §2.3; the defence of holistic judges asked for in issue 1
 Every run records, per unit, the passages that matched (``details.grader_directed_text``:
 pattern name and the matched text), and the report and ``assay ui`` show them, so a reviewer
 looks at those items first. With the run's ``guard="redact"`` (the default) the judge never sees
-them either: :func:`redact` replaces each passage that holds a match — its paragraph when the
-answer has several, else its line, else its sentence — with :data:`REMOVED`, before the run's
-identity is computed, and the item's ``metadata.grader_directed_removed`` keeps what was taken
+them either: :func:`redact` removes each passage that holds a match — its paragraph when the
+answer has several, else its line, else its sentence — before the run's identity is computed,
+and the item's ``metadata.grader_directed_removed`` keeps what was taken
 out. ``guard="flag"`` leaves the text as it is (flags only). An answer with no match is not
 touched, so runs of clean data are the same either way. The patterns are deliberately
 narrow — each needs grader vocabulary or chat/verdict syntax, not just strong words — because a
@@ -17,6 +17,7 @@ they fire on the human-labelled dev answers (which contain no attacks).
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
@@ -52,7 +53,11 @@ def grader_directed(text: str) -> list[dict[str, Any]]:
     return sorted(found, key=lambda f: f["start"])
 
 
-REMOVED = "[assay removed a passage addressed to the grader]"
+REMOVED = ""
+"""What stands in the judged text for a removed passage: nothing. A visible marker ("[assay
+removed a passage ...]") was measured to lower the judge's grade (pointwise −0.7 of 4, G-Eval
+F2 −0.067, 10 answers, ``benchmarks/README.md``): the judge read it as a flaw of the answer. The
+record and the report keep what was removed."""
 
 
 def _units(text: str) -> list[tuple[int, int]]:
@@ -70,28 +75,30 @@ def _units(text: str) -> list[tuple[int, int]]:
 
 
 def redact(text: str) -> tuple[str, list[dict[str, Any]]]:
-    """``text`` with every passage that addresses the grader replaced by :data:`REMOVED` (runs of
-    removed passages by one marker), and the removed passages with the patterns they matched.
-    Text without a match comes back unchanged."""
+    """``text`` without the passages that address the grader (each paragraph, line or sentence
+    holding a match, :func:`_units`), and the removed passages with the patterns they matched.
+    The separator before a removed passage goes with it, so an attack appended as its own
+    paragraph leaves exactly the clean answer. Text without a match comes back unchanged."""
     flags = []
     for name, pattern in PATTERNS:
         flags += [(m.start(), m.end(), name) for m in pattern.finditer(text)]
     if not flags:
         return text, []
     removed: list[dict[str, Any]] = []
-    pieces: list[str] = []
-    cursor = 0
+    kept: list[tuple[int, int]] = []
     for start, end in _units(text):
         hits = sorted({name for a, b, name in flags if a < end and b > start})
-        if not hits:
-            continue
-        pieces.append(text[cursor:start])
-        previous = "".join(pieces).rstrip()
-        if not previous.endswith(REMOVED):
-            pieces.append(REMOVED)
+        if hits:
+            removed.append({"patterns": hits, "text": text[start:end]})
         else:
-            pieces = [previous]
-        removed.append({"patterns": hits, "text": text[start:end]})
-        cursor = end
-    pieces.append(text[cursor:])
+            kept.append((start, end))
+    if not kept:
+        return REMOVED, removed
+    pieces = [text[kept[0][0]:kept[0][1]]]
+    for (_, prev_end), (start, end) in itertools.pairwise(kept):
+        gap = text[prev_end:start]
+        separator = re.search(r"\s+", gap)
+        # keep the separator that followed the previous kept unit (a blank line, a newline, a space)
+        pieces.append((separator.group(0) if separator and gap.startswith(separator.group(0)) else " ")
+                      + text[start:end])
     return "".join(pieces).strip(), removed
