@@ -72,6 +72,17 @@ def test_attack_sets_by_name() -> None:
     assert select_attacks(["held-out"]) == list(HELD_OUT_ATTACKS)
     assert [a.name for a in select_attacks(["override", "all"])][:2] == ["override", "fake_delimiter"]
     assert len(select_attacks(["all"])) == len(ATTACKS) + len(HELD_OUT_ATTACKS)
+    assert [a.name for a in select_attacks(["all", "control"])][-1] == "neutral_closing"
+
+
+def test_the_control_passage_is_not_taken_for_an_attack() -> None:
+    """The control measures the perturbation floor only if the guard leaves it in place."""
+    from assay.grader_text import grader_directed
+    from assay.injection import CONTROLS
+
+    for control in CONTROLS:
+        assert grader_directed(control.text) == []
+        assert control.text in inject(ITEMS[0], control).response
 
 
 def test_unscored_answers_are_counted_not_paired() -> None:
