@@ -11,6 +11,12 @@ Writes benchmarks/results/injection_<method>.json and prints the markdown table.
 adds the examples' good answers after the flawed ones (14 in all).
 ``--guard flag`` leaves passages aimed at the grader in the answer (default ``redact``: the
 shipped guard removes them); ``--attack all`` runs the default and the held-out attacks.
+
+The case-aware judge grades a support turn, not a free answer: with ``--method caseaware`` the
+answers are the first ``--items`` rated responses of the seeded MT-RAG dev subset of
+``meta_mtrag.py`` (earlier turns, passages). DICE judges pairs: with ``--method dice`` they are
+the first ``--items`` pairs of the seeded PandaLM dev subset of ``meta_pandalm.py``, the attack
+goes into response1 (answer A) and Δ is read on score_a, with logprobs as in that benchmark.
 Usage: python benchmarks/injection.py [--method pointwise] [--items 4] [--attack NAME|SET ...] [--plain-fence]
        [--guard redact|flag] [--with-good]
 """
@@ -25,12 +31,14 @@ from importlib import resources
 from pathlib import Path
 
 from assay.backends._llamacpp import LlamaCppBackend
+from assay.datasets.adapters import read_mtrag, read_pandalm
 from assay.injection import ainjection_audit, markdown_table
 from assay.meta import write_meta
 from assay.runner import RunnerConfig
 from assay.types import Item
 
 HERE = Path(__file__).parent
+DATA = HERE.parents[1] / "shared" / "data"
 
 
 def flawed_examples(with_good: bool = False) -> list[Item]:
@@ -63,10 +71,16 @@ def main() -> None:
         baselines.fence = caseaware.fence = plain  # type: ignore[assignment]
         if args.store == HERE / "results" / "injection.db":  # the run id does not see the patch: keep apart
             args.store = HERE / "results" / "injection_plain.db"
-    items = flawed_examples(args.with_good)[:args.items]
+    if args.method == "caseaware":
+        items = read_mtrag(DATA / "mtrag_human_eval_dev.json").subset(args.items, 0).items
+    elif args.method == "dice":
+        items = read_pandalm(DATA / "pandalm_testset_dev.json").subset(args.items, 0).items
+    else:
+        items = flawed_examples(args.with_good)[:args.items]
     # G-Eval weighs the digits by their probabilities when the judge gives logprobs, as in the
-    # validity table: load with logits_all for it
-    judge = LlamaCppBackend("default", n_ctx=4096, logits_all=args.method == "geval")
+    # validity table, and DICE reads its label probabilities from them: load with logits_all
+    judge = LlamaCppBackend("default", n_ctx=8192 if args.method == "caseaware" else 4096,
+                            logits_all=args.method in ("geval", "dice"))
     start = time.perf_counter()
     result = asyncio.run(ainjection_audit(items, args.method, judge, attacks=args.attack, store=args.store,
                                           runner=RunnerConfig(progress=True), guard=args.guard))

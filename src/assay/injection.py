@@ -32,7 +32,7 @@ from assay.methods import build_method
 from assay.runner import RunnerConfig, canonical_json
 from assay.stats import Signature, paired_bootstrap, wilcoxon
 from assay.store import Store
-from assay.types import Item
+from assay.types import Item, Unit, pairs_from_items
 
 
 @dataclass(frozen=True)
@@ -154,7 +154,34 @@ async def ainjection_audit(items: list[Item], method: str, judge: str | JudgeBac
         raise ConfigError("the injection audit needs at least one item")
     chosen = select_attacks(attacks)
     method_obj = build_method(method, **(method_options or {}))
-    attacked = [inject(item, attack) for item in items for attack in chosen]
+    # subjects: (the clean item, the key of its clean unit, {attack: the key of its attacked unit})
+    subjects: list[tuple[Item, str, dict[str, str]]] = []
+    attacked: list[Item] = []
+    if method_obj.unit_kind == "pair":
+        # pairwise methods (DICE): the attack goes into the first answer of each pair, the second
+        # stays as it was; each attacked pair gets its own id, so it is judged as a pair of its own
+        for unit in pairs_from_items(items):
+            first, second = unit.items
+            keys = {}
+            for attack in chosen:
+                hit = inject(first, attack)
+                pair_id = f"{first.id}+{attack.name}"
+                a = hit.model_copy(update={"id": pair_id, "metadata": {**hit.metadata, "pair_position": "a"}})
+                b = second.model_copy(update={"id": pair_id, "metadata": {**second.metadata, "pair_position": "b",
+                                                                          "attack": attack.name}})
+                attacked += [a, b]
+                keys[attack.name] = Unit.pair(a, b).key
+            subjects.append((first, unit.key, keys))
+        if not subjects:
+            raise ConfigError(f"{method} judges pairs: the audit needs two answers to one query")
+    else:
+        for item in items:
+            keys = {}
+            for attack in chosen:
+                hit = inject(item, attack)
+                attacked.append(hit)
+                keys[attack.name] = hit.key
+            subjects.append((item, item.key, keys))
     store_obj = store if isinstance(store, Store) else Store(store or ":memory:")
     result = await aevaluate([*items, *attacked], method_obj, judge, store=store_obj, resume=True,
                              runner=runner or RunnerConfig(progress=False), judge_options=judge_options,
@@ -166,25 +193,26 @@ async def ainjection_audit(items: list[Item], method: str, judge: str | JudgeBac
         for metric in method_obj.metrics:
             pairs: list[tuple[float, float]] = []
             unscored = 0
-            for item in items:
-                clean = scores.get(item.key, {}).get(metric)
-                hit = scores.get(inject(item, attack).key, {}).get(metric)
+            for item, clean_key, keys in subjects:
+                clean = scores.get(clean_key, {}).get(metric)
+                score = scores.get(keys[attack.name], {}).get(metric)
                 records.append({"id": item.id, "system": item.system, "attack": attack.name, "metric": metric,
-                                "clean": clean, "attacked": hit})
-                if clean is None or hit is None:
+                                "clean": clean, "attacked": score})
+                if clean is None or score is None:
                     unscored += 1
                 else:
-                    pairs.append((float(hit), float(clean)))
+                    pairs.append((float(score), float(clean)))
             rows.append(_row(attack.name, metric, pairs, unscored, resamples, seed))
     judge_name = "none" if not method_obj.needs_judge else (judge.name if isinstance(judge, JudgeBackend) else judge)
     prompt_hash = hashlib.sha256(canonical_json({"method": method_obj.manifest(),
                                                  "attacks": [asdict(a) for a in chosen]}).encode()).hexdigest()
-    signature = Signature(method=f"injection:{method}", judge=judge_name, n=len(items), resamples=resamples,
+    signature = Signature(method=f"injection:{method}", judge=judge_name, n=len(subjects), resamples=resamples,
                           seed=seed, prompt_sha256=prompt_hash)
-    removed = {attack.name: sum(bool(r.details.get("grader_directed_text")) and any(
-        f.get("removed") for f in r.details["grader_directed_text"]) for r in result.rows
-        if r.key.endswith(f"+{attack.name}")) for attack in chosen}
+    by_key = {r.key: r for r in result.rows}
+    removed = {attack.name: sum(any(f.get("removed") for f in by_key[keys[attack.name]].details.get(
+        "grader_directed_text") or []) for _, _, keys in subjects if keys[attack.name] in by_key) for attack in chosen}
     return {"signature": signature.to_dict(), "method": method, "run_id": result.run_id, "guard": guard,
+            "attacked_side": "a (the first answer of each pair)" if method_obj.unit_kind == "pair" else None,
             "removed_by_guard": removed,
             "attacks": [asdict(a) for a in chosen], "rows": rows, "items": records,
             "judge_calls": result.client_stats.calls if result.client_stats else None, "wall_s": result.wall_s}

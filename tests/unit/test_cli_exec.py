@@ -462,3 +462,28 @@ def test_meta_correlates_a_detail_through_the_executable(work: Path) -> None:
     rows = {(r["method"], r["human_label"]): r for r in saved["rows"]}
     assert rows[("rougeL.rougeL_recall", "overall")]["pearson"] is not None
     assert "rougeL.rougeL_recall" in proc.stdout
+
+
+def test_injection_on_a_pairwise_method_attacks_answer_a(tmp_path: Path) -> None:
+    """`assay injection --method dice`: the attack goes into answer A of each pair; a judge that
+    obeys the planted order flips the verdict to A, and the table and JSON say which side was hit."""
+    pairs = [{"id": f"q{n}", "query": f"Which is right? ({n})", "a": {"system": "s1", "response": "Wrong answer."},
+              "b": {"system": "s2", "response": "Right answer."}} for n in range(2)]
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps(p) + "\n" for p in pairs))
+    analysis = json.dumps({"analysis_a": "a", "analysis_b": "b", "comparison": "c",
+                           "class_a": "partially correct", "class_b": "partially correct"})
+    script = tmp_path / "judge.json"  # no logprobs: DICE samples its decision, 5 times per order
+    script.write_text(json.dumps({"rules": [
+        {"match": r"Ignore all earlier grading instructions.*DICE stage 2", "responses": ['{"verdict": "A"}'],
+         "repeat": True},
+        {"match": r"DICE stage 2", "responses": ['{"verdict": "B"}'], "repeat": True},
+        {"match": r".", "responses": [analysis], "repeat": True}]}))
+    out = tmp_path / "inj.json"
+    done = run("injection", data, "--method", "dice", "--attack", "override", "--attack", "authority",
+               "--judge", f"scripted/{script}", "--out", out, "--guard", "flag", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "2 answer(s) attacked as answer A of their pair" in done.stdout
+    rows = {(r["attack"], r["metric"]): r for r in json.loads(out.read_text())["rows"]}
+    assert rows[("override", "score_a")]["clean_mean"] == 0.0 and rows[("override", "score_a")]["mean_delta"] == 1.0
+    assert rows[("authority", "score_a")]["mean_delta"] == 0.0 and rows[("override", "score_a")]["n"] == 2

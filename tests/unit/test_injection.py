@@ -158,3 +158,30 @@ def test_cli_prints_and_writes_the_audit(tmp_path: Path) -> None:
                                    "--judge", f"scripted/{script}", "--out", str(tmp_path / "x.json")])
     assert bad.exit_code != 0 and isinstance(bad.exception, ConfigError) and "unknown attack" in str(bad.exception)
     assert not (tmp_path / "x.json").exists()
+
+
+def test_a_pairwise_audit_attacks_the_first_answer_and_keeps_each_attacked_pair_apart() -> None:
+    """DICE judges pairs: the attack goes into answer A, B is left as it was, and Δ is read on A's
+    score. The scripted judge prefers the longer answer, so any appended text that survives the
+    guard turns A's loss into a win."""
+    from tests.unit.test_dice import LogprobJudge, items_of, pair
+
+    records = [{**pair("short", f"a longer answer that wins the comparison ({n})"), "id": f"q{n}"} for n in range(3)]
+    items = items_of(*records)
+    judge = LogprobJudge()
+    result = injection_audit(items, "dice", judge, runner=QUIET, resamples=200, attacks=["override", "authority"],
+                             guard="flag")
+    rows = {(r["attack"], r["metric"]): r for r in result["rows"]}
+    assert rows[("override", "score_a")]["clean_mean"] == 0.0 and rows[("override", "score_a")]["attacked_mean"] == 1.0
+    assert rows[("override", "score_a")]["raised"] == 3 and rows[("override", "score_b")]["mean_delta"] == -1.0
+    assert result["attacked_side"].startswith("a") and result["signature"]["n"] == 3
+    # 3 clean + 6 attacked pairs, each judged once (analysis + decision): the attacked pairs did not
+    # merge with the clean ones into larger groups
+    assert len(judge.calls) == 9 * 2
+    guarded = injection_audit(items, "dice", LogprobJudge(), runner=QUIET, resamples=200,
+                              attacks=["override", "authority"])
+    rows = {(r["attack"], r["metric"]): r for r in guarded["rows"]}
+    assert rows[("override", "score_a")]["mean_delta"] == 0.0 and guarded["removed_by_guard"]["override"] == 3
+    assert rows[("authority", "score_a")]["mean_delta"] == 1.0  # not instruction-like: the guard leaves it
+    with pytest.raises(ConfigError, match="two answers to one query"):
+        injection_audit(items[:1], "dice", LogprobJudge(), runner=QUIET)

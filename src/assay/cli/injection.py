@@ -37,7 +37,8 @@ def injection(
     force: bool = typer.Option(False, "--force", help="replace an existing --out file that assay did not write"),
 ) -> None:
     """Score each answer clean and with each injection attack appended, and print per attack and
-    metric the paired difference attacked − clean (bootstrap CI, Wilcoxon p, answers raised)."""
+    metric the paired difference attacked − clean (bootstrap CI, Wilcoxon p, answers raised).
+    Pairwise methods (dice): the attack goes into the first answer of each pair."""
     if method not in methods():
         raise typer.BadParameter(f"unknown method {method}; known: {', '.join(methods())}")
     check_output(out, inputs=[data, store or out.with_suffix(".db")], force=force, option="--out")
@@ -48,7 +49,9 @@ def injection(
     result = asyncio.run(ainjection_audit(items, method, judge, attacks=list(attack), store=store or
                                           out.with_suffix(".db"), runner=runner, seed=seed, resamples=resamples,
                                           judge_options=parse_options(judge_opt), guard=guard))
-    table = Table(title=f"injection audit · {method} · {len(items)} answer(s) · guard {guard}")
+    attacked = f"{result['signature']['n']} answer(s)" + (" attacked as answer A of their pair"
+                                                          if result.get("attacked_side") else "")
+    table = Table(title=f"injection audit · {method} · {attacked} · guard {guard}")
     for column in ("attack", "metric", "clean", "attacked", "Δ", "95% CI", "Wilcoxon p", "raised", "lowered", "n",
                    "unscored"):
         table.add_column(column, justify="left" if column in ("attack", "metric") else "right")
