@@ -7,8 +7,11 @@ on the first ``--pairs`` of the seeded RAGChecker dev subset (nested in the 40 o
 For each: Pearson r of score(model2) − score(model1) with each annotator's correctness /
 completeness / overall label, the paired Δr (k samples minus one) with a unit-bootstrap CI,
 judge calls and tokens per answer, and how many criteria / elements were kept with how many
-votes. Embedded judge with logprobs. Writes ``results/self_consistency.json``.
-Usage: python benchmarks/self_consistency.py [--pairs 10] [--k 3]
+votes. Embedded judge with logprobs. ``--form brief`` (the default) asks for the verdicts
+without a written reason, as the cheap configuration of the cost table and the 40-pair validity
+run (whose calls it re-uses); ``--form reasons`` with a reason each.
+Writes ``results/self_consistency.json``.
+Usage: python benchmarks/self_consistency.py [--pairs 10] [--k 3] [--form brief|reasons]
 """
 
 from __future__ import annotations
@@ -38,13 +41,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--store", type=Path, default=HERE / "results" / "meta_ragchecker.db")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "self_consistency.json")
+    parser.add_argument("--form", choices=["brief", "reasons"], default="brief")
     args = parser.parse_args()
     # the 40-pair subset's first --pairs units: nested in validity_ragchecker.py's run
     full = read_ragchecker(DATA).subset(40, args.seed)
     metaset = full.subset(args.pairs, args.seed)
     judge = LlamaCppBackend("default", n_ctx=4096, logits_all=True)
     sampled = f"dece@k{args.k}"
-    options = {"dece@soft": {"verdicts": "soft"}, sampled: {"verdicts": "soft", "extraction_samples": args.k}}
+    base: dict[str, Any] = {"verdicts": "soft", **({"reasoning": False} if args.form == "brief" else {})}
+    options = {"dece@soft": base, sampled: {**base, "extraction_samples": args.k}}
     store = Store(args.store)
     start = time.perf_counter()
     result = asyncio.run(ameta(metaset, ["dece@soft", sampled], judge, store=store, seed=args.seed, resamples=1000,
@@ -65,7 +70,8 @@ def main() -> None:
                         "element_votes": dict(Counter(v for r in records for v in r.details.get("element_votes", [])))}
     rows = [{"metric": r["method"], "label": r["human_label"], "r": r["pearson"], "r_ci": r.get("pearson_ci"),
              "n": r["n"]} for r in result["rows"]]
-    out = {"pairs": args.pairs, "k": args.k, "seed": args.seed, "judge": "Qwen2.5-Coder-1.5B-Instruct Q4_K_M, logprobs",
+    out = {"pairs": args.pairs, "k": args.k, "seed": args.seed, "form": args.form,
+           "judge": "Qwen2.5-Coder-1.5B-Instruct Q4_K_M, logprobs",
            "runs": runs, "rows": rows, "wall_s": wall,
            # compare_metrics gives versus − other; here: r with k samples minus r with one
            "delta_k_minus_1": [{"metric": c["method"], "label": c["human_label"], "delta": -c["delta"],
