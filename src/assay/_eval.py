@@ -132,8 +132,12 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
                     runner: RunnerConfig | None = None, resume: bool = False,
                     judge_options: dict[str, Any] | None = None, data_source: str | None = None,
                     wait_s: float | None = None, executor: str = "local", workers: int = 2,
-                    ray_address: str | None = None, guard: str = "redact", **method_options: Any) -> EvalResult:
-    """Evaluate items with a method and a judge; see :func:`evaluate`."""
+                    ray_address: str | None = None, guard: str = "redact", version_check: bool = True,
+                    **method_options: Any) -> EvalResult:
+    """Evaluate items with a method and a judge; see :func:`evaluate`. ``version_check=False``
+    (meta-evaluations, audits: callers whose ``resume`` means "re-use the run if it is there")
+    starts this version's run without refusing because another version's run of the same work
+    is in the store; the two runs have different ids and never mix."""
     if executor not in ("local", "ray"):
         raise ConfigError(f"executor must be local or ray, not {executor!r}")
     if guard not in ("redact", "flag"):
@@ -169,16 +173,17 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
         ray = {"workers": workers, "address": ray_address, "judge_options": judge_options or {}} \
             if executor == "ray" else None
         return await _run_locked(item_list, method_obj, backend, judge, store_obj, runner_cfg, run_id, identity,
-                                 resume=resume, data_source=data_source, ray=ray)
+                                 resume=resume, data_source=data_source, ray=ray, version_check=version_check)
     finally:
         store_obj.release_run(run_id)
 
 
 async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeBackend, judge: str | JudgeBackend,
                       store_obj: Store, runner_cfg: RunnerConfig, run_id: str, identity: dict[str, Any], *,
-                      resume: bool, data_source: str | None, ray: dict[str, Any] | None = None) -> EvalResult:
+                      resume: bool, data_source: str | None, ray: dict[str, Any] | None = None,
+                      version_check: bool = True) -> EvalResult:
     existing = store_obj.get_run(run_id)
-    if existing is None and resume:
+    if existing is None and resume and version_check:
         check_version(store_obj, method_obj, identity, item_list)
     if existing is not None and not resume:
         if not isinstance(judge, JudgeBackend):

@@ -184,8 +184,8 @@ async def ainjection_audit(items: list[Item], method: str, judge: str | JudgeBac
             subjects.append((item, item.key, keys))
     store_obj = store if isinstance(store, Store) else Store(store or ":memory:")
     result = await aevaluate([*items, *attacked], method_obj, judge, store=store_obj, resume=True,
-                             runner=runner or RunnerConfig(progress=False), judge_options=judge_options,
-                             data_source="injection audit", guard=guard)
+                             version_check=False, runner=runner or RunnerConfig(progress=False),
+                             judge_options=judge_options, data_source="injection audit", guard=guard)
     scores = {r.key: r.scores for r in result.rows}
     rows = []
     records = []

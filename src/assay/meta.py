@@ -392,8 +392,8 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
         manifests[method] = method_obj.manifest()
         method_judge = (judge_for or {}).get(method, (judge_for or {}).get(method.split("@", 1)[0], judge))
         result = await aevaluate(metaset.items, method_obj, method_judge, store=store_obj, resume=True,
-                                 runner=runner or RunnerConfig(progress=False), judge_options=judge_options,
-                                 data_source=f"{metaset.kind}:{metaset.source}")
+                                 version_check=False, runner=runner or RunnerConfig(progress=False),
+                                 judge_options=judge_options, data_source=f"{metaset.kind}:{metaset.source}")
         rows = result.rows
         scores = {r.key: r.scores for r in rows}
         metrics: tuple[str, ...] = method_obj.metrics

@@ -66,13 +66,22 @@ def test_item_without_reference_is_rejected_naming_it() -> None:
         assay.evaluate([ITEM, bad], "dece", ScriptedBackend([]), runner=QUIET)
 
 
-def test_empty_answer_has_no_precision() -> None:
-    rules = dece_rules(["a"], ["x"], sat=[0], ver=[1])
-    rules[1]["responses"] = [verdicts_json("criterion", [0], [[]])]  # no sentence to cite
+def test_an_empty_answer_has_no_precision_recall_0_and_f_0() -> None:
+    rules = dece_rules(["a", "b"], ["x"], sat=[1, 1], ver=[1])
     backend = ScriptedBackend(rules=rules)
-    row = assay.evaluate([{**ITEM, "response": "  "}], "dece", backend, runner=QUIET).records()[0]
-    assert row["precision"] is None and row["recall"] == 0.0
-    assert "empty" in row["unscored_reason"]
+    for verdicts in ("hard", "soft"):
+        row = assay.evaluate([{**ITEM, "response": "  "}], "dece", backend, runner=QUIET,
+                             verdicts=verdicts).records()[0]
+        assert row["precision"] is None and row["recall"] == 0.0 and row["f_beta"] == 0.0
+        assert [c["satisfied"] for c in row["criteria"]] == [False, False]
+        assert row["criteria"][0]["reasoning"] == "the answer is empty" and "empty" in row["unscored_reason"]
+        assert row["f_beta_rule"].startswith("recall is 0")
+        assert row["status"] == "partial"
+    assert row["f_beta_hard"] == 0.0 and row["recall_hard"] == 0.0
+    # the criteria were extracted (once per run) and nothing else was asked: no satisfaction call,
+    # no element extraction, although the script would have satisfied both criteria
+    assert [c for c in backend.calls if any("<answer" in m.content for m in c)] == []
+    assert len(backend.calls) == 2
 
 
 def test_criteria_are_extracted_once_per_question() -> None:

@@ -65,6 +65,9 @@ def test_lexical_baselines_score_against_the_reference() -> None:
         rows = assay.evaluate(items, method, runner=RunnerConfig(progress=False)).records()
         assert rows[0][method] == pytest.approx(1.0) and rows[1][method] < 0.2
         assert rows[0]["judge_calls"] == 0
+        # an empty answer shares nothing with the reference: 0, not Unscored
+        empty = assay.evaluate([{**items[0], "response": " "}], method, runner=RunnerConfig(progress=False)).records()
+        assert empty[0][method] == 0.0 and empty[0]["status"] == "scored" and empty[0]["empty_answer"] is True
 
 
 def test_pairwise_meta_repeats_the_difference_per_annotator() -> None:

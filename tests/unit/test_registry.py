@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import ClassVar
 
 import pytest
 
 import assay
+from assay._eval import aevaluate
 from assay.errors import ConfigError, StoreError
 from assay.methods.lexical import RougeL
 from assay.registry import build_method, method_class, methods, register_method
@@ -49,11 +51,25 @@ def test_resuming_a_run_of_another_method_version_is_refused(tmp_path) -> None:
     store = Store(tmp_path / "run.db")
     first = assay.evaluate([ITEM], RougeL(), "scripted/none", store=store, runner=QUIET)
 
-    class RougeL2(RougeL):
-        version: ClassVar[str] = "2"
+    class RougeL3(RougeL):
+        version: ClassVar[str] = "3"
 
-    with pytest.raises(StoreError, match="made by rougeL version 1; this is version 2"):
-        assay.evaluate([ITEM], RougeL2(), "scripted/none", store=store, runner=QUIET, resume=True)
-    again = assay.evaluate([ITEM], RougeL2(), "scripted/none", store=store, runner=QUIET)  # a new run is fine
+    with pytest.raises(StoreError, match="made by rougeL version 2; this is version 3"):
+        assay.evaluate([ITEM], RougeL3(), "scripted/none", store=store, runner=QUIET, resume=True)
+    again = assay.evaluate([ITEM], RougeL3(), "scripted/none", store=store, runner=QUIET)  # a new run is fine
     assert again.run_id != first.run_id
-    assert store.run(again.run_id).manifest["method_version"] == "2"
+    assert store.run(again.run_id).manifest["method_version"] == "3"
+
+
+def test_a_caller_that_reuses_runs_starts_the_new_version_beside_the_old(tmp_path) -> None:
+    """meta and the injection audit resume "if the run is there": a new method version starts
+    its own run (another id) instead of being refused, and the old run stays as it was."""
+    store = Store(tmp_path / "run.db")
+    first = assay.evaluate([ITEM], RougeL(), "scripted/none", store=store, runner=QUIET)
+
+    class RougeL3(RougeL):
+        version: ClassVar[str] = "3"
+
+    again = asyncio.run(aevaluate([ITEM], RougeL3(), "scripted/none", store=store, runner=QUIET, resume=True,
+                                  version_check=False))
+    assert again.run_id != first.run_id and len(store.list_runs()) == 2

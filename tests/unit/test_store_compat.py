@@ -45,13 +45,35 @@ def test_an_old_store_migrates_and_exports_unchanged(old: Path) -> None:
 
 @pytest.mark.skipif(ASSAY is None, reason="the assay console script is not installed")
 def test_old_runs_resume_with_no_judge_call_and_the_same_scores(old: Path) -> None:
+    """Case-aware's old run resumes. DeCE and rougeL are at version 2 now (an empty answer scores
+    F = 0 instead of Unscored): resuming their version-1 runs is refused with the reason, and a
+    new run in the same store is served from the stored judge calls with the old scores."""
     assert ASSAY is not None
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
-    for args in (["dece", "items.jsonl", "--judge", "scripted/judge.json"],
-                 ["caseaware", "turns.jsonl", "--judge", "scripted/cj.json"], ["rougeL", "items.jsonl"]):
-        proc = subprocess.run([ASSAY, "eval", *args, "--out", "store.db", "--resume", "--no-progress"], cwd=old,
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([ASSAY, "eval", *args, "--out", "store.db", "--no-progress"], cwd=old,
                               capture_output=True, text=True, env=env)
-        assert proc.returncode == 0, proc.stderr
-        assert "0 judge call(s) made" in proc.stdout and "item(s) were already done" in proc.stdout, proc.stdout
+
+    proc = run("caseaware", "turns.jsonl", "--judge", "scripted/cj.json", "--resume")
+    assert proc.returncode == 0, proc.stderr
+    assert "0 judge call(s) made" in proc.stdout and "item(s) were already done" in proc.stdout, proc.stdout
+    # a store is opened, read and closed between the CLI's runs: no connection stays open across them
     store = Store(old / "store.db", create=False)
-    assert len(store.list_runs()) == 3  # resumed, no new run
+    old_runs = {r.method: r.run_id for r in store.list_runs()}
+    store.close()
+    for args in (["dece", "items.jsonl", "--judge", "scripted/judge.json"], ["rougeL", "items.jsonl"]):
+        refused = run(*args, "--resume")
+        assert refused.returncode == 2 and f"made by {args[0]} version 1; this is version 2" in refused.stderr
+        proc = run(*args)
+        assert proc.returncode == 0, proc.stderr
+        assert "0 judge call(s) made" in proc.stdout, proc.stdout
+        store = Store(old / "store.db", create=False)
+        new_id = next(r.run_id for r in store.list_runs() if r.method == args[0] and r.run_id != old_runs[args[0]])
+        metrics = ("precision", "recall", "f_beta") if args[0] == "dece" else ("rougeL",)
+        before = [{m: r.get(m) for m in ("id", *metrics)} for r in export_rows(store, old_runs[args[0]])]
+        after = [{m: r.get(m) for m in ("id", *metrics)} for r in export_rows(store, new_id)]
+        store.close()
+        assert after == before
+    store = Store(old / "store.db", create=False)
+    assert len(store.list_runs()) == 5  # case-aware resumed; two new runs

@@ -38,7 +38,10 @@ Readings of the paper we chose, so the next person knows:
   calls are unchanged, so a soft run re-uses a hard run's cached criteria and elements; a
   completion without logprobs for every verdict makes the metric Unscored, never hard.
 * An answer with no extractable element has no defined precision: it is Unscored with that
-  reason (never 0 or 1). Likewise recall without criteria.
+  reason (never 0 or 1). Likewise recall without criteria. An empty answer covers no criterion:
+  its recall is 0 without a judge call, and since F-beta(P, 0) = 0 for every P its F-beta is 0
+  although its precision is Unscored (version 2; version 1 left F Unscored, which dropped the
+  answers human raters rank lowest — an empty response — from every correlation).
 * Criteria are per question (item ``id``), shared by every system's answer to it; a frozen
   criteria file (the expert review workflow, §3.3.1) replaces extraction.
 """
@@ -313,7 +316,7 @@ class DeCE(Method):
 
     name: ClassVar[str] = "dece"
     metrics: ClassVar[tuple[str, ...]] = ("precision", "recall", "f_beta")
-    version: ClassVar[str] = "1"
+    version: ClassVar[str] = "2"
     config_model: ClassVar[type[BaseModel] | None] = DeCEConfig
     primary_metric: ClassVar[str | None] = "f_beta"
     meta_reference: ClassVar[bool] = True
@@ -528,6 +531,17 @@ class DeCE(Method):
         if criteria is None:
             assert problem is not None
             unscored.append(problem.model_copy(update={"reason": f"criteria extraction: {problem.reason}"}))
+        elif not item.response.strip():
+            # an empty answer covers no criterion: recall is 0 by definition, no judge is asked
+            for n, criterion in enumerate(criteria, 1):
+                details["criteria"].append({"n": n, "criterion": criterion, "edited": edited[n - 1],
+                                            "satisfied": False, "judge_score": None, "evidence": None,
+                                            "quote": None, "quote_found": None, "figures_missing": None,
+                                            "downgraded": None, "reasoning": "the answer is empty",
+                                            **({"p_judge": None, "soft": 0.0} if soft else {})})
+            recall = 0.0
+            if soft:
+                details["recall_hard"] = 0.0
         else:
             answer_sentences = split_sentences(item.response)
             outcome = await generate_structured(
@@ -616,6 +630,13 @@ class DeCE(Method):
             fb = f_beta(precision, recall, cfg.beta)
             if soft and "precision_hard" in details and "recall_hard" in details:
                 details["f_beta_hard"] = f_beta(details["precision_hard"], details["recall_hard"], cfg.beta)
+        elif recall == 0.0:
+            # F-beta(P, 0) = 0 for every P in [0, 1]: with nothing covered, F is 0 whatever the
+            # precision (an empty answer has none); precision itself stays Unscored
+            fb = 0.0
+            details["f_beta_rule"] = "recall is 0, so F-beta is 0 whatever the precision"
+            if soft and details.get("recall_hard") == 0.0:
+                details["f_beta_hard"] = 0.0
         else:
             missing = [m for m, v in (("precision", precision), ("recall", recall)) if v is None]
             unscored.append(Unscored(reason=f"needs {' and '.join(missing)}", metric="f_beta"))

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from assay.methods._base import CallEstimate, ItemResult, Method
 from assay.registry import register_method
 from assay.runner import JudgeClient
-from assay.types import Item, Unscored
+from assay.types import Item
 
 
 def _reference_text(item: Item) -> str:
@@ -22,6 +22,7 @@ def _reference_text(item: Item) -> str:
 
 class _Lexical(Method):
     needs_judge: ClassVar[bool] = False
+    version: ClassVar[str] = "2"  # 2: an empty answer scores 0 (1: Unscored)
 
     def check_item(self, item: Item) -> str | None:
         if item.reference is None or not item.reference.required.strip():
@@ -32,11 +33,11 @@ class _Lexical(Method):
         return CallEstimate()
 
     def _empty(self, item: Item) -> ItemResult | None:
+        """An empty answer shares nothing with the reference: 0 (its overlap recall is 0, so the
+        F-measure is 0 whatever its undefined precision), marked so in the details."""
         if item.response.strip():
             return None
-        metric = self.metrics[0]
-        return ItemResult(scores={metric: None},
-                          unscored=[Unscored(reason="the answer is empty", metric=metric)])
+        return ItemResult(scores={self.metrics[0]: 0.0}, details={"empty_answer": True})
 
 
 @register_method
