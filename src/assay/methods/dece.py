@@ -310,6 +310,13 @@ def _dece_section(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 # --- the method --------------------------------------------------------------------------------
+def _criterion_entry(n: int, criterion: str, edited: Any) -> dict[str, Any]:
+    """A criterion's record before any verdict: every field present, none decided."""
+    return {"n": n, "criterion": criterion, "edited": edited, "satisfied": None, "judge_score": None,
+            "evidence": None, "quote": None, "quote_found": None, "figures_missing": None,
+            "downgraded": None, "reasoning": None}
+
+
 @register_method
 class DeCE(Method):
     """DeCE: precision and recall of answers against criteria from a gold answer."""
@@ -534,10 +541,8 @@ class DeCE(Method):
         elif not item.response.strip():
             # an empty answer covers no criterion: recall is 0 by definition, no judge is asked
             for n, criterion in enumerate(criteria, 1):
-                details["criteria"].append({"n": n, "criterion": criterion, "edited": edited[n - 1],
-                                            "satisfied": False, "judge_score": None, "evidence": None,
-                                            "quote": None, "quote_found": None, "figures_missing": None,
-                                            "downgraded": None, "reasoning": "the answer is empty",
+                details["criteria"].append({**_criterion_entry(n, criterion, edited[n - 1]), "satisfied": False,
+                                            "reasoning": "the answer is empty",
                                             **({"p_judge": None, "soft": 0.0} if soft else {})})
             recall = 0.0
             if soft:
@@ -555,10 +560,7 @@ class DeCE(Method):
             keys += outcome.keys
             sat_verdicts = outcome.value.verdicts if outcome.value is not None else None
             for n, criterion in enumerate(criteria, 1):
-                entry: dict[str, Any] = {"n": n, "criterion": criterion, "edited": edited[n - 1],
-                                         "satisfied": None, "judge_score": None, "evidence": None,
-                                         "quote": None, "quote_found": None, "figures_missing": None,
-                                         "downgraded": None, "reasoning": None}
+                entry = _criterion_entry(n, criterion, edited[n - 1])
                 if sat_verdicts is not None:
                     entry.update(self._grounded(sat_verdicts[n - 1], criterion, answer_sentences, "answer"))
                     entry["satisfied"] = entry.pop("counts")
