@@ -17,6 +17,10 @@ answers are the first ``--items`` rated responses of the seeded MT-RAG dev subse
 ``meta_mtrag.py`` (earlier turns, passages). DICE judges pairs: with ``--method dice`` they are
 the first ``--items`` pairs of the seeded PandaLM dev subset of ``meta_pandalm.py``, the attack
 goes into response1 (answer A) and Δ is read on score_a, with logprobs as in that benchmark.
+LeMAJ judges an answer against a document; the bundled answers have none, so ``--method lemaj``
+runs with ``without_document=knowledge`` (the gold answer and the field's established knowledge
+are the source, as on open-domain sets; each row records which source was used) and the general
+domain pack (the examples span legal, medical, financial and general questions).
 Usage: python benchmarks/injection.py [--method pointwise] [--items 4] [--attack NAME|SET ...] [--plain-fence]
        [--guard redact|flag] [--with-good]
 """
@@ -82,8 +86,10 @@ def main() -> None:
     judge = LlamaCppBackend("default", n_ctx=8192 if args.method == "caseaware" else 4096,
                             logits_all=args.method in ("geval", "dice"))
     start = time.perf_counter()
+    options = {"without_document": "knowledge", "domain": "general"} if args.method == "lemaj" else None
     result = asyncio.run(ainjection_audit(items, args.method, judge, attacks=args.attack, store=args.store,
-                                          runner=RunnerConfig(progress=True), guard=args.guard))
+                                          runner=RunnerConfig(progress=True), guard=args.guard,
+                                          method_options=options))
     result["wall_s"] = time.perf_counter() - start
     result["judge_model"] = "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama.cpp, CPU)"
     result["fence"] = "plain" if args.plain_fence else "sealed"

@@ -57,8 +57,10 @@ def main() -> None:
                                versus="dece@soft.f_beta"))
     wall = time.perf_counter() - start
     runs: dict[str, Any] = {}
+    f_by_method: dict[str, dict[str, float]] = {}
     for method, run in result["runs"].items():
         records = store.results(run["run_id"])
+        f_by_method[method] = {r.key: float(f) for r in records if (f := r.scores.get("f_beta")) is not None}
         keys = sorted({k for r in records for k in r.call_keys})
         stats = store.call_stats(keys)
         n = len(metaset.items)
@@ -68,11 +70,19 @@ def main() -> None:
                         "criteria_per_answer": sum(len(r.details.get("criteria", [])) for r in records) / n,
                         "elements_per_answer": sum(len(r.details.get("elements", [])) for r in records) / n,
                         "element_votes": dict(Counter(v for r in records for v in r.details.get("element_votes", [])))}
+    # how far k samples move each answer's score from the one-sample score (the calls differ
+    # only in the extraction samples; verification is greedy in both)
+    one, many = f_by_method.get("dece@soft", {}), f_by_method.get(sampled, {})
+    shared = sorted(set(one) & set(many))
+    moves = [abs(many[k] - one[k]) for k in shared]
+    movement = {"answers": len(shared), "mean_abs_delta_f": sum(moves) / len(moves) if moves else None,
+                "max_abs_delta_f": max(moves) if moves else None,
+                "moved_over_0.1": sum(m > 0.1 for m in moves)}
     rows = [{"metric": r["method"], "label": r["human_label"], "r": r["pearson"], "r_ci": r.get("pearson_ci"),
              "n": r["n"]} for r in result["rows"]]
     out = {"pairs": args.pairs, "k": args.k, "seed": args.seed, "form": args.form,
            "judge": "Qwen2.5-Coder-1.5B-Instruct Q4_K_M, logprobs",
-           "runs": runs, "rows": rows, "wall_s": wall,
+           "runs": runs, "rows": rows, "wall_s": wall, "f_movement": movement,
            # compare_metrics gives versus − other; here: r with k samples minus r with one
            "delta_k_minus_1": [{"metric": c["method"], "label": c["human_label"], "delta": -c["delta"],
                                 "ci": [-c["delta_ci"][1], -c["delta_ci"][0]] if c["delta_ci"] else None}
