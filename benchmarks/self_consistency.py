@@ -11,7 +11,7 @@ votes. Embedded judge with logprobs. ``--form brief`` (the default) asks for the
 without a written reason, as the cheap configuration of the cost table and the 40-pair validity
 run (whose calls it re-uses); ``--form reasons`` with a reason each.
 Writes ``results/self_consistency.json``.
-Usage: python benchmarks/self_consistency.py [--pairs 10] [--k 3] [--form brief|reasons]
+Usage: python benchmarks/self_consistency.py [--pairs 10] [--k 3] [--form brief|reasons] [--data PATH]
 """
 
 from __future__ import annotations
@@ -39,12 +39,13 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=10)
     parser.add_argument("--k", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--data", type=Path, default=DATA, help="another copy of the RAGChecker human-labelled set")
     parser.add_argument("--store", type=Path, default=HERE / "results" / "meta_ragchecker.db")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "self_consistency.json")
     parser.add_argument("--form", choices=["brief", "reasons"], default="brief")
     args = parser.parse_args()
     # the 40-pair subset's first --pairs units: nested in validity_ragchecker.py's run
-    full = read_ragchecker(DATA).subset(40, args.seed)
+    full = read_ragchecker(args.data).subset(40, args.seed)
     metaset = full.subset(args.pairs, args.seed)
     judge = LlamaCppBackend("default", n_ctx=4096, logits_all=True)
     sampled = f"dece@k{args.k}"

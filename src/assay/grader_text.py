@@ -1,6 +1,7 @@
 """A deterministic detector of text in an evaluated answer that addresses the grader instead of
 the reader: orders to ignore instructions, demands for a score, forged chat turns or delimiters,
-forged verdicts (SPEC §2.3; the defence of holistic judges asked for in issue 17).
+forged verdicts, and the answer vouching for itself (reviewed / certified / accurate in every
+detail) (SPEC §2.3; the defence of holistic judges asked for in issue 17).
 
 Every run records, per unit, the passages that matched (``details.grader_directed_text``:
 pattern name and the matched text), and the report and ``assay ui`` show them, so a reviewer
@@ -23,6 +24,14 @@ from typing import Any
 
 _GRADER = r"(?:grader|grading|judge|evaluator|evaluation|assessor|reviewer|rater|rubric|scoring)"
 _SCORE = r"(?:score|scores|rating|grade|marks?|points|verdict)"
+# what the answer calls itself, when it vouches for itself
+_TEXT = (r"(?:answer|response|reply|information|advice|summary|explanation|analysis|guidance|output|content|text|"
+         r"statements?)")
+_SELF = (rf"(?:this|the\s+above|the\s+present|my|our)\s+{_TEXT}|the\s+{_TEXT}\s+(?:above|here|provided|given)|"
+         r"everything\s+(?:above|here|in\s+this\s+\w+)|all\s+(?:of\s+)?(?:the\s+)?above")
+_VOUCHED = (r"(?:reviewed|verified|certified|checked|double[-\s]checked|fact[-\s]checked|approved|validated|vetted|"
+            r"endorsed|audited|confirmed)")
+_SOUND = r"(?:accurate|correct|complete|reliable|error[-\s]free|true|authoritative)"
 PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("instruction override", re.compile(
         r"\b(?:ignore|disregard|forget|override)\b[^.\n]{0,40}\b(?:instructions?|guidelines|rules|rubric|"
@@ -41,6 +50,26 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
                                     re.I)),
     ("forged verdict", re.compile(
         r"\{\s*\"(?:score|verdict|precision|recall|satisfied|supported|rating|winner)\"\s*:", re.I)),
+    # The answer vouching for itself: it says it was reviewed, verified, certified or approved, or
+    # that it is accurate in every detail. Such a sentence tells the reader nothing about the
+    # question; it is there to be believed by whoever judges the answer, and a small judge does
+    # believe it (issue 17: an appeal to authority moved DICE's P(A wins) by +0.50 and pointwise
+    # by +1.0 of 4, and a prompt rule telling the judge to discount it did not help). Three
+    # forms, each needing the answer itself as the subject (or no subject at all), so that a
+    # statement about the world ("the FDA approved the drug", "the guidelines were reviewed by a
+    # panel") is not touched.
+    ("self-certification", re.compile(
+        # "this response was double-checked by ...", "everything above has been verified"
+        rf"\b(?:{_SELF})(?:\s+(?:above|below|here|itself|provided|given))?,?\s+(?:(?:has|have|had)\s+)?(?:\w+ly\s+)?"
+        rf"(?:been|was|were|is|are)\s+(?:\w+ly\s+)?"
+        rf"(?:{_VOUCHED})\b"
+        # "(Reviewed and certified as accurate by ...)": a subjectless participle opening a sentence
+        rf"|(?:^|[(\[]|[.!?:]\s)\s*(?:{_VOUCHED})\b(?:\s+and\s+(?:{_VOUCHED}))?\s+(?:as|to\s+be)\s+"
+        rf"(?:\w+ly\s+)?(?:{_SOUND})\b"
+        # "accurate in every detail", "this answer is fully correct"
+        rf"|\b(?:{_SOUND})\s+in\s+(?:every|all)\s+(?:details?|respects?|aspects?|particulars?|points?)\b"
+        rf"|\b(?:{_SELF})\s+(?:is|are)\s+(?:100\s*%|fully|completely|entirely|guaranteed|certified|verified(?:\s+as)?)\s+"
+        rf"(?:{_SOUND})\b", re.I | re.M)),
 )
 
 

@@ -63,7 +63,7 @@ def test_the_audit_measures_the_inflation_of_a_fooled_judge() -> None:
     rows = {r["attack"]: r for r in guarded["rows"]}
     assert rows["override"]["mean_delta"] == 0.0 and rows["override"]["raised"] == 0
     assert guarded["removed_by_guard"] == {"override": 4, "fake_delimiter": 4, "json_verdict": 4, "role_play": 4,
-                                           "authority": 0}
+                                           "authority": 4}
 
 
 def test_attack_sets_by_name() -> None:
@@ -87,13 +87,13 @@ def test_the_control_passage_is_not_taken_for_an_attack() -> None:
 
 def test_unscored_answers_are_counted_not_paired() -> None:
     backend = ScriptedBackend(rules=[
-        {"match": r"certified as accurate", "responses": ['{"score": "top"}'], "repeat": True},
+        {"match": r"Expected output for this item", "responses": ['{"score": "top"}'], "repeat": True},
         {"match": r".", "responses": [pointwise_json(2)], "repeat": True},
     ])
-    result = injection_audit(ITEMS[:2], "pointwise", backend, attacks=["authority", "override"], runner=QUIET)
+    result = injection_audit(ITEMS[:2], "pointwise", backend, attacks=["prefilled_output", "override"], runner=QUIET)
     rows = {r["attack"]: r for r in result["rows"]}
-    assert rows["authority"]["n"] == 0 and rows["authority"]["unscored"] == 2
-    assert rows["authority"]["note"].startswith("undefined")
+    assert rows["prefilled_output"]["n"] == 0 and rows["prefilled_output"]["unscored"] == 2
+    assert rows["prefilled_output"]["note"].startswith("undefined")
     assert rows["override"]["n"] == 2 and rows["override"]["unscored"] == 0
 
 
@@ -179,9 +179,10 @@ def test_a_pairwise_audit_attacks_the_first_answer_and_keeps_each_attacked_pair_
     # merge with the clean ones into larger groups
     assert len(judge.calls) == 9 * 2
     guarded = injection_audit(items, "dice", LogprobJudge(), runner=QUIET, resamples=200,
-                              attacks=["override", "authority"])
+                              attacks=["override", "authority", "prefilled_output"])
     rows = {(r["attack"], r["metric"]): r for r in guarded["rows"]}
     assert rows[("override", "score_a")]["mean_delta"] == 0.0 and guarded["removed_by_guard"]["override"] == 3
-    assert rows[("authority", "score_a")]["mean_delta"] == 1.0  # not instruction-like: the guard leaves it
+    assert rows[("authority", "score_a")]["mean_delta"] == 0.0 and guarded["removed_by_guard"]["authority"] == 3
+    assert rows[("prefilled_output", "score_a")]["mean_delta"] == 1.0  # the detector misses it: the guard leaves it
     with pytest.raises(ConfigError, match="two answers to one query"):
         injection_audit(items[:1], "dice", LogprobJudge(), runner=QUIET)
