@@ -73,6 +73,10 @@ def test_attack_sets_by_name() -> None:
     assert [a.name for a in select_attacks(["override", "all"])][:2] == ["override", "fake_delimiter"]
     assert len(select_attacks(["all"])) == len(ATTACKS) + len(HELD_OUT_ATTACKS)
     assert [a.name for a in select_attacks(["all", "control"])][-1] == "neutral_closing"
+    # the appeals written after the self-certification pattern: a set of their own, not in "all"
+    appeals = select_attacks(["appeals"])
+    assert len(appeals) == 4 and all(a.kind == "appeal to authority" for a in appeals)
+    assert not set(appeals) & set(select_attacks(["all"]))
 
 
 def test_the_control_passage_is_not_taken_for_an_attack() -> None:
