@@ -26,7 +26,7 @@ from typing import Any
 
 from assay.backends._llamacpp import LlamaCppBackend
 from assay.datasets.adapters import read_ragchecker
-from assay.meta import ameta
+from assay.meta import ameta, compare_metrics
 from assay.runner import RunnerConfig
 from assay.store import Store
 
@@ -68,6 +68,9 @@ def main() -> None:
         runs[method] = {**run, "calls_per_answer": stats["calls"] / n,
                         "prompt_tokens_per_answer": stats["prompt_tokens"] / n,
                         "completion_tokens_per_answer": stats["completion_tokens"] / n,
+                        # judge time of the stored calls (the same whether this invocation made them or
+                        # re-read them from the store)
+                        "judge_s_per_answer": stats["latency_s"] / n,
                         "criteria_per_answer": sum(len(r.details.get("criteria", [])) for r in records) / n,
                         "elements_per_answer": sum(len(r.details.get("elements", [])) for r in records) / n,
                         "element_votes": dict(Counter(v for r in records for v in r.details.get("element_votes", [])))}
@@ -79,11 +82,20 @@ def main() -> None:
     movement = {"answers": len(shared), "mean_abs_delta_f": sum(moves) / len(moves) if moves else None,
                 "max_abs_delta_f": max(moves) if moves else None,
                 "moved_over_0.1": sum(m > 0.1 for m in moves)}
+    # the paired Δr of each half on its own (k samples minus one): precision, recall, F
+    per_component = []
+    for metric in ("precision", "recall", "f_beta"):
+        scores = {m: ({r.key: r.scores for r in store.results(run["run_id"])}, metric)
+                  for m, run in result["runs"].items()}
+        for c in compare_metrics(metaset, {f"{m}.{metric}": v for m, v in scores.items()}, f"{sampled}.{metric}",
+                                 resamples=1000, seed=args.seed):
+            per_component.append({"metric": metric, "label": c["human_label"], "r_k": c["r_versus"],
+                                  "r_1": c["r_method"], "delta": c["delta"], "ci": c["delta_ci"], "n": c["n"]})
     rows = [{"metric": r["method"], "label": r["human_label"], "r": r["pearson"], "r_ci": r.get("pearson_ci"),
              "n": r["n"]} for r in result["rows"]]
     out = {"pairs": args.pairs, "k": args.k, "seed": args.seed, "form": args.form,
            "judge": "Qwen2.5-Coder-1.5B-Instruct Q4_K_M, logprobs",
-           "runs": runs, "rows": rows, "wall_s": wall, "f_movement": movement,
+           "runs": runs, "rows": rows, "wall_s": wall, "f_movement": movement, "delta_by_component": per_component,
            # compare_metrics gives versus − other; here: r with k samples minus r with one
            "delta_k_minus_1": [{"metric": c["method"], "label": c["human_label"], "delta": -c["delta"],
                                 "ci": [-c["delta_ci"][1], -c["delta_ci"][0]] if c["delta_ci"] else None}
