@@ -71,6 +71,7 @@ def main() -> None:
                         # judge time of the stored calls (the same whether this invocation made them or
                         # re-read them from the store)
                         "judge_s_per_answer": stats["latency_s"] / n,
+                        "prefix_reuse": stats.get("prefix_reuse"),  # share of prompt tokens llama.cpp did not recompute
                         "criteria_per_answer": sum(len(r.details.get("criteria", [])) for r in records) / n,
                         "elements_per_answer": sum(len(r.details.get("elements", [])) for r in records) / n,
                         "element_votes": dict(Counter(v for r in records for v in r.details.get("element_votes", [])))}
