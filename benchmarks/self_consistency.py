@@ -58,10 +58,10 @@ def main() -> None:
                                versus="dece@soft.f_beta"))
     wall = time.perf_counter() - start
     runs: dict[str, Any] = {}
-    f_by_method: dict[str, dict[str, float]] = {}
+    records_by_method = {method: store.results(run["run_id"]) for method, run in result["runs"].items()}
+    scores_by_method = {method: {r.key: r.scores for r in records} for method, records in records_by_method.items()}
     for method, run in result["runs"].items():
-        records = store.results(run["run_id"])
-        f_by_method[method] = {r.key: float(f) for r in records if (f := r.scores.get("f_beta")) is not None}
+        records = records_by_method[method]
         keys = sorted({k for r in records for k in r.call_keys})
         stats = store.call_stats(keys)
         n = len(metaset.items)
@@ -77,19 +77,18 @@ def main() -> None:
                         "element_votes": dict(Counter(v for r in records for v in r.details.get("element_votes", [])))}
     # how far k samples move each answer's score from the one-sample score (the calls differ
     # only in the extraction samples; verification is greedy in both)
-    one, many = f_by_method.get("dece@soft", {}), f_by_method.get(sampled, {})
-    shared = sorted(set(one) & set(many))
-    moves = [abs(many[k] - one[k]) for k in shared]
+    one, many = scores_by_method.get("dece@soft", {}), scores_by_method.get(sampled, {})
+    shared = sorted(k for k in set(one) & set(many)
+                    if one[k].get("f_beta") is not None and many[k].get("f_beta") is not None)
+    moves = [abs(float(many[k]["f_beta"]) - float(one[k]["f_beta"])) for k in shared]
     movement = {"answers": len(shared), "mean_abs_delta_f": sum(moves) / len(moves) if moves else None,
                 "max_abs_delta_f": max(moves) if moves else None,
                 "moved_over_0.1": sum(m > 0.1 for m in moves)}
     # the paired Δr of each half on its own (k samples minus one): precision, recall, F
     per_component = []
     for metric in ("precision", "recall", "f_beta"):
-        scores = {m: ({r.key: r.scores for r in store.results(run["run_id"])}, metric)
-                  for m, run in result["runs"].items()}
-        for c in compare_metrics(metaset, {f"{m}.{metric}": v for m, v in scores.items()}, f"{sampled}.{metric}",
-                                 resamples=1000, seed=args.seed):
+        per_metric = {f"{m}.{metric}": (scores, metric) for m, scores in scores_by_method.items()}
+        for c in compare_metrics(metaset, per_metric, f"{sampled}.{metric}", resamples=1000, seed=args.seed):
             per_component.append({"metric": metric, "label": c["human_label"], "r_k": c["r_versus"],
                                   "r_1": c["r_method"], "delta": c["delta"], "ci": c["delta_ci"], "n": c["n"]})
     rows = [{"metric": r["method"], "label": r["human_label"], "r": r["pearson"], "r_ci": r.get("pearson_ci"),
