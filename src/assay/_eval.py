@@ -98,9 +98,10 @@ def guarded(item: Item) -> Item:
                                    "metadata": {**item.metadata, "grader_directed_removed": removed}})
 
 
-def check_items(method: Method, items: list[Item], source: str | None = None) -> None:
+def check_items(method: Method, items: list[Item], source: str | None = None, *, together: bool = True) -> None:
     """Reject the input before anything is written when an item cannot be evaluated. Items read
-    from a file are named by file and line, others by position."""
+    from a file are named by file and line, others by position. ``together``: also the checks of
+    the items as a whole (:meth:`Method.check_all`); off for one file of several."""
     if not items:
         raise InputError("no items to evaluate", source=source)
     seen: dict[str, int] = {}
@@ -122,6 +123,9 @@ def check_items(method: Method, items: list[Item], source: str | None = None) ->
     if problems:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         raise InputError(problems[0] + more)
+    problem = method.check_all(items) if together else None
+    if problem:
+        raise InputError(problem, source=source)
 
 
 ITEM_WINDOW = 4
@@ -221,10 +225,13 @@ async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeB
     async def evaluate_rounds() -> None:
         """Evaluate the pending units; when none is left, ask the method's scheduler for the next
         batch; stop when it proposes none. A resumed run re-derives each proposal from the stored
-        results, so it continues exactly where it stopped."""
+        results, so it continues exactly where it stopped. A unit is evaluated at most once per
+        invocation: one whose judge call failed (after its retries) keeps its typed failure and is
+        tried again only by ``--resume``, never in a loop here."""
+        attempted: set[int] = set()
         while True:
             units = store_obj.units(run_id)
-            done = store_obj.done_indices(run_id, retry_failed_calls=True)
+            done = store_obj.done_indices(run_id, retry_failed_calls=True) | attempted
             pending = sorted((i for i in range(len(units)) if i not in done),
                              key=lambda i: (method_obj.order_key(units[i].item), i))
             if not pending:
@@ -268,6 +275,7 @@ async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeB
             # (and, for items of one question, the reference), which llama.cpp reuses as a cached
             # prefix (SPEC §2.2). At most ITEM_WINDOW x concurrency units are in flight.
             window = 2 * len(pool.actors) if pool is not None else ITEM_WINDOW * client.concurrency
+            attempted.update(pending)
             await gather_in_order([job(i) for i in pending], window, on_done=finished)
 
     store_obj.set_status(run_id, "running")

@@ -16,17 +16,20 @@ Rules every command that writes a file follows (README "Output files"):
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from assay.errors import ConfigError
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 GENERATOR_MARK = '<meta name="generator" content="assay'
 """Every HTML report carries this tag; it is how a report is recognised as ours."""
+YAML_MARK = "# written by assay"
+"""The first line of every YAML file assay writes (a rubric)."""
 
 
 def is_sqlite(path: Path) -> bool:
@@ -56,6 +59,8 @@ def written_by_assay(path: Path) -> bool:
         return True  # an empty file holds nothing to lose
     if GENERATOR_MARK.encode() in head:
         return True
+    if head.startswith(b'{\n  "generator": "assay ') or head.startswith(YAML_MARK.encode()):
+        return True
     if head.startswith(b"PAR1"):
         try:
             import pyarrow.parquet as pq
@@ -79,6 +84,21 @@ def written_by_assay(path: Path) -> bool:
     return isinstance(whole, dict) and ("signature" in whole or ("rows" in whole and "unpaired" in whole))
 
 
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number assay accepts (not JSON)")
+
+
+def loads_finite(text: str | bytes) -> object:
+    """``json.loads`` that refuses ``NaN``, ``Infinity`` and ``-Infinity`` (Python's json accepts
+    them; they are not JSON and no number assay reads or writes may be one). Raises ValueError."""
+    return json.loads(text, parse_constant=_reject_constant)
+
+
+def same_file(a: Path | str, b: Path | str) -> bool:
+    """Whether two paths name one file (after symlinks)."""
+    return _same(Path(a), Path(b))
+
+
 def _same(a: Path, b: Path) -> bool:
     try:
         if a.exists() and b.exists():
@@ -100,6 +120,10 @@ def check_output(path: Path, *, inputs: Iterable[Path | str | None] = (), force:
                               "choose another output path")
     if path.is_dir():
         raise ConfigError(f"{option} {path}: is a directory")
+    if path.exists() and not path.is_file():
+        # a device, FIFO or socket (/dev/stdout, /dev/full, a named pipe): reading it to see who
+        # wrote it could block, and replacing it would destroy a device node
+        raise ConfigError(f"{option} {path}: not a regular file (a device, pipe or socket); give a file path")
     if path.exists() or path.is_symlink():
         if is_sqlite(path):
             raise ConfigError(f"{option} {path}: is an SQLite database (a run store?); assay never "
@@ -113,6 +137,8 @@ def check_output(path: Path, *, inputs: Iterable[Path | str | None] = (), force:
 def atomic_write(path: Path, write: Callable[[IO[bytes]], object]) -> Path:
     """Write through ``write(handle)`` into an exclusively created temporary file beside
     ``path``, then rename it over ``path``. Nothing is left behind on failure."""
+    if path.exists() and not path.is_file():
+        raise ConfigError(f"cannot write {path}: not a regular file (a device, pipe or socket)")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -132,6 +158,37 @@ def atomic_write(path: Path, write: Callable[[IO[bytes]], object]) -> Path:
         tmp.unlink(missing_ok=True)
         raise
     return path
+
+
+GENERATOR_KEY = "generator"
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite float replaced by None (undefined): JSON has no NaN,
+    and no output of assay contains one."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
+
+
+def json_document(value: Any) -> str:
+    """A JSON document assay writes: finite numbers only, and (for an object) a first key
+    ``"generator": "assay VERSION"`` by which a re-run recognises its own file."""
+    from assay._version import __version__
+
+    value = finite(value)
+    if isinstance(value, dict):
+        value = {GENERATOR_KEY: f"assay {__version__}", **{k: v for k, v in value.items() if k != GENERATOR_KEY}}
+    return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False, default=str) + "\n"
+
+
+def write_json(path: Path, value: Any) -> Path:
+    """Write :func:`json_document` atomically."""
+    return atomic_write_text(path, json_document(value))
 
 
 def atomic_write_text(path: Path, text: str) -> Path:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import IO, Any
 
-from assay._files import atomic_write
+from assay._files import atomic_write, finite
 from assay.errors import ConfigError
 from assay.store import Store
 
@@ -108,7 +108,7 @@ def export_run(store: Store, run_id: str, out: Path, fmt: str, compact: bool = F
     ``compact`` keeps only :data:`COMPACT`; ``annotations`` adds the reviewers' layer."""
     if fmt not in FORMATS:
         raise ConfigError(f"unknown export format {fmt!r}; use one of {', '.join(FORMATS)}")
-    rows = export_rows(store, run_id, annotations=annotations)
+    rows = [finite(row) for row in export_rows(store, run_id, annotations=annotations)]  # no NaN in any output
     if compact:
         run = store.get_run(run_id)
         keep = compact_columns(run.method) if run is not None else (*COMPACT, "unscored_reason")
@@ -117,10 +117,10 @@ def export_run(store: Store, run_id: str, out: Path, fmt: str, compact: bool = F
     def write(handle: IO[bytes]) -> None:
         if fmt == "jsonl":
             for row in rows:
-                handle.write((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
+                handle.write((json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8"))
             return
         import pandas as pd
-        flat = [{k: (json.dumps(v, ensure_ascii=False) if isinstance(v, list | dict) else v)
+        flat = [{k: (json.dumps(v, ensure_ascii=False, allow_nan=False) if isinstance(v, list | dict) else v)
                  for k, v in row.items()} for row in rows]
         frame = pd.DataFrame(flat)
         if fmt == "csv":

@@ -84,11 +84,12 @@ def reviewer_scores(response: str, ldps: list[dict[str, Any]], annotations: dict
                     beta: float = 1.0) -> dict[str, Any]:
     """What one reviewer's annotations of one answer say: Table 8 grades as 0–1 scores, and —
     when the reviewer touched the LDPs — LeMAJ scores from the reviewed tags."""
+    from assay.annotation_rules import valid_grade
     from assay.methods.lemaj import TAGS, grade_score, ldp_scores
 
     out: dict[str, Any] = {}
     for path in GRADES:
-        if path in annotations and isinstance(annotations[path].value, int | float):
+        if path in annotations and valid_grade(annotations[path].value):
             out[path.removeprefix("human.grade_") + "_grade"] = grade_score(annotations[path].value)
     if any(p.startswith(("ldps[", "human.split", "human.merge", "human.missing")) for p in annotations):
         reviewed = reviewed_ldps(response, ldps, annotations)

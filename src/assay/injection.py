@@ -200,8 +200,11 @@ async def ainjection_audit(items: list[Item], method: str, judge: str | JudgeBac
                 attacked.append(hit)
                 keys[attack.name] = hit.key
             subjects.append((item, item.key, keys))
-    store_obj = store if isinstance(store, Store) else Store(store or ":memory:")
-    result = await aevaluate([*items, *attacked], method_obj, judge, store=store_obj, resume=True,
+    if guard not in ("redact", "flag"):
+        raise ConfigError(f"--guard must be redact or flag, not {guard!r}")
+    # the store is opened by the engine, after the items, the options and the judge are checked:
+    # bad input leaves no file behind
+    result = await aevaluate([*items, *attacked], method_obj, judge, store=store or ":memory:", resume=True,
                              version_check=False, runner=runner or RunnerConfig(progress=False),
                              judge_options=judge_options, data_source="injection audit", guard=guard)
     scores = {r.key: r.scores for r in result.rows}

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import math
 import statistics
 from pathlib import Path
@@ -453,8 +452,8 @@ def meta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend = "llam
 
 def write_meta(result: dict[str, Any], path: Path) -> Path:
     """Write meta.json atomically."""
-    from assay._files import atomic_write_text
-    return atomic_write_text(path, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+    from assay._files import write_json
+    return write_json(path, result)
 
 
 def markdown_table(result: dict[str, Any]) -> str:

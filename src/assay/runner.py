@@ -19,7 +19,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
 from assay.backends import JudgeBackend
-from assay.errors import BudgetExhausted, ConfigError, JudgeUnreachable, RateLimited, TransientBackendError
+from assay.errors import (
+    AssayError,
+    BackendError,
+    BudgetExhausted,
+    ConfigError,
+    JudgeUnreachable,
+    RateLimited,
+    TransientBackendError,
+)
 from assay.store import Store
 from assay.types import Completion, GenerateConfig, Message
 
@@ -171,7 +179,19 @@ class JudgeClient:
 
     async def _attempt(self, messages: list[Message], config: GenerateConfig) -> Completion:
         async with self._semaphore:
-            return await asyncio.wait_for(self.backend.generate(messages, config), timeout=self.config.timeout_s)
+            # A backend that spreads a call over endpoints applies the timeout to each endpoint
+            # itself (a hanging endpoint is set aside like a refused one); the runner's own
+            # timeout then bounds the whole attempt over every endpoint.
+            per_endpoint = getattr(self.backend, "apply_call_timeout", None)
+            timeout = self.config.timeout_s
+            if per_endpoint is not None:
+                timeout = per_endpoint(self.config.timeout_s)
+            try:
+                return await asyncio.wait_for(self.backend.generate(messages, config), timeout=timeout)
+            except (AssayError, TimeoutError, asyncio.CancelledError):
+                raise
+            except Exception as exc:  # a backend's bug or a body it cannot read: this call failed, typed
+                raise BackendError(f"{self.backend.name}: {type(exc).__name__}: {exc}") from exc
 
     async def _call_with_retries(self, messages: list[Message], config: GenerateConfig) -> Completion:
         budget = self.config.budget_tokens

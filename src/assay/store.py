@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from assay._files import finite
 from assay.errors import StoreError
 from assay.records import PATH, Annotation, CallRecord, ResultRecord, RunRecord, StageRecord
 from assay.types import CALL_FAILED, Completion, Unit
@@ -167,6 +168,10 @@ class RunLocked(StoreError):
     """Another live process is writing the run."""
 
 
+OPENED_STORES: list[str] = []
+"""Paths of the stores this process opened (an error about a damaged file can name it)."""
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
@@ -180,6 +185,7 @@ class Store:
         left untouched; ``create=False`` also refuses a path that does not exist."""
         self.path = str(path)
         if self.path != ":memory:":
+            OPENED_STORES.append(self.path)
             file = Path(self.path)
             if file.is_dir():
                 raise StoreError(f"{file}: is a directory, not a run store")
@@ -500,7 +506,7 @@ class Store:
 
     # --- annotations (append-only) ----------------------------------------------------------
     def annotate(self, run_id: str, unit_key: str, path: str, value: Any, *, author: str,
-                 reason: str = "") -> Annotation:
+                 reason: str = "", rules: Any = None) -> Annotation:
         """Record a human's judgement of one verdict: ``path`` addresses it inside the unit's
         result (``recall``, ``elements[3].supported``) and must exist there — or, under
         ``human.`` (``human.grade_correctness``, ``human.missing``), is something the reviewer
@@ -511,11 +517,24 @@ class Store:
         record = self.result(run_id, unit_key)
         # A ``human.`` address is what the reviewer adds (a grade, a missing point, a split or
         # merge, a comment); any other address must lead to a verdict of the result.
-        if not (path.startswith("human.") and PATH.match(path)):
-            try:
-                record.resolve(path)
-            except (KeyError, IndexError, TypeError, ValueError):
-                raise StoreError(f"run {run_id}, unit {unit_key!r}: no verdict at {path!r}") from None
+        # Every value is checked before it is stored (annotation_rules): the table is append-only.
+        # ``rules`` is the run's method class (metric ranges, label sets), when the caller knows it.
+        from assay import annotation_rules as checks
+
+        try:
+            checks.check_encoded(value)
+            if len(reason) > 4000:
+                raise checks.AnnotationRefused("reason longer than 4000 characters")
+            if path.startswith("human.") and PATH.match(path):
+                checks.check_human(path, value)
+            else:
+                try:
+                    current = record.resolve(path)
+                except (KeyError, IndexError, TypeError, ValueError):
+                    raise StoreError(f"run {run_id}, unit {unit_key!r}: no verdict at {path!r}") from None
+                checks.check_override(path, current, value, scores=record.scores, rules=rules)
+        except checks.AnnotationRefused as exc:
+            raise StoreError(f"run {run_id}, unit {unit_key!r}: {exc}") from None
         now = time.time()
         with self.transaction():
             cursor = self.db.execute(
@@ -530,5 +549,5 @@ class Store:
         query = "SELECT * FROM annotations WHERE run_id = ?" + (" AND unit_key = ?" if unit_key else "")
         rows = self.db.execute(query + " ORDER BY id", (run_id, unit_key) if unit_key else (run_id,))
         return [Annotation.model_construct(id=r["id"], run_id=r["run_id"], unit_key=r["unit_key"], path=r["path"],
-                                           author=r["author"], value=json.loads(r["value"]), reason=r["reason"],
+                                           author=r["author"], value=finite(json.loads(r["value"])), reason=r["reason"],
                                            created_at=r["created_at"]) for r in rows]

@@ -92,3 +92,22 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path: Path) -> None:
     out, err = again.communicate(timeout=60)
     assert again.returncode == 0, err
     assert "0 judge call(s) made" in out
+
+
+def test_sigterm_stops_an_embedded_judge_mid_generation(tmp_path: Path) -> None:
+    """The embedded judge's worker thread stops at its next token when the run is told to stop:
+    a DeCE run sent SIGTERM while a call generates exits 143, marked interrupted, instead of
+    running until the generation ends (it was still running 40 s later before)."""
+    exe = Path(sys.executable).parent / "assay"
+    examples = Path(__file__).parents[2] / "examples" / "dece_examples.jsonl"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    proc = subprocess.Popen([str(exe), "eval", "dece", str(examples), "--limit", "2", "--judge", "llamacpp/default",
+                             "--no-progress", "-o", "r.db"], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(12)  # the model is loaded and the first generations are under way
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=20)  # a prompt being read cannot be cut; a generation can
+    assert proc.returncode == 143, out + err
+    db = sqlite3.connect(tmp_path / "r.db")
+    assert db.execute("SELECT status FROM runs").fetchone()[0] == "interrupted"

@@ -203,7 +203,7 @@ BAD: list[tuple[str, list[Callable[[Path], None]], tuple[str, ...], int, str]] =
      "meta.json"),
     ("gate-garbage-store", [_write("garbage.db", "x")], ("gate", "garbage.db", "--min-final", "0.5"), 2,
      "not an assay run store"),
-    ("gate-nan", [], ("gate", "case.db", "--min-final", "nan"), 2, "--min-final: nan is not a finite number"),
+    ("gate-nan", [], ("gate", "case.db", "--min-final", "nan"), 2, "nan is not a finite number"),
     ("gate-unknown-metric", [], ("gate", "case.db", "--min", "speed=1"), 2, "unknown metric(s) speed"),
     ("compare-garbage-store", [_write("garbage.db", "x")], ("compare", "garbage.db", "case.db"), 2,
      "not an assay run store"),

@@ -6,8 +6,9 @@ Names: ``llamacpp/default`` (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, resolved by
 
 One model instance is not re-entrant, so calls run one at a time in a worker thread
 (``max_concurrency = 1``). llama.cpp reuses the longest common prompt prefix of consecutive
-calls; methods lay their prompts out to profit from that. A call cannot be interrupted once
-started, so the runner's timeout abandons the wait but the thread finishes its generation.
+calls; methods lay their prompts out to profit from that. A cancelled call (the runner's
+timeout, Ctrl-C, SIGTERM) stops its generation at the next token; reading the prompt itself
+cannot be interrupted.
 
 JSON-schema output is constrained by a grammar built in :mod:`assay.backends._fastgrammar`
 (strings cannot hold raw control characters, unlike llama-cpp-python's own) and sampled there
@@ -34,6 +35,10 @@ from assay.model import MODEL_SHA256, SMOLLM_SHA256, resolve_model, smollm_path
 from assay.types import Completion, GenerateConfig, Message, TokenLogprob, Usage
 
 
+class CallCancelled(Exception):
+    """Raised inside the worker thread to stop a generation whose call was cancelled."""
+
+
 class LlamaCppBackend(JudgeBackend):
     """A GGUF model run in-process by llama.cpp."""
 
@@ -56,6 +61,7 @@ class LlamaCppBackend(JudgeBackend):
         self._sha: str | None = None
         self._llama: Any = None
         self._lock = threading.Lock()
+        self._cancel: threading.Event | None = None
 
     def _resolve(self) -> Path:
         if self._path is None:
@@ -90,11 +96,24 @@ class LlamaCppBackend(JudgeBackend):
                 if self.grammar_sampling == "check-first":
                     from assay.backends._fastgrammar import check_first_llama_class
                     factory = check_first_llama_class()
-                self._llama = factory(model_path=str(self._resolve()), n_ctx=self.n_ctx,
-                                      n_threads=self.n_threads, logits_all=self.logits_all, verbose=False)
+                llama = factory(model_path=str(self._resolve()), n_ctx=self.n_ctx,
+                                n_threads=self.n_threads, logits_all=self.logits_all, verbose=False)
+                step = llama.eval
+
+                def eval_unless_cancelled(tokens: Any) -> None:
+                    # llama.cpp evaluates the prompt, then each generated token, through eval: a
+                    # cancelled call stops before its next step, with the KV cache consistent
+                    cancel = self._cancel
+                    if cancel is not None and cancel.is_set():
+                        raise CallCancelled("the call was cancelled")
+                    step(tokens)
+
+                llama.eval = eval_unless_cancelled
+                self._llama = llama
             return self._llama
 
-    def _generate_sync(self, messages: list[Message], config: GenerateConfig) -> Completion:
+    def _generate_sync(self, messages: list[Message], config: GenerateConfig,
+                       cancel: threading.Event | None = None) -> Completion:
         llama = self.load()
         kwargs: dict[str, Any] = {
             "messages": [{"role": m.role, "content": m.content} for m in messages],
@@ -112,6 +131,7 @@ class LlamaCppBackend(JudgeBackend):
                                   "logits_all=True to get logprobs")
         start = time.perf_counter()
         with self._lock:
+            self._cancel = cancel
             before = list(llama._input_ids)  # what the KV cache holds from the previous call
             response = llama.create_chat_completion(**kwargs)
             after = list(llama._input_ids)
@@ -135,7 +155,15 @@ class LlamaCppBackend(JudgeBackend):
                           model=self.model)
 
     async def generate(self, messages: list[Message], config: GenerateConfig) -> Completion:
-        return await asyncio.to_thread(self._generate_sync, messages, config)
+        cancel = threading.Event()
+        try:
+            return await asyncio.to_thread(self._generate_sync, messages, config, cancel)
+        except asyncio.CancelledError:
+            # The run's timeout, Ctrl-C or SIGTERM: the worker thread stops at its next token
+            # (instead of finishing the generation and keeping the process alive); its output is
+            # never stored, so the call counts as not made.
+            cancel.set()
+            raise
 
     async def aclose(self) -> None:
         with self._lock:

@@ -30,6 +30,7 @@ import json
 import os
 import time
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from assay.backends._base import Capabilities, JudgeBackend
 from assay.backends._registry import register_backend
@@ -55,6 +56,25 @@ def _retry_after(headers: Any) -> float | None:
         return float(value)
     except ValueError:
         return None  # an HTTP date; the runner falls back to exponential backoff
+
+
+def redact_url(url: str | None) -> str | None:
+    """The URL with any credentials in it (``http://user:KEY@host/v1``) replaced by ``***``: what
+    names, identities, manifests and error messages show. The request still uses the real URL."""
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    netloc = "***@" + host + (f":{port}" if port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 class OpenAIBackend(JudgeBackend):
@@ -84,10 +104,11 @@ class OpenAIBackend(JudgeBackend):
         if extra_body is not None and not isinstance(extra_body, dict):
             raise ConfigError(f"extra_body must be a JSON object, not {extra_body!r}")
         self.model = model
-        self.base_url = base_url
+        self.base_url = redact_url(base_url)
+        self._secret_url = base_url if base_url != self.base_url else None
         self.extra_body = dict(extra_body or {})
         self.schema_mode = schema_mode
-        self.name = f"openai/{model}" + (f"@{base_url}" if base_url else "")
+        self.name = f"openai/{model}" + (f"@{self.base_url}" if self.base_url else "")
         self.max_concurrency = max_concurrency
         self.capabilities = Capabilities(json_schema=schema_mode != "none", logprobs=True, seed=True)
         # The SDK's own retries are off: the runner retries, honouring Retry-After, and counts.
@@ -130,6 +151,17 @@ class OpenAIBackend(JudgeBackend):
             kwargs["logprobs"] = True
             if config.top_logprobs:
                 kwargs["top_logprobs"] = config.top_logprobs
+        try:
+            return await self._generate(kwargs)
+        except BackendError as exc:
+            if self._secret_url is not None and self._secret_url in str(exc):
+                message = str(exc).replace(self._secret_url, self.base_url or "")
+                if isinstance(exc, RateLimited):
+                    raise RateLimited(message, retry_after=exc.retry_after) from None
+                raise type(exc)(message) from None
+            raise
+
+    async def _generate(self, kwargs: dict[str, Any]) -> Completion:
         openai = self._openai
         start = time.perf_counter()
         try:
@@ -143,7 +175,16 @@ class OpenAIBackend(JudgeBackend):
             raise TransientBackendError(f"HTTP {exc.status_code} from {self.name}: {exc.message}") from exc
         except openai.APIStatusError as exc:
             raise BackendError(f"HTTP {exc.status_code} from {self.name}: {exc.message}") from exc
+        except (json.JSONDecodeError, UnicodeDecodeError, openai.APIResponseValidationError) as exc:
+            # a proxy's maintenance page, an HTML error with status 200: this call failed, the
+            # endpoint may come back (in a pool: set aside, the call goes to the next one)
+            raise TransientBackendError(f"{self.name} answered with a body that is not a chat completion "
+                                        f"({type(exc).__name__})") from exc
         latency = time.perf_counter() - start
+        choices = getattr(response, "choices", None)
+        if not isinstance(choices, list) or (choices and getattr(choices[0], "message", None) is None):
+            raise TransientBackendError(f"{self.name} answered with a body that is not a chat completion "
+                                        f"({type(response).__name__})")
         if not response.choices:
             raise TransientBackendError(f"{self.name} returned no choices")
         choice = response.choices[0]
@@ -188,7 +229,8 @@ def _factory(model: str, options: dict[str, Any]) -> JudgeBackend:
                                     "endpoints": "pool"}
         if first.extra_body:
             identity["extra_body"] = first.extra_body
-        return PoolBackend(members, name=f"openai/{model}@{','.join(urls)}", identity=identity)
+        return PoolBackend(members, name=f"openai/{model}@{','.join(str(redact_url(u)) for u in urls)}",
+                           identity=identity)
     if isinstance(urls, list):
         urls = urls[0] if urls else None
     return OpenAIBackend(model, base_url=urls, **options)

@@ -49,6 +49,14 @@ class PoolBackend(JudgeBackend):
         self.capabilities = members[0].capabilities
         self.max_concurrency = sum(e.limit for e in self.endpoints)
         self._changed = asyncio.Condition()
+        self.call_timeout_s: float | None = None
+
+    def apply_call_timeout(self, seconds: float) -> float:
+        """The runner's per-call timeout applies to each endpoint: one that does not answer in
+        time is set aside like a refused connection and the call goes to the next. Returns the
+        bound of one attempt over every endpoint."""
+        self.call_timeout_s = seconds
+        return seconds * len(self.endpoints) + 1.0
 
     def identity(self) -> dict[str, Any]:
         return self._identity
@@ -82,7 +90,15 @@ class PoolBackend(JudgeBackend):
                 endpoint = self.endpoints[index]
                 endpoint.inflight += 1
             try:
-                completion = await endpoint.backend.generate(messages, config)
+                if self.call_timeout_s is not None:
+                    try:
+                        completion = await asyncio.wait_for(endpoint.backend.generate(messages, config),
+                                                            timeout=self.call_timeout_s)
+                    except TimeoutError:
+                        raise TransientBackendError(f"{endpoint.backend.name}: no answer within "
+                                                    f"{self.call_timeout_s:g}s") from None
+                else:
+                    completion = await endpoint.backend.generate(messages, config)
             except TransientBackendError as exc:  # RateLimited included
                 last = exc
                 endpoint.failures += 1

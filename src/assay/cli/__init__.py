@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import sys
 import tomllib
 from pathlib import Path
@@ -28,10 +29,19 @@ from assay.cli import (
     triage,
     ui,
 )
-from assay.cli._click import ClickException, NoArgsIsHelpError, UsageError, convert_option, is_group, is_option
+from assay.cli._click import (
+    BadParameter,
+    ClickException,
+    NoArgsIsHelpError,
+    UsageError,
+    convert_option,
+    is_group,
+    is_option,
+)
 from assay.cli._common import err_console
 from assay.errors import AssayError, BudgetExhausted, ConfigError, JudgeUnreachable
 from assay.registry import method_class
+from assay.store import OPENED_STORES
 
 EXIT_CODES = """\
 Exit status: 0 ok · 1 a gate or check failed · 2 bad input, option or configuration (one line on
@@ -104,6 +114,7 @@ def check_config(config: dict[str, Any], source: str) -> None:
     """Every table must be a command path and every key an option of that command, and each
     value must convert to the option's type and range, as on the command line."""
     root = typer.main.get_command(app)
+    _harden(root)
 
     def walk(command: Any, table: dict[str, Any], where: list[str]) -> None:
         if is_group(command):
@@ -133,6 +144,51 @@ def check_config(config: dict[str, Any], source: str) -> None:
     walk(root, config, [])
 
 
+# Ranges of numeric options, by option name, wherever they appear (checked at the option, one
+# line on a bad value). Every other integer option is a count (>= 0) unless listed as signed.
+OPTION_RANGES: dict[str, tuple[float | None, float | None]] = {
+    "limit": (1, None), "votes": (1, 15), "k": (1, None), "cluster_size": (2, None), "min_support": (1, None),
+    "min_sources": (1, None), "diversity": (0.0, 1.0), "max_levels": (1, None), "tau": (0.0, 10.0),
+    "runs": (0, None), "paraphrases": (0, None), "attacks": (0, None), "depth": (1, None), "beam": (1, None),
+    "holdout": (0.0, 1.0), "epsilon": (0.0, 1.0), "eta": (0.0, 1.0), "port": (0, 65535),
+}
+SIGNED_OPTIONS = {"seed"}
+
+
+def _harden(command: Any) -> None:
+    """Every numeric option of every command refuses NaN and ±Infinity (they are not numbers
+    assay accepts) and values outside its range, at the option, with one line: integer options
+    are counts (>= 0) unless :data:`OPTION_RANGES` or :data:`SIGNED_OPTIONS` say otherwise."""
+    if is_group(command):
+        for sub in command.commands.values():
+            _harden(sub)
+        return
+    for param in command.params:
+        if not is_option(param) or param.name is None or getattr(param, "_assay_checked", False):
+            continue
+        param._assay_checked = True
+        param.callback = _range_check(param.name, param.callback)
+
+
+def _range_check(name: str, inner: Any) -> Any:
+    import math
+
+    low, high = OPTION_RANGES.get(name, (None, None))
+
+    def check(ctx: Any, param: Any, value: Any) -> Any:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            if isinstance(value, float) and not math.isfinite(value):
+                raise BadParameter(f"{value!r} is not a finite number", ctx=ctx, param=param)
+            floor = low if low is not None else (0 if isinstance(value, int) and name not in SIGNED_OPTIONS else None)
+            if floor is not None and value < floor:
+                raise BadParameter(f"{value!r} is below the minimum {floor:g}", ctx=ctx, param=param)
+            if high is not None and value > high:
+                raise BadParameter(f"{value!r} is above the maximum {high:g}", ctx=ctx, param=param)
+        return inner(ctx, param, value) if inner is not None else value
+
+    return check
+
+
 class _Terminated:
     """SIGTERM is turned into the same path as Ctrl-C (the run is marked interrupted and the
     lock released), then the process exits 143 instead of 130."""
@@ -142,7 +198,12 @@ class _Terminated:
     @classmethod
     def handler(cls, signum: int, frame: object) -> None:
         cls.received = True
+        if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL, None):
+            # SIGINT is ignored (a background job of a non-interactive shell) or not Python's:
+            # raising it would do nothing; stop the run the way Ctrl-C does all the same.
+            raise KeyboardInterrupt
         signal.raise_signal(signal.SIGINT)
+
 
 
 def _fail(message: str, code: int) -> NoReturn:
@@ -158,7 +219,9 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _Terminated.handler)
     try:
         try:
-            code = app(args=args, standalone_mode=False, default_map=load_config(), prog_name="assay")
+            command = typer.main.get_command(app)
+            _harden(command)
+            code = command.main(args=args, standalone_mode=False, default_map=load_config(), prog_name="assay")
         except KeyboardInterrupt:
             code = EXIT_INTERRUPTED
         if code == EXIT_INTERRUPTED:  # Typer turns KeyboardInterrupt into exit status 130
@@ -194,6 +257,11 @@ def main() -> None:
         if debug:
             raise
         _fail("input nested too deeply to read", EXIT_USAGE)
+    except sqlite3.DatabaseError as exc:  # a store damaged on disk or not writable
+        if debug:
+            raise
+        opened = ", ".join(dict.fromkeys(OPENED_STORES)) or "the run store"
+        _fail(f"{opened}: cannot be used as a run store ({exc})", EXIT_USAGE)
     except OSError as exc:
         if debug:
             raise

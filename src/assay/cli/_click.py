@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
+from typer._click.exceptions import BadParameter, ClickException, NoArgsIsHelpError, UsageError
 
-__all__ = ["ClickException", "NoArgsIsHelpError", "UsageError", "convert_option", "is_group", "is_option"]
+__all__ = ["BadParameter", "ClickException", "NoArgsIsHelpError", "UsageError", "convert_option", "is_group",
+           "is_option"]
 
 
 def is_group(command: Any) -> bool:
@@ -22,4 +23,7 @@ def is_option(param: Any) -> bool:
 def convert_option(param: Any, value: Any) -> Any:
     """Convert a value as the command line would (type and range checks); raises the layer's
     BadParameter/UsageError on a bad value."""
-    return param.get_runtime_param().coerce(value, param=param, ctx=None)
+    value = param.get_runtime_param().coerce(value, param=param, ctx=None)
+    if param.callback is not None:  # the range checks the command line applies (assay.cli._harden)
+        value = param.callback(None, param, value)
+    return value

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import typer
 from rich.table import Table
 
-from assay._files import atomic_write_text, check_output
+from assay._files import check_output, write_json
 from assay.cli._common import console, err_console
 from assay.compare import compare_runs, gate, judge_robustness, load_run
 from assay.errors import ConfigError
@@ -56,7 +55,7 @@ def compare(
             console.print(f"judge robustness, system {name}: Spearman ρ on S_final = {_f(r['spearman'])} "
                           f"(n = {r['n']} conversations{', ' + r['note'] if r['note'] else ''})")
     if out is not None:
-        atomic_write_text(out, json.dumps(result, indent=2) + "\n")
+        write_json(out, result)
         console.print(f"wrote {out}")
 
 

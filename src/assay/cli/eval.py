@@ -48,6 +48,7 @@ RUN_OPTIONS: list[tuple[str, Any, Any]] = [
     ("timeout", float, typer.Option(600.0, "--timeout", envvar="ASSAY_TIMEOUT", min=0.001,
                                     help="seconds per call")),
     ("retries", int, typer.Option(4, "--retries", envvar="ASSAY_RETRIES", min=0, help="retries per call")),
+    ("limit", int | None, typer.Option(None, "--limit", min=1, help="evaluate only the first N items of the file")),
     ("resume", bool, typer.Option(False, "--resume", envvar="ASSAY_RESUME",
                                   help="continue the same run in --out (repeats no finished call)")),
     ("wait", bool, typer.Option(False, "--wait", envvar="ASSAY_WAIT",
@@ -146,6 +147,8 @@ def make_command(cls: type[Method]) -> Any:
         method_values = {k: v for k, v in kwargs.items() if v is not None or k not in extra_names}
         options = cls.options_from_cli(_coerce(cls, method_values))
         items = read_items(data)
+        if run["limit"] is not None:
+            items = items[: run["limit"]]
         if run["dry_run"]:
             _dry_run(items, cls.name, options, run["price_in"], run["price_out"])
             return

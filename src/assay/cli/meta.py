@@ -9,9 +9,10 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from assay._files import check_output
+from assay._files import check_output, same_file
 from assay.cli._common import console, parse_options
 from assay.datasets.adapters import ADAPTERS, read_labelled
+from assay.errors import ConfigError
 from assay.meta import ameta, write_meta
 from assay.registry import build_method, methods
 from assay.runner import RunnerConfig
@@ -63,6 +64,9 @@ def meta(
                                      f"values ({', '.join(method)})")
         detail_metrics[name] = (*detail_metrics.get(name, ()), field)
     check_output(out, inputs=[path, store or out.with_suffix(".db")], force=force, option="--out")
+    if same_file(store or out.with_suffix(".db"), path):
+        raise ConfigError(f"--store {store or out.with_suffix('.db')}: that is the labelled input ({path}); the "
+                          "meta-evaluation's runs go to a store of their own — choose another --store")
     for name in method:  # a bad option stops here, before the data is read or any judge is called
         build_method(name, **method_options.get(name, {}))
     metaset = read_labelled(kind, path).subset(limit, seed)

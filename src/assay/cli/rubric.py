@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 
-from assay._files import atomic_write_text, check_output
+from assay._files import atomic_write_text, check_output, write_json
 from assay.backends import get_backend
 from assay.cli._common import console, parse_options
 from assay.cli.eval import JUDGE, JUDGE_OPT
@@ -108,7 +108,7 @@ def discover(
         raise typer.Exit(1)
     save_rubric(rubric, output)
     if trace is not None:
-        atomic_write_text(trace, json.dumps(steps, indent=2, default=str) + "\n")
+        write_json(trace, steps)
     console.print(f"wrote {len(rubric.criteria)} criteria to {output}")
 
 
@@ -149,7 +149,7 @@ def audit(
                         attacker=attacker, verifier=verifier, store_path=store_path)
     doc = _audit_doc(rubric, result, votes=votes, tau=tau)
     if out is not None:
-        atomic_write_text(out, json.dumps(doc, indent=2, default=str) + "\n")
+        write_json(out, doc)
         console.print(f"wrote {out}")
 
 
@@ -218,8 +218,7 @@ def compare(
         console.print(f"[yellow]the sources were audited by different judges ({', '.join(sorted(judges))}): "
                       "their numbers are not comparable[/yellow]")
     if out is not None:
-        atomic_write_text(out, json.dumps({"columns": [k for k, _, _ in shown], "sources": rows}, indent=2,
-                                          default=str) + "\n")
+        write_json(out, {"columns": [k for k, _, _ in shown], "sources": rows})
         console.print(f"wrote {out}")
 
 
@@ -247,6 +246,10 @@ def _audit_pairs(chosen: list[str], pairs: Path | None, out_of_domain: Path | No
 def _check_axes(axes: str, fit_parts: str, pairs: Path | None) -> tuple[list[str], tuple[str, ...]]:
     chosen = [a.strip() for a in axes.split(",") if a.strip()]
     parts = tuple(p.strip() for p in fit_parts.split(",") if p.strip())
+    if not chosen:
+        raise ConfigError(f"--axes names no axis; choose from {', '.join(AXES)}")
+    if "fit" in chosen and not parts:
+        raise ConfigError(f"--fit-parts names no part; choose from {', '.join(FIT_PARTS)}")
     for part in parts:
         if part not in FIT_PARTS:
             raise ConfigError(f"--fit-parts {part!r} is not one of {', '.join(FIT_PARTS)}")
@@ -301,8 +304,11 @@ def _audit_doc(rubric: RubricSet, result: dict[str, Any], *, votes: int, tau: fl
     if "structure" in result:
         for entry in result["structure"]["criteria"]:
             by_id[entry["id"]].update(structure=entry["structure"], flags=entry["flags"])
-        console.print(f"structure: mean {result['structure']['mean']:.2f} of 5 over {len(rubric.criteria)} "
-                      f"criteria ({result['structure']['judges']} judge(s))")
+        st = result["structure"]
+        scored = len(rubric.criteria) - st["unscored_criteria"]
+        console.print(f"structure: mean {_num(st['mean'], '.2f')} of 5 over {scored} criteria ({st['judges']} judge(s))"
+                      + (f"; {st['unscored_criteria']} criteria unscored (every vote on a property unparseable)"
+                         if st["unscored_criteria"] else ""))
     if "reliability" in result:
         rel = result["reliability"]
         for entry in rel["criteria"]:
@@ -313,9 +319,11 @@ def _audit_doc(rubric: RubricSet, result: dict[str, Any], *, votes: int, tau: fl
     fit = result.get("fit", {})
     if "accuracy_rubric" in fit:
         ci = fit["delta_ci"]
+        unread = fit["unscored_rubric"] + fit["unscored_no_rubric"]
         console.print(f"fit on {fit['pairs']} pair(s), {votes} vote(s): accuracy with the rubric "
                       f"{_num(fit['accuracy_rubric'])}, without {_num(fit['accuracy_no_rubric'])}, "
-                      f"Δ {_num(fit['delta'], '+.3f')}" + (f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else ""))
+                      f"Δ {_num(fit['delta'], '+.3f')}" + (f" [{ci[0]:+.3f}, {ci[1]:+.3f}]" if ci else "")
+                      + (f"; {unread} verdict(s) unscored (no vote could be read)" if unread else ""))
     app_ = fit.get("applicability", {})
     if app_:
         for cid, share in app_.get("per_criterion", {}).items():
@@ -432,8 +440,7 @@ def repair(
         raise typer.Exit(1)
     save_rubric(repaired, output)
     if report is not None:
-        atomic_write_text(report, json.dumps({"eta": eta, "pairs": len(found), "decisions": decisions},
-                                             indent=2) + "\n")
+        write_json(report, {"eta": eta, "pairs": len(found), "decisions": decisions})
     console.print(f"wrote {output}")
 
 
@@ -508,8 +515,7 @@ def _refine(rubric_path: Path, pairs: Path, output: Path, *, report: Path | None
     save_rubric(repaired, output)
     if report is not None:
         dumped = {**config.model_dump(mode="json"), "delta": delta if slack == float("inf") else slack}
-        atomic_write_text(report, json.dumps({"mode": "vfr", "config": dumped,
-                                              "criteria": results, "wall_s": wall}, indent=2, default=str) + "\n")
+        write_json(report, {"mode": "vfr", "config": dumped, "criteria": results, "wall_s": wall})
     console.print(f"wrote {output}")
 
 

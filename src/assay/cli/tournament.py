@@ -4,7 +4,6 @@ Bradley–Terry, printed and written as JSON (``--out``). The run store is ``--s
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +11,11 @@ import typer
 from rich.table import Table
 
 from assay._eval import _as_result, aevaluate, check_items
-from assay._files import atomic_write_text, check_output
+from assay._files import check_output, write_json
 from assay.cli._common import console, parse_options
 from assay.cli.eval import RUN_OPTIONS, _coerce, _method_params
 from assay.datasets import read_items
-from assay.errors import InputError
+from assay.errors import ConfigError, InputError
 from assay.methods.tournament import Tournament
 from assay.registry import build_method, method_class
 from assay.runner import RunnerConfig
@@ -52,7 +51,7 @@ def baseline_items(data: Path, items: list[Item], tiers: list[tuple[str, Path]],
     """The answers to place (from DATA) plus each tier's stored answers, relabelled with the tier's
     name. Each file is checked on its own (errors name the file and line); a tier file holds one
     system's answers; a question id must ask the same question in every file."""
-    check_items(method, items, str(data))
+    check_items(method, items, str(data), together=False)
     taken = {str(i.system) for i in items}
     combined = list(items)
     queries = {i.id: (i.query, data) for i in items}
@@ -65,7 +64,7 @@ def baseline_items(data: Path, items: list[Item], tiers: list[tuple[str, Path]],
             raise InputError(f"a baseline tier holds one system's answers; this file has {len(systems)}: "
                              f"{', '.join(systems[:5])}", source=str(path))
         answers = [a.model_copy(update={"system": tier}) for a in answers]
-        check_items(method, answers, str(path))
+        check_items(method, answers, str(path), together=False)
         for answer in answers:
             seen = queries.setdefault(answer.id, (answer.query, path))
             if seen[0].strip() != answer.query.strip():
@@ -91,12 +90,17 @@ def make_tournament_command() -> Any:
         options = cls.options_from_cli(_coerce(cls, kwargs))
         tiers = parse_baselines(baselines_spec) if baselines_spec else []
         if tiers:
+            if options.get("mode", "swiss") not in ("swiss", "baselines"):
+                raise ConfigError(f"--baselines places systems against tiers; it cannot be combined with --mode "
+                                  f"{options['mode']}")
             options = {**options, "mode": "baselines", "tiers": [t for t, _ in tiers]}
         if out is not None:
             check_output(out, inputs=[data, store_path, *(p for _, p in tiers)], force=force, option="--out")
         method = build_method("tournament", **options)
         assert isinstance(method, Tournament)
         items = read_items(data)
+        if run["limit"] is not None:
+            items = items[: run["limit"]]
         source = str(data)
         if tiers:
             items = baseline_items(data, items, tiers, method)
@@ -152,7 +156,7 @@ def make_tournament_command() -> Any:
                           f"({len(ranking['matches'])} vs {ranking['round_robin']['matches']} matches)")
         console.print(f"judge calls behind the tournament: {calls} (cached calls cost nothing); store {store_path}")
         if out is not None:
-            atomic_write_text(out, json.dumps(ranking, indent=2, ensure_ascii=False) + "\n")
+            write_json(out, ranking)
             console.print(f"wrote {out}")
 
     params = [inspect.Parameter("data", inspect.Parameter.KEYWORD_ONLY, annotation=Path,

@@ -4,14 +4,27 @@ the review time saved — from its store (.db) or from an exported JSONL file.""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import typer
 
-from assay._files import atomic_write_text, check_output
+from assay._files import check_output, loads_finite, write_json
 from assay.cli._common import console
 from assay.errors import InputError
 from assay.triage import triage
+
+
+def _check_scores(row: dict, source: str, line: int | None) -> None:
+    """correctness and relevance are absent, null (Unscored) or a finite number in [0, 1]."""
+    for name in ("correctness", "relevance"):
+        value = row.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+                or not 0.0 <= value <= 1.0:
+            raise InputError(f"{name} must be a number in [0, 1] or null, got {value!r}", source=source, line=line,
+                             field=name)
 
 
 def _rows(run: Path, run_id: str | None) -> list[dict]:
@@ -24,15 +37,25 @@ def _rows(run: Path, run_id: str | None) -> list[dict]:
         for n, line in enumerate(lines, 1):
             if line.strip():
                 try:
-                    rows.append(json.loads(line))
+                    row = loads_finite(line)
                 except json.JSONDecodeError as exc:
                     raise InputError(f"malformed JSON: {exc.msg}", source=str(run), line=n) from exc
+                except (ValueError, RecursionError) as exc:
+                    raise InputError(f"malformed JSON: {exc}", source=str(run), line=n) from exc
+                if not isinstance(row, dict):
+                    raise InputError(f"expected a JSON object (an exported row), got {type(row).__name__}",
+                                     source=str(run), line=n)
+                _check_scores(row, str(run), n)
+                rows.append(row)
         return rows
     from assay.export import export_rows
     from assay.store import Store
 
     store = Store(run, create=False)
-    return export_rows(store, store.resolve_run(run_id))
+    rows = export_rows(store, store.resolve_run(run_id))
+    for row in rows:
+        _check_scores(row, f"{run} (id {row.get('id')!r})", None)
+    return rows
 
 
 def triage_command(
@@ -63,5 +86,5 @@ def triage_command(
                   f"{result['minutes_without_triage'] - result['minutes_saved']:.1f} minutes "
                   f"(saved {result['minutes_saved']:.1f}, {100 * share:.0f}%)" if share is not None else "")
     if out is not None:
-        atomic_write_text(out, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+        write_json(out, result)
         console.print(f"wrote {out}")

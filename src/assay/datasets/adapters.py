@@ -439,6 +439,7 @@ def read_annotated(path: str | Path) -> MetaSet:
     as Table 8 scores (``grade_correctness``, ``grade_relevance``: 0, 0.25 … 1) and score
     overrides under the metric's name — one value per reviewer (latest annotation each). Items no
     reviewer labelled are left out."""
+    from assay.annotation_rules import valid_grade, valid_number
     from assay.human import latest
     from assay.methods.lemaj import grade_score
     from assay.store import Store
@@ -457,9 +458,10 @@ def read_annotated(path: str | Path) -> MetaSet:
         human: dict[str, list[float]] = {}
         for author in authors:
             for a in latest(mine, author).values():
-                if a.path.startswith("human.grade_") and isinstance(a.value, int | float):
+                # annotations stored before they were validated may be off-scale or not numbers: skipped
+                if a.path.startswith("human.grade_") and valid_grade(a.value):
                     label, value = a.path.removeprefix("human."), grade_score(a.value)
-                elif a.path in record.scores and isinstance(a.value, int | float) and not isinstance(a.value, bool):
+                elif a.path in record.scores and valid_number(a.value):
                     label, value = a.path, float(a.value)
                 else:
                     continue

@@ -101,6 +101,9 @@ class Method(ABC):
     """(low, high) of a metric whose scale is not 0–1 (the pointwise baseline's 0–4): what a
     threshold "of the range" is taken of (DICE's thresholded-scalar verdicts, injection audit)."""
 
+    annotation_labels: ClassVar[dict[str, tuple[str, ...]]] = {}
+    """Per field name of the evidence (``tag``), the labels a reviewer's override may take."""
+
     unit_kind: ClassVar[str] = "item"
     """What one evaluation scores: ``item`` (one answer), ``pair`` (two answers to one query),
     ``group``. A method of pairs or groups overrides :meth:`units` and :meth:`evaluate_unit`."""
@@ -159,6 +162,12 @@ class Method(ABC):
     @abstractmethod
     def check_item(self, item: Item) -> str | None:
         """Why the item cannot be evaluated by this method (naming the field), or None."""
+
+    def check_all(self, items: list[Item]) -> str | None:
+        """Why these items together cannot be evaluated (a comparison with nothing to compare,
+        answers to one id under different questions), or None. Called before any store is
+        touched, after :meth:`check_item` has accepted each item."""
+        return None
 
     async def evaluate(self, item: Item, client: JudgeClient) -> ItemResult:
         """Score one item (item methods implement this; others :meth:`evaluate_unit`)."""

@@ -178,6 +178,22 @@ class Dice(Method):
             return "DICE compares systems: each answer needs its system (field 'system')"
         return None
 
+    def check_all(self, items: list[Item]) -> str | None:
+        """Answers compared with each other must answer one question: the same id under two
+        different query texts would judge one of them under the wrong question."""
+        queries: dict[str, Item] = {}
+        for item in items:
+            first = queries.setdefault(item.id, item)
+            if " ".join(first.query.split()) != " ".join(item.query.split()):
+                return (f"id {item.id!r}: systems {first.system!r} and {item.system!r} answer different questions "
+                        f"({first.query[:60]!r} vs {item.query[:60]!r}); answers compared with each other need "
+                        "the same id and the same query")
+        if not pairs_from_items(items):
+            systems = sorted({str(i.system) for i in items})
+            return (f"nothing to compare: {len(systems)} system(s) ({', '.join(systems[:5])}) and no id answered by "
+                    "two of them; DICE needs pairwise records (a, b) or two systems answering the same id")
+        return None
+
     def units(self, items: list[Item]) -> list[Unit]:
         pairs = pairs_from_items(items)
         if not pairs:

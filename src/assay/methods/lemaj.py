@@ -378,6 +378,7 @@ class LeMAJ(Method):
     config_model: ClassVar[type[BaseModel] | None] = LeMAJConfig
     primary_metric: ClassVar[str | None] = "relevance"
     supports_jury: ClassVar[bool] = True
+    annotation_labels: ClassVar[dict[str, tuple[str, ...]]] = {"tag": TAGS, "judge_tag": TAGS}
     compact_columns: ClassVar[tuple[str, ...]] = ("correctness", "precision", "recall", "f1", "relevance", "ldps")
     config: LeMAJConfig
 

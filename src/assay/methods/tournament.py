@@ -153,6 +153,34 @@ class Tournament(Dice):
     def systems(self, items: list[Item]) -> list[str]:
         return sorted({str(i.system) for i in items})
 
+    def check_all(self, items: list[Item]) -> str | None:
+        problem = super().check_all(items)
+        if problem:
+            return problem
+        systems = self.systems(items)
+        if len(systems) < 2:
+            return f"a tournament needs at least two systems, got {len(systems)}"
+        asked: dict[str, set[str]] = {}
+        for item in items:
+            asked.setdefault(str(item.system), set()).add(item.id)
+        if self.config.mode == "baselines":
+            tiers = self.config.tiers
+            missing = [t for t in tiers if t not in systems]
+            if missing:
+                return f"baseline tier(s) {', '.join(missing)} have no answers among the items"
+            pairs = [(a, b) for i, a in enumerate(tiers) for b in tiers[i + 1:]]
+            pairs += [(s, t) for s in systems if s not in tiers for t in tiers]
+        else:
+            pairs = [(a, b) for i, a in enumerate(systems) for b in systems[i + 1:]]
+        apart = [(a, b) for a, b in pairs if not asked[a] & asked[b]]
+        if len(apart) == len(pairs):
+            return "no two systems that would meet answer a common question (same id): there is nothing to compare"
+        if self.config.mode == "baselines" and apart:
+            a, b = apart[0]
+            return (f"systems {a!r} and {b!r} share no question (same id), so {a!r} cannot be placed against "
+                    f"tier {b!r}" + (f" (and {len(apart) - 1} more such pair(s))" if len(apart) > 1 else ""))
+        return None
+
     def planned_rounds(self, items: list[Item]) -> int:
         n = len(self.systems(items))
         if self.config.mode in ("round-robin", "baselines"):

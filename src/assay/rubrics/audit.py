@@ -362,7 +362,7 @@ class Audit:
         per: list[dict[str, Any]] = []
         unparsed = 0
         for criterion in rubric.criteria:
-            flags: dict[str, bool] = {}
+            flags: dict[str, bool | None] = {}
             votes: dict[str, list[str]] = {}
             for key, (name, text) in PROPERTIES.items():
                 messages = self.prompts["structure"].render(id=criterion.id, description=defuse(criterion.description),
@@ -379,10 +379,21 @@ class Audit:
                     else:
                         said.append(out.value.verdict)
                 votes[key] = said
-                flags[key] = said.count("PASS") * 2 > len(judges)
-            per.append({"id": criterion.id, "structure": sum(flags.values()), "flags": flags, "votes": votes})
-        mean = sum(p["structure"] for p in per) / len(per) if per else None
-        return {"criteria": per, "mean": mean, "judges": len(judges), "unparsed_calls": unparsed}
+                parsed = [v for v in said if v != "unparsed"]
+                # every vote unparsed: the property is undetermined (Unscored), never a FAIL
+                flags[key] = parsed.count("PASS") * 2 > len(parsed) if parsed else None
+            entry: dict[str, Any] = {"id": criterion.id, "flags": flags, "votes": votes}
+            undetermined = [k for k, v in flags.items() if v is None]
+            if undetermined:
+                entry["structure"] = None
+                entry["unscored"] = {"reason": "every vote on " + ", ".join(undetermined) + " was unparseable"}
+            else:
+                entry["structure"] = sum(bool(v) for v in flags.values())
+            per.append(entry)
+        scored = [p["structure"] for p in per if p["structure"] is not None]
+        mean = sum(scored) / len(scored) if scored else None
+        return {"criteria": per, "mean": mean, "judges": len(judges), "unparsed_calls": unparsed,
+                "unscored_criteria": len(per) - len(scored)}
 
     # preference fit -------------------------------------------------------------------------------
     def _dimensions(self, rubric: RubricSet | None) -> str:
@@ -411,7 +422,10 @@ class Audit:
                 said.append(out.value.verdict)
         counts = Counter(said)
         winner = "A" if chosen_first else "B"
-        majority = counts.most_common(1)[0][0] if said and counts["A"] != counts["B"] else None
+        if not said:  # no vote could be read: Unscored, never counted as a wrong verdict
+            return {"pair": pair.id, "votes": {}, "majority": None, "preferred": winner, "correct": None,
+                    "parsed": 0, "unscored": {"reason": f"all {cfg.votes} vote(s) unparseable"}}
+        majority = counts.most_common(1)[0][0] if counts["A"] != counts["B"] else None
         return {"pair": pair.id, "votes": dict(counts), "majority": majority, "preferred": winner,
                 "correct": majority == winner, "parsed": len(said)}
 
@@ -422,13 +436,21 @@ class Audit:
             return {"pairs": len(pairs), **anatomy}
         with_rubric = [await self._verdict(p, rubric, client) for p in pairs]
         without = [await self._verdict(p, None, client) for p in pairs]
-        x = [float(r["correct"]) for r in with_rubric]
-        y = [float(r["correct"]) for r in without]
-        boot = paired_bootstrap(x, y, resamples=2000, seed=self.config.seed) if len(pairs) > 1 else None
-        changed = sum(1 for r, b in zip(with_rubric, without, strict=True) if r["majority"] != b["majority"])
+        # accuracy over the pairs whose verdict could be read; the paired difference over the pairs
+        # read both ways. Unscored pairs are counted, never scored as wrong.
+        x_all = [None if r["correct"] is None else float(r["correct"]) for r in with_rubric]
+        y_all = [None if r["correct"] is None else float(r["correct"]) for r in without]
+        x = [v for v in x_all if v is not None]
+        y = [v for v in y_all if v is not None]
+        both = [(a, b) for a, b in zip(x_all, y_all, strict=True) if a is not None and b is not None]
+        boot = (paired_bootstrap([a for a, _ in both], [b for _, b in both], resamples=2000, seed=self.config.seed)
+                if len(both) > 1 else None)
+        changed = sum(1 for r, b in zip(with_rubric, without, strict=True)
+                      if r["correct"] is not None and b["correct"] is not None and r["majority"] != b["majority"])
         return {"pairs": len(pairs), "votes": self.config.votes,
                 "accuracy_rubric": sum(x) / len(x) if x else None, "accuracy_no_rubric": sum(y) / len(y) if y else None,
-                "delta": (sum(x) - sum(y)) / len(x) if x else None,
+                "unscored_rubric": len(x_all) - len(x), "unscored_no_rubric": len(y_all) - len(y),
+                "delta": sum(a - b for a, b in both) / len(both) if both else None,
                 "delta_ci": list(boot.ci) if boot is not None and boot.ci is not None else None,
                 "changed_verdicts": changed, "rows": {"rubric": with_rubric, "no_rubric": without}, **anatomy}
 

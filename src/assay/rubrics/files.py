@@ -22,9 +22,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
-from assay._files import atomic_write_text
+from assay._files import YAML_MARK, atomic_write_text, loads_finite, write_json
 from assay.errors import InputError
 
 
@@ -68,16 +68,29 @@ def load_rubric(path: str | Path) -> RubricSet:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", source=str(path)) from exc
-    try:
-        if path.suffix.lower() == ".json":
-            data = json.loads(text)
-        else:
-            import yaml
-
-            data = yaml.safe_load(text)
-    except Exception as exc:  # json / yaml parse errors carry their position in the message
-        raise InputError(f"not valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'}: {exc}",
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})",
                          source=str(path)) from exc
+    if path.suffix.lower() == ".json":
+        try:
+            data = loads_finite(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", source=str(path),
+                             line=exc.lineno) from exc
+        except (ValueError, RecursionError) as exc:
+            raise InputError(f"not valid JSON: {exc}", source=str(path)) from exc
+    else:
+        import yaml
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.MarkedYAMLError as exc:  # one line: what and where, not YAML's multi-line excerpt
+            mark = exc.problem_mark
+            what = " ".join(str(exc.problem or exc.context or "syntax error").split())
+            raise InputError(f"not valid YAML: {what}" + (f" (column {mark.column + 1})" if mark else ""),
+                             source=str(path), line=mark.line + 1 if mark else None) from exc
+        except (yaml.YAMLError, RecursionError) as exc:
+            raise InputError(f"not valid YAML: {' '.join(str(exc).split())}", source=str(path)) from exc
     meta: dict[str, Any] = {}
     if isinstance(data, dict):
         entries = data.get("criteria", data.get("rubrics"))
@@ -104,8 +117,12 @@ def load_rubric(path: str | Path) -> RubricSet:
         extra = {k: v for k, v in entry.items() if k not in known}
         try:
             criterion = Criterion.model_validate({**{k: v for k, v in entry.items() if k in known}, "extra": extra})
-        except Exception as exc:
-            raise InputError(f"{where}: {exc}", source=str(path)) from exc
+        except ValidationError as exc:  # one line: the first problem, its field and what is wrong
+            err = exc.errors()[0]
+            loc = ".".join(str(p) for p in err["loc"]) or None
+            more = f" ({len(exc.errors()) - 1} more problem(s))" if len(exc.errors()) > 1 else ""
+            raise InputError(f"{where} ({entry.get('id')!r}): {err['msg']}, got {err.get('input')!r}{more}",
+                             source=str(path), field=loc) from exc
         if criterion.id in seen:
             raise InputError(f"{where}: id {criterion.id!r} appears twice", source=str(path), field="id")
         seen.add(criterion.id)
@@ -123,11 +140,12 @@ def save_rubric(rubric: RubricSet, path: str | Path) -> None:
         if c["gate"] is None:
             del c["gate"]
     if path.suffix.lower() == ".json":
-        atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        write_json(path, data)
     else:
         import yaml
 
-        atomic_write_text(path, yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100))
+        atomic_write_text(path, f"{YAML_MARK}: a rubric set\n"
+                          + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100))
 
 
 def read_preference_pairs(path: str | Path) -> tuple[list[PreferencePair], list[str]]:
@@ -160,11 +178,14 @@ def read_preference_pairs(path: str | Path) -> tuple[list[PreferencePair], list[
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                parsed = loads_finite(line)
             except json.JSONDecodeError as exc:
                 raise InputError(f"malformed JSON: {exc.msg}", source=source, line=n) from exc
-            if not isinstance(row, dict):
+            except (ValueError, RecursionError) as exc:
+                raise InputError(f"malformed JSON: {exc}", source=source, line=n) from exc
+            if not isinstance(parsed, dict):
                 raise InputError("not a JSON object", source=source, line=n)
+            row = parsed
             pid = str(row.get("id", f"pair{n}"))
             prompt = row.get("query", row.get("prompt"))
             if not isinstance(prompt, str) or not prompt.strip():
@@ -172,14 +193,22 @@ def read_preference_pairs(path: str | Path) -> tuple[list[PreferencePair], list[
             if "chosen" in row or "rejected" in row:
                 chosen, rejected = row.get("chosen"), row.get("rejected")
             elif "a" in row and "b" in row:
-                winner = str(((row.get("human") or {}).get("winner")) or "").strip()
+                human = row.get("human")
+                if human is not None and not isinstance(human, dict):
+                    raise InputError(f"'human' must be an object like {{\"winner\": \"A\"}}, got {human!r}",
+                                     source=source, line=n, field="human")
+                winner = str(((human or {}).get("winner")) or "").strip()
                 if winner.lower() == "tie":
                     ties += 1
                     continue
                 if winner not in ("A", "B"):
                     raise InputError(f"human.winner must be A, B or tie, got {winner or 'nothing'!r}", source=source,
                                      line=n, field="human.winner")
-                a, b = (row["a"] or {}).get("response"), (row["b"] or {}).get("response")
+                for side in ("a", "b"):
+                    if not isinstance(row[side], dict):
+                        raise InputError(f"'{side}' must be an object with a 'response', got "
+                                         f"{type(row[side]).__name__}", source=source, line=n, field=side)
+                a, b = row["a"].get("response"), row["b"].get("response")
                 chosen, rejected = (a, b) if winner == "A" else (b, a)
             else:
                 raise InputError("expected 'a'/'b' with human.winner, or 'chosen'/'rejected'", source=source, line=n)

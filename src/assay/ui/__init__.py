@@ -35,15 +35,18 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from assay.errors import StoreError
+from assay._files import loads_finite
+from assay.errors import ConfigError, StoreError
 from assay.export import export_rows
 from assay.human import agreement, latest, reviewed_ldps
-from assay.registry import methods
+from assay.registry import method_class, methods
 from assay.report import _fmt
 from assay.store import Store
 
 COOKIE = "assay_token"
 LDP_TAGS = ("correct", "incorrect", "irrelevant", "missing")
+MAX_BODY = 256 * 1024
+"""The largest annotation request accepted (an annotation value itself: 64 KiB)."""
 
 
 def _env() -> Environment:
@@ -192,19 +195,27 @@ def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowe
         if refused is not None:
             return refused
         run_id, idx = request.path_params["run_id"], int(request.path_params["idx"])
+        raw = await request.body()
+        if len(raw) > MAX_BODY:
+            return JSONResponse({"error": f"request body larger than {MAX_BODY // 1024} KiB"}, status_code=413)
         try:
-            body = await request.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return JSONResponse({"error": "malformed JSON"}, status_code=400)
+            body = loads_finite(raw)
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            return JSONResponse({"error": f"malformed JSON ({str(exc)[:120]})"}, status_code=400)
         if not isinstance(body, dict) or not isinstance(body.get("path"), str) or "value" not in body:
             return JSONResponse({"error": "expected {path, value[, reason, author]}"}, status_code=400)
         records = store.results(run_id) if store.get_run(run_id) is not None else []
         if not 0 <= idx < len(records):
             return JSONResponse({"error": "no such item"}, status_code=404)
         who = str(body.get("author") or author).strip()[:80]
+        run = store.run(run_id)
+        try:
+            rules: Any = method_class(run.method)
+        except ConfigError:
+            rules = None  # a method this installation does not know: generic checks only
         try:
             stored = store.annotate(run_id, records[idx].key, body["path"], body["value"], author=who,
-                                    reason=str(body.get("reason") or "")[:2000])
+                                    reason=str(body.get("reason") or "")[:2000], rules=rules)
         except StoreError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         return JSONResponse(stored.model_dump(), status_code=201)
@@ -235,7 +246,10 @@ def serve(store_path: Path, *, host: str = "127.0.0.1", port: int = 0, author: s
     bound = sock.getsockname()[1]
     token = token or secrets.token_urlsafe(24)
     shown_host = f"[{host}]" if ":" in host else host
-    hosts = (f"{shown_host}:{bound}", f"localhost:{bound}") if host in ("127.0.0.1", "::1") else ()
+    # The Host check stays on whatever the bind address (DNS rebinding): the bound host name and
+    # the loopback names are accepted, nothing else (the command warns when binding beyond loopback).
+    hosts = tuple(dict.fromkeys((f"{shown_host}:{bound}", f"localhost:{bound}", f"127.0.0.1:{bound}",
+                                 f"[::1]:{bound}")))
     app = create_app(store_path, token, author=author, allowed_hosts=hosts)
     url = f"http://{shown_host}:{bound}/?token={token}"
     if ready is not None:
