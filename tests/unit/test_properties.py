@@ -91,7 +91,7 @@ NUMBERS = st.one_of(
 @given(choice=st.sampled_from(OPTIONS), value=NUMBERS)
 def test_a_numeric_option_answers_one_line_never_a_traceback(choice: tuple[tuple[str, ...], str, str],
                                                              value: str) -> None:
-    path, flag, kind = choice
+    path, flag, _kind = choice
     code, output = invoke([*path, f"{flag}={value}"])
     assert "Traceback" not in output, output
     assert code == 2, (path, flag, value, output)  # a bad value, or the missing argument after a good one
