@@ -33,10 +33,10 @@ from typing import Any
 
 from assay._eval import aevaluate
 from assay.backends._llamacpp import LlamaCppBackend
-from assay.cli.tournament import tournament_ranking
 from assay.datasets.adapters import read_pandalm
 from assay.meta import _majority
 from assay.methods.tournament import Tournament, TournamentConfig
+from assay.methods.tournament.cli import tournament_ranking
 from assay.runner import RunnerConfig
 from assay.stats import bradley_terry, correlation
 from assay.store import Store

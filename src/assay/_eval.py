@@ -17,7 +17,7 @@ from assay._version import __version__
 from assay.backends import JudgeBackend, get_backend
 from assay.errors import BudgetExhausted, ConfigError, InputError, JudgeUnreachable, StoreError
 from assay.grader_text import grader_directed, redact
-from assay.methods import CallEstimate, ItemResult, Method
+from assay.methods._base import CallEstimate, ItemResult, Method
 from assay.records import ResultRecord
 from assay.registry import build_method
 from assay.results import EvalResult

@@ -1,34 +1,24 @@
-"""The human layer of a run: what reviewers annotated (``assay ui``), read back.
+"""The human layer of a run, read back: what reviewers annotated in ``assay ui``.
 
-Annotations are append-only (:meth:`assay.store.Store.annotate`); the layer a reviewer sees is
-the latest annotation per address and author. Addresses are either a verdict of the judge's
-result (``ldps[2].tag``, ``criteria[0].satisfied``, ``recall``) — an override — or something
-the reviewer adds, under ``human.``:
-
-- ``human.grade_correctness``, ``human.grade_relevance``: the 1–5 grades of LeMAJ Table 8;
-- ``human.missing[k]``: a missing point (``{"text": ...}``) the judge did not list;
-- ``human.split[k]``: ``{"ldp": i, "at": n}`` cuts LDP i after its n-th character;
-- ``human.merge[k]``: ``{"ldps": [i, j]}`` joins LDPs i and j (the span from the first start to
-  the last end);
-- ``human.comment``: free text.
-
-LDP indices always refer to the judge's list, so edits stay addressable however many are made.
-:func:`reviewed_ldps` applies one reviewer's edits; :func:`agreement` compares two reviewers per
-LeMAJ Table 4 (manual grades, and scores derived from their LDP tags).
+Annotations are append-only (``Store.annotate`` checks each value first); the layer a reviewer
+sees is the latest annotation per address and author. An address is either a verdict of the
+judge's result (``criteria[0].satisfied``, ``recall``) — an override — or something the reviewer
+adds under ``human.``: the 1–5 grades ``human.grade_correctness`` and ``human.grade_relevance``,
+``human.comment``, and whatever the run's method lets a reviewer add (its review panel). Nothing
+here names a method: a method reads its own annotations (its ``review_context`` and
+``agreement`` hooks).
 """
 
 from __future__ import annotations
 
-import re
-from typing import Any
-
 from assay.records import Annotation
 
 GRADES = ("human.grade_correctness", "human.grade_relevance")
+"""The reviewer's grades of an answer, on the 1–5 scale (5: completely correct / relevant)."""
 
 
 def latest(annotations: list[Annotation], author: str | None = None) -> dict[str, Annotation]:
-    """The newest annotation per address (of one author, or of anyone)."""
+    """The latest annotation per address (of ``author`` only, if given)."""
     out: dict[str, Annotation] = {}
     for a in annotations:
         if author is None or a.author == author:
@@ -36,91 +26,10 @@ def latest(annotations: list[Annotation], author: str | None = None) -> dict[str
     return out
 
 
-def reviewed_ldps(response: str, ldps: list[dict[str, Any]],
-                  annotations: dict[str, Annotation]) -> list[dict[str, Any]]:
-    """One reviewer's version of the judge's LDPs: tag overrides, splits, merges, added missing
-    points. Each LDP says where it came from (``origin``: judge, split, merge, human)."""
-    edited = [{**d, "origin": "judge", "index": i} for i, d in enumerate(ldps)]
-    for path, a in annotations.items():
-        found = re.fullmatch(r"ldps\[(\d+)\]\.tag", path)
-        if found and int(found.group(1)) < len(edited):
-            edited[int(found.group(1))]["tag"] = a.value
-            edited[int(found.group(1))]["reviewed"] = True
-    gone: set[int] = set()
-    added: list[dict[str, Any]] = []
-    for path, a in sorted(annotations.items(), key=lambda kv: kv[1].id):
-        value = a.value if isinstance(a.value, dict) else {}
-        if path.startswith("human.split[") and isinstance(value.get("ldp"), int):
-            i, at = value["ldp"], int(value.get("at") or 0)
-            if i in gone or not 0 <= i < len(edited) or edited[i]["start"] is None:
-                continue
-            d = edited[i]
-            cut = d["start"] + at
-            if not d["start"] < cut < d["end"]:
-                continue
-            gone.add(i)
-            for lo, hi in ((d["start"], cut), (cut, d["end"])):
-                text = response[lo:hi]
-                strip = len(text) - len(text.lstrip())
-                added.append({**d, "start": lo + strip, "end": hi - (len(text) - len(text.rstrip())),
-                              "text": text.strip(), "origin": "split"})
-        elif path.startswith("human.merge[") and isinstance(value.get("ldps"), list):
-            parts = [i for i in value["ldps"] if isinstance(i, int) and 0 <= i < len(edited) and i not in gone
-                     and edited[i]["start"] is not None]
-            if len(parts) < 2:
-                continue
-            lo = min(edited[i]["start"] for i in parts)
-            hi = max(edited[i]["end"] for i in parts)
-            gone.update(parts)
-            added.append({**edited[parts[0]], "start": lo, "end": hi, "text": response[lo:hi], "origin": "merge"})
-        elif path.startswith("human.missing[") and str(value.get("text") or "").strip():
-            added.append({"text": str(value["text"]).strip(), "tag": "missing", "start": None, "end": None,
-                          "citation": value.get("citation") or [], "origin": "human"})
-    kept = [d for i, d in enumerate(edited) if i not in gone] + added
-    return sorted(kept, key=lambda d: (d["start"] is None, d["start"] or 0, d["end"] or 0))
-
-
-def reviewer_scores(response: str, ldps: list[dict[str, Any]], annotations: dict[str, Annotation],
-                    beta: float = 1.0) -> dict[str, Any]:
-    """What one reviewer's annotations of one answer say: Table 8 grades as 0–1 scores, and —
-    when the reviewer touched the LDPs — LeMAJ scores from the reviewed tags."""
-    from assay.annotation_rules import valid_grade
-    from assay.methods.lemaj import TAGS, grade_score, ldp_scores
-
-    out: dict[str, Any] = {}
-    for path in GRADES:
-        if path in annotations and valid_grade(annotations[path].value):
-            out[path.removeprefix("human.grade_") + "_grade"] = grade_score(annotations[path].value)
-    if any(p.startswith(("ldps[", "human.split", "human.merge", "human.missing")) for p in annotations):
-        reviewed = reviewed_ldps(response, ldps, annotations)
-        scores, _ = ldp_scores({t: sum(d["tag"] == t for d in reviewed) for t in TAGS}, beta)
-        out["correctness_ldp"], out["relevance_ldp"] = scores["correctness"], scores["relevance"]
-    return out
-
-
-def agreement(rows: list[dict[str, Any]], annotations: list[Annotation]) -> dict[str, Any] | None:
-    """Inter-annotator agreement per LeMAJ Table 4 between the first two reviewers who annotated
-    the same answers: the share of answers they scored the same, from their 5-point grades
-    ("manual") and from scores derived from their LDP tags, floored to the quarter ("LeMAJ")."""
-    from assay.methods.lemaj import percent_agreement
-
-    authors = list(dict.fromkeys(a.author for a in annotations))
-    if len(authors) < 2:
-        return None
-    first, second = authors[:2]
-    by_unit: dict[str, list[Annotation]] = {}
-    for a in annotations:
-        by_unit.setdefault(a.unit_key, []).append(a)
-    pairs: dict[str, list[tuple[float, float]]] = {}
-    for row in rows:
-        key = str(row.get("unit_key") or (f"{row['id']}::{row['system']}" if row.get("system") else row["id"]))
-        mine = by_unit.get(key, [])
-        views = [reviewer_scores(str(row.get("response") or ""), row.get("ldps") or [], latest(mine, who))
-                 for who in (first, second)]
-        for name in ("correctness_grade", "relevance_grade", "correctness_ldp", "relevance_ldp"):
-            one, two = views[0].get(name), views[1].get(name)
-            if one is not None and two is not None:
-                pairs.setdefault(name, []).append((one, two))
-    table = {name: {"answers": len(v), "agreement": percent_agreement([x for x, _ in v], [y for _, y in v])}
-             for name, v in pairs.items()}
-    return {"reviewers": [first, second], "table": table}
+def grade_score(grade: int | float) -> float:
+    """A 1–5 grade as a 0–1 score: 1 → 0, 2 → 0.25, 3 → 0.5, 4 → 0.75, 5 → 1 (the expert scale
+    of the LeMAJ paper, "LeMAJ (Legal LLM-as-a-Judge): Bridging Legal Reasoning and LLM
+    Evaluation", Table 8)."""
+    if not 1 <= grade <= 5:
+        raise ValueError(f"grade {grade} is not on the 1–5 scale")
+    return (float(grade) - 1.0) / 4.0

@@ -16,6 +16,7 @@ break the commands that do not need it.
 
 from __future__ import annotations
 
+import importlib
 import re
 import sys
 from importlib.metadata import entry_points
@@ -27,6 +28,11 @@ from assay.errors import ConfigError
 
 if TYPE_CHECKING:
     from assay.methods._base import Method
+
+BUILTIN_METHODS = ("assay.methods.baselines", "assay.methods.caseaware", "assay.methods.dece", "assay.methods.dice",
+                   "assay.methods.lemaj", "assay.methods.lexical", "assay.methods.tournament")
+"""The packages of the built-in methods; each registers its method class on import, as a
+plug-in's entry point does."""
 
 _METHODS: dict[str, type[Method]] = {}
 _loaded = False
@@ -62,7 +68,8 @@ def _load() -> None:
     if _loaded:
         return
     _loaded = True
-    import assay.methods  # noqa: F401  (the built-in methods register on import)
+    for module in BUILTIN_METHODS:  # loaded like a plug-in: the registry names no method
+        importlib.import_module(module)
 
     for entry in entry_points(group="assay.methods"):
         try:
@@ -112,17 +119,3 @@ def build_method(name: str, **options: Any) -> Method:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"method {name!r}: {problems}") from None
     return cls.from_options(config, **extras)
-
-
-def load_backend_plugins() -> None:
-    """Register the backends of the ``assay.backends`` entry points: each is a factory
-    ``factory(model, options) -> JudgeBackend`` registered under the entry point's name."""
-    from assay.backends._registry import register_backend
-
-    for entry in entry_points(group="assay.backends"):
-        try:
-            register_backend(entry.name)(entry.load())
-        except Exception as exc:
-            message = f"assay: plug-in backend {entry.name!r} ({entry.value}) failed to load: {exc}"
-            PLUGIN_ERRORS.append(message)
-            print(message, file=sys.stderr)

@@ -85,4 +85,4 @@ class EvalResult:
 
     def report(self, path: str | Path) -> Path:
         from assay.report import write_report
-        return write_report(self.store, self.run_id, Path(path))
+        return write_report(self, Path(path))

@@ -126,7 +126,7 @@ def test_review_and_annotate_a_run_in_chromium(served: tuple[str, Path, str], tm
         ("bob", "human.grade_correctness", 2), ("bob", "human.grade_relevance", 5)]
     assert store.result(run_id, "c1::s1").details["ldps"][0]["tag"] == "correct"  # the judge's output is untouched
     from assay.export import export_rows
-    from assay.human import agreement
+    from assay.methods.lemaj.review import agreement
 
     table = agreement(export_rows(store, run_id), stored)
     assert table is not None and table["table"]["correctness_grade"] == {"answers": 1, "agreement": 1.0}

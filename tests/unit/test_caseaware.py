@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 import assay
 from assay.backends import ScriptedBackend
 from assay.cli import app
-from assay.compare import compare_runs, gate, load_run
 from assay.errors import ConfigError
 from assay.methods.caseaware import METRICS, PROFILES, CaseAware, CaseAwareConfig, band_of, resolve_weights
+from assay.methods.caseaware.compare import compare_runs, gate, load_run
 from assay.runner import RunnerConfig
 
 QUIET = RunnerConfig(progress=False)

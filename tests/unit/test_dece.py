@@ -290,7 +290,7 @@ def test_soft_verdicts_count_the_judges_probability_under_the_evidence_checks() 
     store = Store(":memory:")
     backend = WithLogprobs(ScriptedBackend(rules=rules), {"score": ("1", "0")}, {"score": [0.9, 0.8, 0.3, 0.7, 0.4]})
     run = assay.evaluate([ITEM], "dece", backend, runner=QUIET, verdicts="soft", store=store)
-    html = render_report(store, run.run_id)
+    html = render_report(run)
     assert "P(1) 0.900, counts 0.900" in html and "P(1) 0.800, counts 0.000" in html
     assert "Greedy labels of the same calls: precision 0.500" in html
     # without logprobs a soft run is Unscored with the reason, not scored hard

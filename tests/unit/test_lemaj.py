@@ -20,8 +20,8 @@ from assay.methods.lemaj import (
     paragraph_spans,
     sentence_spans,
 )
+from assay.methods.lemaj.triage import triage
 from assay.runner import RunnerConfig
-from assay.triage import triage
 from assay.types import Item
 from tests.helpers import WithLogprobs
 

@@ -10,7 +10,8 @@ from starlette.testclient import TestClient
 
 import assay
 from assay.backends import ScriptedBackend
-from assay.human import latest, reviewed_ldps
+from assay.human import latest
+from assay.methods.lemaj.review import reviewed_ldps
 from assay.runner import RunnerConfig
 from assay.store import Store
 from assay.types import Item

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from assay.backends._base import Capabilities, JudgeBackend
-from assay.backends._registry import get_backend, register_backend
+from assay.backends._registry import get_backend
 from assay.errors import ConfigError
 from assay.types import Completion, GenerateConfig, Message
 
@@ -38,8 +38,7 @@ class JuryBackend(JudgeBackend):
             await member.aclose()
 
 
-@register_backend("jury")
-def _jury(model: str, options: dict[str, Any]) -> JudgeBackend:
+def factory(model: str, options: dict[str, Any]) -> JudgeBackend:
     names = [n.strip() for n in model.split("+") if n.strip()]
     if any(n.startswith("jury/") for n in names):
         raise ConfigError("a jury cannot sit on a jury")

@@ -29,7 +29,6 @@ from typing import Any
 
 from assay.backends._base import Capabilities, JudgeBackend
 from assay.backends._fastgrammar import json_schema_grammar
-from assay.backends._registry import register_backend
 from assay.errors import ConfigError
 from assay.model import MODEL_SHA256, SMOLLM_SHA256, resolve_model, smollm_path
 from assay.types import Completion, GenerateConfig, Message, TokenLogprob, Usage
@@ -197,8 +196,7 @@ def _read_logprobs(llama: Any, ids: list[int], prompt_tokens: int, top: int) -> 
     return out
 
 
-@register_backend("llamacpp")
-def _factory(model: str, options: dict[str, Any]) -> JudgeBackend:
+def factory(model: str, options: dict[str, Any]) -> JudgeBackend:
     for key in ("n_ctx", "n_threads"):
         if key in options:
             options[key] = int(options[key])

@@ -33,7 +33,6 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from assay.backends._base import Capabilities, JudgeBackend
-from assay.backends._registry import register_backend
 from assay.errors import BackendError, ConfigError, RateLimited, TransientBackendError
 from assay.types import Completion, GenerateConfig, Message, TokenLogprob, Usage
 
@@ -209,8 +208,7 @@ class OpenAIBackend(JudgeBackend):
         await self._client.close()
 
 
-@register_backend("openai")
-def _factory(model: str, options: dict[str, Any]) -> JudgeBackend:
+def factory(model: str, options: dict[str, Any]) -> JudgeBackend:
     base_url = options.pop("base_url", None)
     if "@" in model:
         model, base_url = model.split("@", 1)

@@ -6,6 +6,8 @@ without them and a missing one fails with a ``pip install`` hint.
 
 from __future__ import annotations
 
+import importlib
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -47,6 +49,16 @@ def get_backend(name: str, **options: Any) -> JudgeBackend:
     return factory(model, dict(options))
 
 
+BUILTIN: dict[str, str] = {
+    "llamacpp": "assay.backends._llamacpp:factory",
+    "openai": "assay.backends._openai:factory",
+    "jury": "assay.backends._jury:factory",
+    "scripted": "assay.backends._scripted:factory",
+}
+"""The built-in providers, named the way a plug-in names its own (``module:factory``) and
+loaded the same way, when first asked for: their dependencies load only then."""
+
+PLUGIN_ERRORS: list[str] = []
 _loaded = False
 
 
@@ -55,8 +67,30 @@ def _load_builtin() -> None:
     if _loaded:
         return
     _loaded = True
-    # Importing registers them; their heavy dependencies load only when a backend is built.
-    from assay.backends import _jury, _llamacpp, _openai, _scripted  # noqa: F401
-    from assay.registry import load_backend_plugins
+    for provider, target in BUILTIN.items():
+        _PROVIDERS.setdefault(provider, _lazy(target))
+    _load_plugins()
 
-    load_backend_plugins()  # third-party providers (entry points ``assay.backends``)
+
+def _lazy(target: str) -> BackendFactory:
+    def factory(model: str, options: dict[str, Any]) -> JudgeBackend:
+        module, _, attribute = target.partition(":")
+        real: BackendFactory = getattr(importlib.import_module(module), attribute)
+        return real(model, options)
+
+    return factory
+
+
+def _load_plugins() -> None:
+    """Third-party providers: the entry points ``assay.backends``, each a factory
+    ``factory(model, options) -> JudgeBackend`` registered under the entry point's name. One
+    that fails to load is reported once on stderr and left out."""
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group="assay.backends"):
+        try:
+            register_backend(entry.name)(entry.load())
+        except Exception as exc:
+            message = f"assay: plug-in backend {entry.name!r} ({entry.value}) failed to load: {exc}"
+            PLUGIN_ERRORS.append(message)
+            print(message, file=sys.stderr)

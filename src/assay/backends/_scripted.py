@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from assay.backends._base import Capabilities, JudgeBackend
-from assay.backends._registry import register_backend
 from assay.errors import BackendError, ConfigError, RateLimited, ScriptExhausted, TransientBackendError
 from assay.types import Completion, GenerateConfig, Message, Usage
 
@@ -121,8 +120,7 @@ class ScriptedBackend(JudgeBackend):
                           latency_s=self.latency)
 
 
-@register_backend("scripted")
-def _factory(model: str, options: dict[str, Any]) -> JudgeBackend:
+def factory(model: str, options: dict[str, Any]) -> JudgeBackend:
     if "responses" in options or "rules" in options:
         return ScriptedBackend(options.pop("responses", None), rules=options.pop("rules", None),
                                name=f"scripted/{model}", **options)

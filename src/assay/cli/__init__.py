@@ -15,8 +15,6 @@ from rich.markup import escape
 
 from assay._version import __version__
 from assay.cli import (
-    compare,
-    dece,
     demo,
     eval,
     export,
@@ -25,8 +23,6 @@ from assay.cli import (
     model,
     report,
     rubric,
-    tournament,
-    triage,
     ui,
 )
 from assay.cli._click import (
@@ -40,43 +36,61 @@ from assay.cli._click import (
 )
 from assay.cli._common import err_console
 from assay.errors import AssayError, BudgetExhausted, ConfigError, JudgeUnreachable
-from assay.registry import method_class
+from assay.registry import methods
 from assay.store import OPENED_STORES
 
-EXIT_CODES = """\
-Exit status: 0 ok · 1 a gate or check failed · 2 bad input, option or configuration (one line on
-stderr names the file, line and field) · 3 the token budget stopped the run (resume with a larger
---budget) · 4 the judge is unreachable or every judge call failed · 130 interrupted (Ctrl-C) ·
-143 terminated (SIGTERM). An interrupted run is marked so in its store; --resume continues it.
-Add --debug (before the command) to see a traceback."""
+EXIT_CODES = ("Exit status: 0 ok · 1 a gate or check failed · 2 bad input, option or configuration (one line on "
+              "stderr names the file, line and field) · 3 the token budget stopped the run (resume with a larger "
+              "--budget) · 4 the judge is unreachable or every judge call failed · 130 interrupted (Ctrl-C) · "
+              "143 terminated (SIGTERM). An interrupted run is marked so in its store; --resume continues it. "
+              "Add --debug (before the command) to see a traceback.")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUDGET, EXIT_JUDGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 3, 4, 130, 143
 
 
-app = typer.Typer(name="assay", help="Decomposed, auditable LLM judges for LLM and RAG answers.\n\n" + EXIT_CODES,
-                  no_args_is_help=True, pretty_exceptions_enable=False)
-app.add_typer(eval.app, name="eval")
-app.add_typer(dece.app, name="dece")
-app.add_typer(model.app, name="model")
-app.add_typer(rubric.app, name="rubric")
-app.command("export")(export.export)
-app.command("report")(report.report)
-app.command("demo")(demo.demo)
-app.command("meta")(meta.meta)
-app.command("compare")(compare.compare)
-app.command("gate")(compare.gate_command)
-app.command("injection")(injection.injection)
-app.command("tournament")(tournament.make_tournament_command())
-app.command("triage")(triage.triage_command)
-app.command("ui")(ui.ui)
-app.command("pairwise", help="DICE pairwise A/B/Tie verdicts with probabilities (the same command as "
-                             "`assay eval dice`).")(eval.make_command(method_class("dice")))
+PANELS = ("Evaluate", "Inspect and export", "Compare and gate", "Rubrics", "Model and tools")
+"""The groups of the top-level help; a method's own commands name one of them."""
+EVALUATE, INSPECT, COMPARE, RUBRICS, TOOLS = PANELS
+
+app = typer.Typer(name="assay", help="Decomposed, auditable LLM judges for LLM and RAG answers.", epilog=EXIT_CODES,
+                  no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode="markdown",
+                  context_settings={"help_option_names": ["-h", "--help"]})
 
 
-@app.command("version")
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"assay {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", "-V", is_eager=True, callback=_print_version,
+                                       help="Print assay's version and exit.")) -> None:
+    """Decomposed, auditable LLM judges for LLM and RAG answers."""
+
+
+app.add_typer(eval.app, name="eval", rich_help_panel=EVALUATE)
+app.command("demo", rich_help_panel=EVALUATE)(demo.demo)
+app.command("injection", rich_help_panel=EVALUATE)(injection.injection)
+app.command("report", rich_help_panel=INSPECT)(report.report)
+app.command("export", rich_help_panel=INSPECT)(export.export)
+app.command("ui", rich_help_panel=INSPECT)(ui.ui)
+app.command("meta", rich_help_panel=COMPARE)(meta.meta)
+app.add_typer(rubric.app, name="rubric", rich_help_panel=RUBRICS)
+app.add_typer(model.app, name="model", rich_help_panel=TOOLS)
+
+
+@app.command("version", rich_help_panel=TOOLS)
 def version() -> None:
     """Print assay's version."""
     typer.echo(__version__)
+
+
+# Each method contributes its own commands (the way simonw/llm plug-ins do with register_commands):
+# DeCE's criteria review, case-aware's compare and gate, LeMAJ's triage, DICE's pairwise, the tournament.
+for _method in methods().values():
+    _method.register_commands(app, dict(zip(("evaluate", "inspect", "compare", "rubrics", "tools"), PANELS,
+                                            strict=True)))
 
 
 def load_config(path: Path | None = None) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import typer
 from assay._files import check_output
 from assay.cli._common import console
 from assay.report import write_report
+from assay.results import EvalResult
 from assay.store import Store
 
 
@@ -25,5 +26,5 @@ def report(
     rid = store.resolve_run(run_id)
     source = store.run(rid).manifest.get("data_source")
     check_output(output, inputs=[run, meta, source], force=force)
-    path = write_report(store, rid, output, meta)
+    path = write_report(EvalResult(store, rid), output, meta)
     console.print(f"report written to {path}")

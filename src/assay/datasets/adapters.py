@@ -440,8 +440,7 @@ def read_annotated(path: str | Path) -> MetaSet:
     overrides under the metric's name — one value per reviewer (latest annotation each). Items no
     reviewer labelled are left out."""
     from assay.annotation_rules import valid_grade, valid_number
-    from assay.human import latest
-    from assay.methods.lemaj import grade_score
+    from assay.human import grade_score, latest
     from assay.store import Store
 
     text = str(path)

@@ -1,12 +1,22 @@
-"""Evaluation methods. Each registers itself with :func:`assay.registry.register_method`;
-nothing here names a method (importing the modules is what registers the built-in ones)."""
+"""Evaluation methods: the interface (:class:`Method`) and the registry. Each method is a package
+of its own (``assay.methods.<name>``: the method, its report and review templates, its extra
+commands) that registers itself with :func:`register_method` when the registry loads it, as a
+plug-in does; nothing here names a method."""
 
 from __future__ import annotations
 
-from assay.methods import baselines, caseaware, dece, dice, lemaj, lexical, tournament  # noqa: F401  (they register on import)
+import importlib
+from typing import Any
+
 from assay.methods._base import CallEstimate, CliOption, ItemResult, Method, ReportSection
-from assay.methods.dece import DeCE, DeCEConfig
 from assay.registry import build_method, method_class, methods, register_method
 
 __all__ = ["CallEstimate", "CliOption", "DeCE", "DeCEConfig", "ItemResult", "Method", "ReportSection", "build_method",
            "method_class", "methods", "register_method"]
+
+
+def __getattr__(name: str) -> Any:
+    # ``from assay.methods import DeCE`` keeps working without this package importing a method
+    if name in ("DeCE", "DeCEConfig"):
+        return getattr(importlib.import_module("assay.methods.dece"), name)
+    raise AttributeError(name)

@@ -163,6 +163,33 @@ class Method(ABC):
     def check_item(self, item: Item) -> str | None:
         """Why the item cannot be evaluated by this method (naming the field), or None."""
 
+    @classmethod
+    def register_commands(cls, app: Any, panels: dict[str, str]) -> None:
+        """Add the method's own commands to the ``assay`` command line (a Typer app); ``panels``
+        names the help groups (``evaluate``, ``inspect``, ``compare``, ``rubrics``, ``tools``).
+        Every method also gets ``assay eval NAME`` without doing anything here."""
+        return None
+
+    @classmethod
+    def review_panel(cls) -> str | None:
+        """The method's review panel in ``assay ui``: Jinja source (autoescaped) rendered on an
+        item's page with ``row`` (the exported row), ``mine`` (the reviewer's latest values by
+        address) and :meth:`review_context`; its controls carry ``data-path`` addresses the
+        page posts. None: only the generic controls (grades, score overrides, comment)."""
+        return None
+
+    @classmethod
+    def review_context(cls, row: dict[str, Any], mine: dict[str, Any]) -> dict[str, Any]:
+        """Extra context of :meth:`review_panel` (``mine``: address → the reviewer's latest
+        annotation)."""
+        return {}
+
+    @classmethod
+    def agreement(cls, rows: list[dict[str, Any]], annotations: list[Any]) -> dict[str, Any] | None:
+        """Agreement between reviewers as the method's paper measures it, shown on the run's
+        page (``{"title", "reviewers", "table"}``), or None."""
+        return None
+
     def check_all(self, items: list[Item]) -> str | None:
         """Why these items together cannot be evaluated (a comparison with nothing to compare,
         answers to one id under different questions), or None. Called before any store is

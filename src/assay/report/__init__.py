@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
@@ -13,8 +13,18 @@ from markupsafe import Markup
 from assay._files import atomic_write_text
 from assay._version import __version__
 from assay.registry import methods
-from assay.results import EvalResult
-from assay.store import Store
+
+
+class EvalResult(Protocol):
+    """What the report reads of a run's result (:class:`assay.results.EvalResult`)."""
+
+    run: Any
+    method: str
+    metrics: list[str]
+
+    def records(self) -> list[dict[str, Any]]: ...
+
+    def summary(self) -> dict[str, Any]: ...
 
 
 def _fmt(value: Any) -> str:
@@ -81,10 +91,10 @@ def read_meta_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def render_report(store: Store, run_id: str, meta: Path | None = None) -> str:
-    """The report page as a string; ``meta`` adds the Table-2-style meta-evaluation of an
-    ``assay meta`` result (a pairwise set's labels live there, not on the items)."""
-    result = EvalResult(store, run_id)
+def render_report(result: EvalResult, meta: Path | None = None) -> str:
+    """The report page of a run's result as a string; ``meta`` adds the Table-2-style
+    meta-evaluation of an ``assay meta`` result (a pairwise set's labels live there, not on the
+    items)."""
     env = Environment(loader=PackageLoader("assay", "report"), autoescape=select_autoescape(["j2", "html"]))
     env.filters["fmt"] = _fmt
     env.filters["pval"] = lambda v: _fmt(v) if v is None or v >= 0.001 else f"{v:.1e}"
@@ -111,7 +121,7 @@ def render_report(store: Store, run_id: str, meta: Path | None = None) -> str:
                            meta_source=meta.name if meta is not None else None, version=__version__)
 
 
-def write_report(store: Store, run_id: str, out: Path, meta: Path | None = None) -> Path:
-    """Write the report to ``out`` (atomically, see :mod:`assay._files`) and return the path.
-    The caller checks ``out`` first with :func:`assay._files.check_output`."""
-    return atomic_write_text(out, render_report(store, run_id, meta))
+def write_report(result: EvalResult, out: Path, meta: Path | None = None) -> Path:
+    """Write the report to ``out`` (atomically) and return the path. The caller checks ``out``
+    first with ``check_output``."""
+    return atomic_write_text(out, render_report(result, meta))

@@ -38,13 +38,12 @@ from starlette.routing import Route
 from assay._files import loads_finite
 from assay.errors import ConfigError, StoreError
 from assay.export import export_rows
-from assay.human import agreement, latest, reviewed_ldps
+from assay.human import latest
 from assay.registry import method_class, methods
 from assay.report import _fmt
 from assay.store import Store
 
 COOKIE = "assay_token"
-LDP_TAGS = ("correct", "incorrect", "irrelevant", "missing")
 MAX_BODY = 256 * 1024
 """The largest annotation request accepted (an annotation value itself: 64 KiB)."""
 
@@ -114,7 +113,7 @@ def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowe
             return refused
         listed = []
         for run in store.list_runs():
-            listed.append({"run": run, "items": len(store.results(run.run_id)),
+            listed.append({"run": run, "units": len(store.results(run.run_id)), "planned": len(store.units(run.run_id)),
                            "annotations": len(store.annotations(run.run_id))})
         return page("runs.html.j2", runs=listed, store=store_path.name)
 
@@ -152,8 +151,10 @@ def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowe
             shown = [r for r in shown if within(r.get(metric))]
         annotations = store.annotations(run_id)
         annotated = {a.unit_key for a in annotations}
+        cls = methods().get(run.method)
+        iaa = cls.agreement(rows, annotations) if cls is not None else None
         return page("run.html.j2", run=run, rows=shown, total=len(rows), metrics=metrics, systems=systems,
-                    query=dict(q), annotated=annotated, iaa=agreement(rows, annotations),
+                    query=dict(q), annotated=annotated, iaa=iaa,
                     authors=sorted({a.author for a in annotations}))
 
     async def item_page(request: Request) -> Response:
@@ -184,11 +185,14 @@ def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowe
                 evidence = Markup(report_env.from_string(section.item).render(row=row, **section.context))
         annotations = store.annotations(run_id, record.key)
         mine = latest(annotations, author)
-        reviewed = (reviewed_ldps(str(row.get("response") or ""), row.get("ldps") or [], mine)
-                    if row.get("ldps") is not None else None)
+        values = {k: a.value for k, a in mine.items()}
+        panel = Markup("")
+        source = cls.review_panel() if cls is not None else None
+        if cls is not None and source:  # the method's own review controls (LeMAJ's data points, DeCE's verdicts)
+            panel = Markup(env.from_string(source).render(row=row, mine=values, **cls.review_context(row, mine)))
         return page("item.html.j2", run=run, row=row, idx=idx, unit_key=record.key, total=len(units),
-                    evidence=evidence, annotations=annotations, mine={k: a.value for k, a in mine.items()},
-                    reviewed=reviewed, tags=LDP_TAGS, metrics=list(record.scores))
+                    evidence=evidence, annotations=annotations, mine=values, review_panel=panel,
+                    metrics=list(record.scores))
 
     async def annotate(request: Request) -> Response:
         refused = guard(request, writing=True)

@@ -12,7 +12,7 @@ import typer
 from assay._files import check_output, loads_finite, write_json
 from assay.cli._common import console
 from assay.errors import InputError
-from assay.triage import triage
+from assay.methods.lemaj.triage import triage
 
 
 def _check_scores(row: dict, source: str, line: int | None) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.methods.caseaware import conversation_of
+from assay.methods.caseaware.conversations import conversation_of
 from assay.stats import correlation, paired_bootstrap, paired_t, wilcoxon
 from assay.store import Store
 

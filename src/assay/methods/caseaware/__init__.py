@@ -53,6 +53,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from assay.errors import ConfigError
 from assay.methods._base import CallEstimate, CliOption, ItemResult, Method, ReportSection, method_template
+from assay.methods.caseaware.conversations import conversation_of as conversation_of  # re-exported
 from assay.prompts import defuse, fence, load_prompt
 from assay.registry import register_method
 from assay.runner import JudgeClient
@@ -222,12 +223,6 @@ def unsupported_identifiers(item: Item) -> list[str]:
     return missing
 
 
-def conversation_of(item: dict[str, Any]) -> str:
-    """The conversation an item (as stored) belongs to: ``metadata.conversation_id``, else its id."""
-    metadata = item.get("metadata") or {}
-    return str(metadata.get("conversation_id") or item["id"])
-
-
 def _numbers(rows: list[dict[str, Any]], metric: str) -> list[float]:
     return [float(r[metric]) for r in rows if r.get(metric) is not None]
 
@@ -280,6 +275,13 @@ class CaseAware(Method):
     compact_columns: ClassVar[tuple[str, ...]] = ("conversation_id", "case", "contexts", "s_final")
 
     @classmethod
+    def register_commands(cls, app: Any, panels: dict[str, str]) -> None:
+        from assay.methods.caseaware import cli
+
+        app.command("compare", rich_help_panel=panels["compare"])(cli.compare)
+        app.command("gate", rich_help_panel=panels["compare"])(cli.gate_command)
+
+    @classmethod
     def cli_options(cls) -> list[CliOption]:
         return [CliOption(name="weight", type="list", env=False,
                           help="custom weight METRIC=W (repeat for all 8; must sum to 1); overrides --weights")]
@@ -303,8 +305,8 @@ class CaseAware(Method):
     @classmethod
     def report_section(cls, rows: list[dict[str, Any]]) -> ReportSection | None:
         context = _caseaware_section(rows)
-        return ReportSection(section=method_template("caseaware.section.html.j2"),
-                             item=method_template("caseaware.item.html.j2"),
+        return ReportSection(section=method_template("section.html.j2", __name__),
+                             item=method_template("item.html.j2", __name__),
                              context={"ca": context, "ca_metrics": context["metrics"]})
 
     def __init__(self, config: CaseAwareConfig | None = None) -> None:

@@ -159,6 +159,15 @@ class Dice(Method):
                                                   "score_a", "score_b", "decision", "decided_by")
     unit_kind: ClassVar[str] = "pair"
 
+    @classmethod
+    def register_commands(cls, app: Any, panels: dict[str, str]) -> None:
+        from assay.cli.eval import make_command
+
+        if cls is Dice:  # one command, two names: `assay pairwise` is `assay eval dice`
+            app.command("pairwise", rich_help_panel=panels["evaluate"],
+                        help="DICE pairwise A/B/Tie verdicts with probabilities (the same command as "
+                             "`assay eval dice`).")(make_command(cls))
+
     def __init__(self, config: DiceConfig | None = None) -> None:
         self.config = config or DiceConfig()
         self.domain = load_domain(self.config.domain)
@@ -170,7 +179,8 @@ class Dice(Method):
 
     @classmethod
     def report_section(cls, rows: list[dict[str, Any]]) -> ReportSection | None:
-        return ReportSection(section=method_template("dice.section.html.j2"), item=method_template("dice.item.html.j2"),
+        return ReportSection(section=method_template("section.html.j2", __name__),
+                             item=method_template("item.html.j2", __name__),
                              context=dice_section(rows))
 
     def check_item(self, item: Item) -> str | None:

@@ -10,8 +10,8 @@ from rich.table import Table
 
 from assay._files import check_output, write_json
 from assay.cli._common import console, err_console
-from assay.compare import compare_runs, gate, judge_robustness, load_run
 from assay.errors import ConfigError
+from assay.methods.caseaware.compare import compare_runs, gate, judge_robustness, load_run
 
 
 def _f(value: float | None, digits: int = 3) -> str:

@@ -66,17 +66,17 @@ answer whose logprobs do not cover every point is Unscored with that reason, nev
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
-from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from assay.embeddings import Matcher, match
 from assay.errors import ConfigError
+from assay.human import grade_score
 from assay.methods._base import CallEstimate, ItemResult, Method, ReportSection, method_template
+from assay.methods.lemaj.scores import TAGS, bucket, bucketed_accuracy, ldp_scores, percent_agreement
 from assay.prompts import defuse, fence, load_domain, load_prompt
 from assay.registry import register_method
 from assay.runner import JudgeClient
@@ -85,7 +85,6 @@ from assay.text import split_sentences, unsupported_figures, unsupported_names
 from assay.types import GenerateConfig, Item, Unscored
 from assay.verdicts import field_label_probs
 
-TAGS = ("correct", "incorrect", "irrelevant", "missing")
 SEVERITY = {"incorrect": 3, "irrelevant": 2, "missing": 1, "correct": 0}
 """The rule-based jury's order (App. E.4: red, grey, orange, green — our reading: incorrect,
 irrelevant, missing, correct)."""
@@ -298,29 +297,6 @@ class EvidencePassages:
 
 
 # --- scores ----------------------------------------------------------------------------------------
-def ldp_scores(counts: Mapping[str, float], beta: float = 1.0) -> tuple[dict[str, float | None], list[Unscored]]:
-    """§3.2's metrics from tag counts (or expected counts); a zero denominator gives null with its reason."""
-    c, i, irr, m = (counts.get(t, 0) for t in TAGS)
-    scores: dict[str, float | None] = {}
-    unscored: list[Unscored] = []
-
-    def ratio(metric: str, den: float, why: str) -> None:
-        scores[metric] = c / den if den else None
-        if not den:
-            unscored.append(Unscored(reason=f"undefined: {why}", metric=metric))
-
-    ratio("correctness", c + i, "no correct or incorrect point")
-    ratio("precision", c + irr, "no correct or irrelevant point")
-    ratio("recall", c + m, "no correct or missing point")
-    p, r = scores["precision"], scores["recall"]
-    for metric, b in (("f1", 1.0), ("relevance", beta)):
-        if p is None or r is None:
-            scores[metric] = None
-            unscored.append(Unscored(reason="undefined: needs precision and recall", metric=metric))
-        else:
-            scores[metric] = 0.0 if p + r == 0 else (1 + b * b) * p * r / (b * b * p + r)
-    return scores, unscored
-
 
 # --- jury ------------------------------------------------------------------------------------------
 def _decide(tags: list[str], aggregate: str) -> str:
@@ -382,6 +358,31 @@ class LeMAJ(Method):
     compact_columns: ClassVar[tuple[str, ...]] = ("correctness", "precision", "recall", "f1", "relevance", "ldps")
     config: LeMAJConfig
 
+    @classmethod
+    def review_panel(cls) -> str | None:
+        return method_template("review.html.j2", __name__)
+
+    @classmethod
+    def review_context(cls, row: dict[str, Any], mine: dict[str, Any]) -> dict[str, Any]:
+        from assay.methods.lemaj.review import reviewed_ldps
+
+        reviewed = (reviewed_ldps(str(row.get("response") or ""), row.get("ldps") or [], mine)
+                    if row.get("ldps") is not None else None)
+        return {"reviewed": reviewed, "tags": TAGS}
+
+    @classmethod
+    def agreement(cls, rows: list[dict[str, Any]], annotations: list[Any]) -> dict[str, Any] | None:
+        from assay.methods.lemaj.review import agreement
+
+        found = agreement(rows, annotations)
+        return {**found, "title": "Inter-annotator agreement (LeMAJ Table 4)"} if found else None
+
+    @classmethod
+    def register_commands(cls, app: Any, panels: dict[str, str]) -> None:
+        from assay.methods.lemaj import cli
+
+        app.command("triage", rich_help_panel=panels["inspect"])(cli.triage_command)
+
     def __init__(self, config: LeMAJConfig | None = None) -> None:
         self.config = config or LeMAJConfig()
         self.domain = load_domain(self.config.domain)
@@ -393,8 +394,8 @@ class LeMAJ(Method):
 
     @classmethod
     def report_section(cls, rows: list[dict[str, Any]]) -> ReportSection | None:
-        return ReportSection(section=method_template("lemaj.section.html.j2"),
-                             item=method_template("lemaj.item.html.j2"), context=lemaj_section(rows))
+        return ReportSection(section=method_template("section.html.j2", __name__),
+                             item=method_template("item.html.j2", __name__), context=lemaj_section(rows))
 
     def check_item(self, item: Item) -> str | None:
         document = _document(item)
@@ -598,7 +599,7 @@ class LeMAJ(Method):
 def lemaj_section(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Tag counts per system, the triage split at the paper's thresholds, and each answer cut
     into its LDPs for colouring in place."""
-    from assay.triage import triage
+    from assay.methods.lemaj.triage import triage
 
     per_system: dict[str, Counter[str]] = {}
     for r in rows:
@@ -632,10 +633,6 @@ def answer_pieces(response: str, ldps: list[dict[str, Any]]) -> list[dict[str, A
     return pieces
 
 
-def bucket(score: float) -> float:
-    """Floor to the quarter (§4.2.2's bucketed accuracy: 0, 0.25, 0.5, 0.75, 1)."""
-    return math.floor(score * 4 + 1e-9) / 4
-
 
 # --- agreement with experts (§4.2.2, §4.3, App. B) -------------------------------------------------
 def alignment(judge: list[dict[str, Any]], human: list[dict[str, Any]], matcher: Matcher = "embeddings",
@@ -665,23 +662,7 @@ def alignment(judge: list[dict[str, Any]], human: list[dict[str, Any]], matcher:
             "human_only": len(only_human), "confusion": {h: dict(c) for h, c in confusion.items()}}
 
 
-def grade_score(grade: int | float) -> float:
-    """Table 8: a 1–5 expert grade (completely incorrect … completely correct, or irrelevant …
-    relevant) as 0, 0.25, 0.5, 0.75, 1."""
-    if not 1 <= grade <= 5:
-        raise ValueError(f"grade {grade} is not on the 1–5 scale")
-    return (float(grade) - 1.0) / 4.0
 
 
-def bucketed_accuracy(scores: list[float], human: list[float]) -> float | None:
-    """§4.2.2: the share of answers whose score, floored to the quarter, equals the expert's
-    quarter-scale score."""
-    pairs = [(bucket(s), h) for s, h in zip(scores, human, strict=True)]
-    return sum(abs(s - h) < 1e-9 for s, h in pairs) / len(pairs) if pairs else None
-
-
-def percent_agreement(first: list[float], second: list[float]) -> float | None:
-    """Table 4's inter-annotator agreement: the share of answers two reviewers scored the same
-    (their 5-point grades, or their LeMAJ-derived scores floored to the quarter)."""
-    pairs = list(zip(first, second, strict=True))
-    return sum(abs(bucket(a) - bucket(b)) < 1e-9 for a, b in pairs) / len(pairs) if pairs else None
+__all__ = ["TAGS", "LeMAJ", "LeMAJConfig", "bucket", "bucketed_accuracy", "grade_score", "ldp_scores",
+           "percent_agreement"]

@@ -330,6 +330,16 @@ class DeCE(Method):
     compact_columns: ClassVar[tuple[str, ...]] = ("f_beta",)
 
     @classmethod
+    def review_panel(cls) -> str | None:
+        return method_template("review.html.j2", __name__)
+
+    @classmethod
+    def register_commands(cls, app: Any, panels: dict[str, str]) -> None:
+        from assay.methods.dece import cli
+
+        app.add_typer(cli.app, name="dece", rich_help_panel=panels["rubrics"])
+
+    @classmethod
     def from_options(cls, config: BaseModel | None, **extras: Any) -> Method:
         criteria = extras.pop("criteria", None)
         if extras:
@@ -345,8 +355,8 @@ class DeCE(Method):
 
     @classmethod
     def report_section(cls, rows: list[dict[str, Any]]) -> ReportSection | None:
-        return ReportSection(section=method_template("dece.section.html.j2"),
-                             item=method_template("dece.item.html.j2"), context=_dece_section(rows))
+        return ReportSection(section=method_template("section.html.j2", __name__),
+                             item=method_template("item.html.j2", __name__), context=_dece_section(rows))
 
     def __init__(self, config: DeCEConfig | None = None,
                  criteria: dict[str, CriteriaSet] | None = None) -> None:

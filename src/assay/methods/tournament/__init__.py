@@ -147,6 +147,12 @@ class Tournament(Dice):
     config_model: ClassVar[type[BaseModel] | None] = TournamentConfig
     config: TournamentConfig
 
+    @classmethod
+    def register_commands(cls, app: Any, panels: dict[str, str]) -> None:
+        from assay.methods.tournament import cli
+
+        app.command("tournament", rich_help_panel=panels["compare"])(cli.make_tournament_command())
+
     def __init__(self, config: TournamentConfig | None = None) -> None:
         super().__init__(config or TournamentConfig())
 
