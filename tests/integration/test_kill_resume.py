@@ -69,11 +69,11 @@ def count_results(db: Path) -> int:
 def test_sigkill_then_resume_equals_uninterrupted(tmp_path: Path) -> None:
     data, judge = write_inputs(tmp_path)
     reference_db = tmp_path / "reference.db"
-    ref = run_cli("eval", "dece", data, "--judge", f"scripted/{judge}", "--out", reference_db)
+    ref = run_cli("eval", "dece", data, "--judge", f"scripted/{judge}", "--store", reference_db)
     assert ref.wait(timeout=120) == 0, ref.stderr.read() if ref.stderr else ""
 
     killed_db = tmp_path / "killed.db"
-    proc = run_cli("eval", "dece", data, "--judge", f"scripted/{judge}", "--out", killed_db,
+    proc = run_cli("eval", "dece", data, "--judge", f"scripted/{judge}", "--store", killed_db,
                    "--concurrency", "1")
     deadline = time.time() + 60
     while count_results(killed_db) < 2 and time.time() < deadline:
@@ -83,12 +83,12 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path: Path) -> None:
     done_before = count_results(killed_db)
     assert 2 <= done_before < N, "the kill should land mid-run"
 
-    resumed = run_cli("eval", "dece", data, "--judge", f"scripted/{judge}", "--out", killed_db, "--resume")
+    resumed = run_cli("eval", "dece", data, "--judge", f"scripted/{judge}", "--store", killed_db, "--resume")
     out, err = resumed.communicate(timeout=120)
     assert resumed.returncode == 0, err
     assert results_of(killed_db) == results_of(reference_db)
 
-    again = run_cli("eval", "dece", data, "--judge", f"scripted/{judge}", "--out", killed_db, "--resume")
+    again = run_cli("eval", "dece", data, "--judge", f"scripted/{judge}", "--store", killed_db, "--resume")
     out, err = again.communicate(timeout=60)
     assert again.returncode == 0, err
     assert "0 judge call(s) made" in out
@@ -102,7 +102,7 @@ def test_sigterm_stops_an_embedded_judge_mid_generation(tmp_path: Path) -> None:
     examples = Path(__file__).parents[2] / "examples" / "dece_examples.jsonl"
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
     proc = subprocess.Popen([str(exe), "eval", "dece", str(examples), "--limit", "2", "--judge", "llamacpp/default",
-                             "--no-progress", "-o", "r.db"], cwd=tmp_path, stdout=subprocess.PIPE,
+                             "--no-progress", "--store", "r.db"], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
     time.sleep(12)  # the model is loaded and the first generations are under way
     assert proc.poll() is None, proc.communicate()

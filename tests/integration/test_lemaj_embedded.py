@@ -35,7 +35,7 @@ def test_planted_defects_through_the_executable(tmp_path: Path) -> None:
     assert exe is not None
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
     proc = subprocess.run([exe, "eval", "lemaj", "answers.jsonl", "--judge-opt", "n_ctx=4096", "--max-reason-chars",
-                           "90", "--max-quote-chars", "120", "--out", "l.db", "--no-progress"],
+                           "90", "--max-quote-chars", "120", "--store", "l.db", "--no-progress"],
                           cwd=tmp_path, capture_output=True, text=True, env=env, timeout=2400)
     assert proc.returncode == 0, proc.stderr
     assert subprocess.run([exe, "export", "l.db", "-o", "l.jsonl"], cwd=tmp_path, env=env).returncode == 0
@@ -68,7 +68,7 @@ def test_planted_defects_through_the_executable(tmp_path: Path) -> None:
     # printed and reported, not asserted, until a judge catches them.
     print("caught:", caught)
     assert caught["change_value"] and caught["add_extra_info"] and caught["change_party"], caught
-    triage = subprocess.run([exe, "triage", "l.db", "--out", "t.json"], cwd=tmp_path, capture_output=True, text=True,
+    triage = subprocess.run([exe, "triage", "l.db", "--output", "t.json"], cwd=tmp_path, capture_output=True, text=True,
                             env=env, timeout=120)
     assert triage.returncode == 0, triage.stderr
     result = json.loads((tmp_path / "t.json").read_text())

@@ -50,7 +50,7 @@ def test_discover_resume_and_audit_on_the_embedded_judge(tmp_path: Path) -> None
     audit = subprocess.run([exe, "rubric", "audit", "rubric.yaml", "--pairs", "pairs.jsonl", "--axes",
                             "reliability,fit,adversarial", "--runs", "2", "--paraphrases", "1", "--votes", "1",
                             "--attacks", "1", "--store", "p.db",
-                            "--out", "audit.json", "--judge-opt", "n_ctx=4096"],
+                            "--output", "audit.json", "--judge-opt", "n_ctx=4096"],
                            cwd=tmp_path, capture_output=True, text=True, env=env, timeout=1800)
     assert audit.returncode == 0, audit.stderr
     print(audit.stdout)

@@ -92,8 +92,8 @@ def test_the_executable_gives_the_local_exports_and_distributes_a_tournament(tmp
         assert proc.returncode == 0, proc.stderr
         return proc
 
-    assay_run("eval", "pointwise", "items.jsonl", "--out", "local.db")
-    assay_run("eval", "pointwise", "items.jsonl", "--out", "ray.db", "--executor", "ray", "--workers", "2")
+    assay_run("eval", "pointwise", "items.jsonl", "--store", "local.db")
+    assay_run("eval", "pointwise", "items.jsonl", "--store", "ray.db", "--executor", "ray", "--workers", "2")
     for name in ("local", "ray"):
         assert subprocess.run([exe, "export", f"{name}.db", "-o", f"{name}.jsonl"], cwd=tmp_path,
                               env=env).returncode == 0
@@ -101,8 +101,8 @@ def test_the_executable_gives_the_local_exports_and_distributes_a_tournament(tmp
     answers = [{"id": f"q{q}", "query": "Which?", "response": "x" * (n + 1), "system": f"s{n}"}
                for q in range(2) for n in range(4)]
     (tmp_path / "answers.jsonl").write_text("\n".join(json.dumps(a) for a in answers) + "\n")
-    assay_run("tournament", "answers.jsonl", "--store", "t1.db", "--out", "t1.json", "--samples", "2")
-    assay_run("tournament", "answers.jsonl", "--store", "t2.db", "--out", "t2.json", "--samples", "2",
+    assay_run("tournament", "answers.jsonl", "--store", "t1.db", "--output", "t1.json", "--samples", "2")
+    assay_run("tournament", "answers.jsonl", "--store", "t2.db", "--output", "t2.json", "--samples", "2",
               "--executor", "ray", "--workers", "2")
     local, ray = (json.loads((tmp_path / f"t{n}.json").read_text()) for n in (1, 2))
     assert ray["ranking"] == local["ranking"] and ray["matches"] == local["matches"] and len(ray["matches"]) == 6

@@ -26,7 +26,7 @@ def _run(tmp_path: Path, method: str, *options: str) -> dict:
     (tmp_path / "items.jsonl").write_text(json.dumps(ITEM) + "\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
     proc = subprocess.run([assay_exe, "eval", method, "items.jsonl", "--verdicts", "soft", "--judge-opt",
-                           "logits_all=true", "--judge-opt", "n_ctx=4096", *options, "--out", f"{method}.db",
+                           "logits_all=true", "--judge-opt", "n_ctx=4096", *options, "--store", f"{method}.db",
                            "--no-progress"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr
     exported = subprocess.run([assay_exe, "export", f"{method}.db", "-o", f"{method}.jsonl"], cwd=tmp_path,
@@ -78,7 +78,7 @@ def test_caseaware_soft_bands_on_the_embedded_judge(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
     proc = subprocess.run([assay_exe, "eval", "caseaware", "turns.jsonl", "--verdicts", "soft", "--judge-opt",
                            "logits_all=true", "--judge-opt", "n_ctx=4096", "--max-justification-chars", "60",
-                           "--out", "ca.db", "--no-progress"], cwd=tmp_path, capture_output=True, text=True,
+                           "--store", "ca.db", "--no-progress"], cwd=tmp_path, capture_output=True, text=True,
                           env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr
     assert subprocess.run([assay_exe, "export", "ca.db", "-o", "ca.jsonl"], cwd=tmp_path, env=env).returncode == 0

@@ -162,9 +162,9 @@ def test_eval_cli_runs_baselines(tmp_path) -> None:  # type: ignore[no-untyped-d
     script = tmp_path / "judge.json"
     script.write_text(json.dumps({"responses": [pointwise_json(2)]}))
     result = CliRunner().invoke(app, ["eval", "pointwise", str(data), "--judge", f"scripted/{script}",
-                                      "--out", str(tmp_path / "p.db"), "--no-progress"], catch_exceptions=False)
+                                      "--store", str(tmp_path / "p.db"), "--no-progress"], catch_exceptions=False)
     assert result.exit_code == 0 and "2.000" in result.output
-    lexical = CliRunner().invoke(app, ["eval", "rougeL", str(data), "--out", str(tmp_path / "r.db"), "--no-progress"],
+    lexical = CliRunner().invoke(app, ["eval", "rougeL", str(data), "--store", str(tmp_path / "r.db"), "--no-progress"],
                                  catch_exceptions=False)
     assert lexical.exit_code == 0 and "rougeL" in lexical.output
 

@@ -161,7 +161,7 @@ def test_gate_and_compare_cli_exit_codes(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "unknown metric(s) speed" in bad.stderr
     out = tmp_path / "cmp.json"
     compared = runner.invoke(app, ["compare", str(good), str(worse), "--judge-robustness", str(good), str(worse),
-                                   "--resamples", "500", "--out", str(out)])
+                                   "--resamples", "500", "--output", str(out)])
     assert compared.exit_code == 0, compared.output
     saved = json.loads(out.read_text())
     assert saved["judge_robustness"]["A"]["n"] == 3 and saved["rows"][-1]["metric"] == "s_final"

@@ -35,7 +35,7 @@ def invoke(*args: str) -> object:
 
 def test_eval_export_report_round_trip(tmp_path: Path, data: Path, judge: str) -> None:
     out = tmp_path / "run.db"
-    result = invoke("eval", "dece", data, "--judge", judge, "--out", out, "--no-progress")
+    result = invoke("eval", "dece", data, "--judge", judge, "--store", out, "--no-progress")
     assert result.exit_code == 0, result.output
     assert "0.500" in result.output  # recall of both answers
 
@@ -60,17 +60,17 @@ def test_eval_export_report_round_trip(tmp_path: Path, data: Path, judge: str) -
 
 def test_rerun_needs_resume_and_then_makes_no_call(tmp_path: Path, data: Path, judge: str) -> None:
     out = tmp_path / "run.db"
-    assert invoke("eval", "dece", data, "--judge", judge, "--out", out, "--no-progress").exit_code == 0
+    assert invoke("eval", "dece", data, "--judge", judge, "--store", out, "--no-progress").exit_code == 0
     with pytest.raises(Exception, match="already holds this run"):
-        invoke("eval", "dece", data, "--judge", judge, "--out", out, "--no-progress")
-    again = invoke("eval", "dece", data, "--judge", judge, "--out", out, "--resume", "--no-progress")
+        invoke("eval", "dece", data, "--judge", judge, "--store", out, "--no-progress")
+    again = invoke("eval", "dece", data, "--judge", judge, "--store", out, "--resume", "--no-progress")
     assert again.exit_code == 0
     assert "0 judge call(s) made" in again.output
 
 
 def test_dry_run_calls_nothing(tmp_path: Path, data: Path) -> None:
     result = invoke("eval", "dece", data, "--judge", "scripted/none.json", "--dry-run",
-                    "--out", tmp_path / "x.db")
+                    "--store", tmp_path / "x.db")
     assert result.exit_code == 0 and "≈7 judge calls" in result.output
     assert not (tmp_path / "x.db").exists()
 
@@ -78,14 +78,14 @@ def test_dry_run_calls_nothing(tmp_path: Path, data: Path) -> None:
 def test_criteria_review_workflow(tmp_path: Path, data: Path, judge: str) -> None:
     criteria = tmp_path / "criteria.jsonl"
     result = invoke("dece", "criteria", "extract", data, "-o", criteria, "--judge", judge,
-                    "--cache", tmp_path / "c.db")
+                    "--store", tmp_path / "c.db")
     assert result.exit_code == 0, result.output
     records = [json.loads(line) for line in criteria.read_text().splitlines()]
     assert len(records) == 1 and records[0]["criteria"] == ["three years", "notice"]
     records[0]["criteria"][1] = "a notice of claim within 90 days for municipal defendants"
     criteria.write_text(json.dumps(records[0]) + "\n")
     out = tmp_path / "run.db"
-    assert invoke("eval", "dece", data, "--judge", judge, "--out", out, "--criteria", criteria,
+    assert invoke("eval", "dece", data, "--judge", judge, "--store", out, "--criteria", criteria,
                   "--no-progress").exit_code == 0
     invoke("export", out, "-o", tmp_path / "r.jsonl")
     row = json.loads((tmp_path / "r.jsonl").read_text().splitlines()[0])
@@ -100,7 +100,7 @@ def test_bad_input_is_one_clear_error_and_writes_nothing(tmp_path: Path) -> None
     bad.write_text(json.dumps(ITEM) + "\n{not json\n")
     out = tmp_path / "run.db"
     proc = subprocess.run([sys.executable, "-m", "assay", "eval", "dece", str(bad), "--judge",
-                           "scripted/x.json", "--out", str(out)], capture_output=True, text=True)
+                           "scripted/x.json", "--store", str(out)], capture_output=True, text=True)
     assert proc.returncode == 2
     assert f"{bad}, line 2: malformed JSON" in " ".join(proc.stderr.split())
     assert not out.exists()
@@ -113,7 +113,7 @@ def test_toml_config_sets_defaults_and_flags_win(tmp_path: Path, data: Path, jud
     config.write_text('[eval.dece]\ndomain = "legal"\nbeta = 1.0\n')
     defaults = load_config(config)
     out = tmp_path / "run.db"
-    result = runner.invoke(app, ["eval", "dece", str(data), "--judge", judge, "--out", str(out), "--beta", "3",
+    result = runner.invoke(app, ["eval", "dece", str(data), "--judge", judge, "--store", str(out), "--beta", "3",
                                  "--no-progress"], default_map=defaults, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     manifest = Store(out).list_runs()[0].manifest["method_manifest"]["config"]

@@ -71,10 +71,10 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (folder / "turns.jsonl").write_text(json.dumps({**TURN, "system": "a"}) + "\n")
     (folder / "case_judge.json").write_text(json.dumps({"rules": [{"match": "", "responses": [turn_json(0.72)],
                                                                    "repeat": True}]}))
-    made = run("eval", "dece", "good.jsonl", "--judge", "scripted/judge.json", "--out", "run.db", "--no-progress",
+    made = run("eval", "dece", "good.jsonl", "--judge", "scripted/judge.json", "--store", "run.db", "--no-progress",
                cwd=folder)
     assert made.returncode == 0, made.stderr
-    made = run("eval", "caseaware", "turns.jsonl", "--judge", "scripted/case_judge.json", "--out", "case.db",
+    made = run("eval", "caseaware", "turns.jsonl", "--judge", "scripted/case_judge.json", "--store", "case.db",
                "--no-progress", cwd=folder)
     assert made.returncode == 0, made.stderr
     for name in list(folder.iterdir()):
@@ -117,7 +117,7 @@ def _no_reference(folder: Path) -> None:
 NESTED = '{"id": "q", "query": "q", "response": "r", "metadata": ' + '{"a": ' * 50000 + "1" + "}" * 50000 + "}\n"
 LINE = json.dumps(ITEM)
 EVAL = ("eval", "dece")
-JUDGE = ("--judge", "scripted/judge.json", "--out", "new.db", "--no-progress")
+JUDGE = ("--judge", "scripted/judge.json", "--store", "new.db", "--no-progress")
 
 # (case id, files to make, arguments, exit status, text the one error line must contain)
 BAD: list[tuple[str, list[Callable[[Path], None]], tuple[str, ...], int, str]] = [
@@ -170,21 +170,22 @@ BAD: list[tuple[str, list[Callable[[Path], None]], tuple[str, ...], int, str]] =
     ("timeout-zero", [], (*EVAL, "good.jsonl", "--timeout", "0", *JUDGE), 2, "--timeout"),
     ("concurrency-text", [], (*EVAL, "good.jsonl", "--concurrency", "many", *JUDGE), 2,
      "Invalid value for '--concurrency'"),
-    ("unknown-provider", [], (*EVAL, "good.jsonl", "--judge", "bogus/x", "--out", "new.db"), 2, "bogus"),
-    ("judge-without-slash", [], (*EVAL, "good.jsonl", "--judge", "gpt4", "--out", "new.db"), 2, "gpt4"),
+    ("unknown-provider", [], (*EVAL, "good.jsonl", "--judge", "bogus/x", "--store", "new.db"), 2, "bogus"),
+    ("judge-without-slash", [], (*EVAL, "good.jsonl", "--judge", "gpt4", "--store", "new.db"), 2, "gpt4"),
     ("judge-opt-no-value", [], (*EVAL, "good.jsonl", "--judge-opt", "novalue", *JUDGE), 2,
      "--judge-opt takes key=value"),
     ("weights-profile", [], ("eval", "caseaware", "turns.jsonl", "--weights", "heavy", "--judge",
-                             "scripted/case_judge.json", "--out", "new.db"), 2, "unknown weight profile 'heavy'"),
+                             "scripted/case_judge.json", "--store", "new.db"), 2, "unknown weight profile 'heavy'"),
     ("weight-metric", [], ("eval", "caseaware", "turns.jsonl", "--weight", "speed=1", "--judge",
-                           "scripted/case_judge.json", "--out", "new.db"), 2, "speed"),
+                           "scripted/case_judge.json", "--store", "new.db"), 2, "speed"),
     ("weights-file-missing", [], ("eval", "caseaware", "turns.jsonl", "--weights", "w.toml", "--judge",
-                                  "scripted/case_judge.json", "--out", "new.db"), 2, "weights file not found: w.toml"),
-    ("out-is-the-data", [], (*EVAL, "good.jsonl", "--judge", "scripted/judge.json", "--out", "good.jsonl"), 2,
+                                  "scripted/case_judge.json", "--store", "new.db"), 2,
+     "weights file not found: w.toml"),
+    ("out-is-the-data", [], (*EVAL, "good.jsonl", "--judge", "scripted/judge.json", "--store", "good.jsonl"), 2,
      "good.jsonl: not an assay run store"),
-    ("out-is-directory", [_write("adir/x", "")], (*EVAL, "good.jsonl", "--judge", "scripted/judge.json", "--out",
+    ("out-is-directory", [_write("adir/x", "")], (*EVAL, "good.jsonl", "--judge", "scripted/judge.json", "--store",
                                                   "adir"), 2, "adir: is a directory"),
-    ("out-is-foreign-sqlite", [_foreign_sqlite], (*EVAL, "good.jsonl", "--judge", "scripted/judge.json", "--out",
+    ("out-is-foreign-sqlite", [_foreign_sqlite], (*EVAL, "good.jsonl", "--judge", "scripted/judge.json", "--store",
                                                   "foreign.db"), 2, "not an assay run store"),
     ("export-garbage-store", [_write("garbage.db", "hello, not a database\n")], ("export", "garbage.db"), 2,
      "garbage.db: not an assay run store"),
@@ -207,13 +208,13 @@ BAD: list[tuple[str, list[Callable[[Path], None]], tuple[str, ...], int, str]] =
     ("gate-unknown-metric", [], ("gate", "case.db", "--min", "speed=1"), 2, "unknown metric(s) speed"),
     ("compare-garbage-store", [_write("garbage.db", "x")], ("compare", "garbage.db", "case.db"), 2,
      "not an assay run store"),
-    ("compare-out-onto-run", [], ("compare", "case.db", "case.db", "--out", "case.db"), 2, "input of this command"),
+    ("compare-out-onto-run", [], ("compare", "case.db", "case.db", "--output", "case.db"), 2, "input of this command"),
     ("criteria-onto-data", [], ("dece", "criteria", "extract", "good.jsonl", "-o", "good.jsonl", "--judge",
                                 "scripted/judge.json"), 2, "input of this command"),
-    ("meta-unknown-adapter", [], ("meta", "nonsense", "good.jsonl", "-m", "rougeL", "--out", "m.json"), 2,
+    ("meta-unknown-adapter", [], ("meta", "nonsense", "good.jsonl", "-m", "rougeL", "--output", "m.json"), 2,
      "nonsense"),
     ("meta-detail-of-no-method", [], ("meta", "ragchecker", "good.jsonl", "-m", "rougeL", "--detail",
-                                      "dece.f_beta_hard", "--out", "m.json"), 2,
+                                      "dece.f_beta_hard", "--output", "m.json"), 2,
      "--detail dece.f_beta_hard: expected METHOD.FIELD"),
     ("toml-wrong-type", [_write("assay.toml", '[eval.dece]\nconcurrency = "many"\n')],
      (*EVAL, "good.jsonl", *JUDGE), 2, "assay.toml: 'eval.dece.concurrency' = 'many'"),
@@ -294,7 +295,7 @@ def test_csv_export_neutralises_formulas_and_jsonl_keeps_them(work: Path) -> Non
 
 def test_default_export_name_cannot_be_the_input(work: Path) -> None:
     shutil.copy(work / "good.jsonl", work / "mydata.jsonl")
-    made = run("eval", "rougeL", "mydata.jsonl", "--out", "mydata.db", "--no-progress", cwd=work)
+    made = run("eval", "rougeL", "mydata.jsonl", "--store", "mydata.db", "--no-progress", cwd=work)
     assert made.returncode == 0, made.stderr
     before = (work / "mydata.jsonl").read_bytes()
     exported = run("export", "mydata.db", "--format", "jsonl", cwd=work)
@@ -362,7 +363,7 @@ def test_interrupt_marks_the_run_and_exits_130_or_143(work: Path, sig: int, stat
     judge = _slow_judge(work, 0.3)
     assert ASSAY is not None
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
-    proc = subprocess.Popen([ASSAY, "eval", "dece", "many.jsonl", "--judge", judge, "--out", "slow.db",
+    proc = subprocess.Popen([ASSAY, "eval", "dece", "many.jsonl", "--judge", judge, "--store", "slow.db",
                              "--no-progress", "--concurrency", "1"], cwd=work, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
     try:
@@ -385,7 +386,7 @@ def test_two_concurrent_resumes_make_no_duplicate_call(work: Path) -> None:
     judge = _slow_judge(work, 0.2)
     assert ASSAY is not None
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
-    args = [ASSAY, "eval", "dece", "many.jsonl", "--judge", judge, "--out", "slow.db", "--no-progress",
+    args = [ASSAY, "eval", "dece", "many.jsonl", "--judge", judge, "--store", "slow.db", "--no-progress",
             "--concurrency", "1", "--resume"]
     first = subprocess.Popen(args, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
@@ -419,7 +420,7 @@ def test_criteria_extraction_is_a_stage_that_resumes_after_sigkill(work: Path) -
     assert ASSAY is not None
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
     args = [ASSAY, "dece", "criteria", "extract", "many.jsonl", "-o", "criteria.jsonl", "--judge",
-            "scripted/slow.json", "--cache", "stage.db"]
+            "scripted/slow.json", "--store", "stage.db"]
     proc = subprocess.Popen(args, cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def parts() -> int:
@@ -435,7 +436,7 @@ def test_criteria_extraction_is_a_stage_that_resumes_after_sigkill(work: Path) -
     done_before = parts()
     assert 4 <= done_before < 12 and not (work / "criteria.jsonl").exists()
     again = run("dece", "criteria", "extract", "many.jsonl", "-o", "criteria.jsonl", "--judge", "scripted/slow.json",
-                "--cache", "stage.db", cwd=work)
+                "--store", "stage.db", cwd=work)
     assert again.returncode == 0, again.stderr
     assert f"{done_before} question(s) were already done, {12 - done_before} extracted now" in " ".join(
         again.stdout.split())
@@ -448,7 +449,7 @@ def test_criteria_extraction_is_a_stage_that_resumes_after_sigkill(work: Path) -
     db.close()
     assert status == "finished" and len(digest) == 64
     third = run("dece", "criteria", "extract", "many.jsonl", "-o", "criteria.jsonl", "--judge", "scripted/slow.json",
-                "--cache", "stage.db", cwd=work)
+                "--store", "stage.db", cwd=work)
     assert "12 question(s) were already done, 0 extracted now" in " ".join(third.stdout.split())
     assert len(log.read_text().splitlines()) == len(calls)  # a finished stage makes no call
 
@@ -456,7 +457,7 @@ def test_criteria_extraction_is_a_stage_that_resumes_after_sigkill(work: Path) -
 def test_meta_correlates_a_detail_through_the_executable(work: Path) -> None:
     slice_path = Path(__file__).parents[1] / "data" / "ragchecker_slice.json"
     proc = run("meta", "ragchecker", slice_path, "-m", "rougeL", "--detail", "rougeL.rougeL_recall",
-               "--resamples", "20", "--out", "m.json", cwd=work)
+               "--resamples", "20", "--output", "m.json", cwd=work)
     assert proc.returncode == 0, proc.stderr
     saved = json.loads((work / "m.json").read_text())
     rows = {(r["method"], r["human_label"]): r for r in saved["rows"]}
@@ -481,7 +482,7 @@ def test_injection_on_a_pairwise_method_attacks_answer_a(tmp_path: Path) -> None
         {"match": r".", "responses": [analysis], "repeat": True}]}))
     out = tmp_path / "inj.json"
     done = run("injection", data, "--method", "dice", "--attack", "override", "--attack", "authority",
-               "--judge", f"scripted/{script}", "--out", out, "--guard", "flag", cwd=tmp_path)
+               "--judge", f"scripted/{script}", "--output", out, "--guard", "flag", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "2 answer(s) attacked as answer A of their pair" in done.stdout
     rows = {(r["attack"], r["metric"]): r for r in json.loads(out.read_text())["rows"]}

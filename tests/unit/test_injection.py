@@ -152,14 +152,14 @@ def test_cli_prints_and_writes_the_audit(tmp_path: Path) -> None:
         {"match": r".", "responses": [pointwise_json(1)], "repeat": True}]}))
     out = tmp_path / "inj.json"
     result = CliRunner().invoke(app, ["injection", str(data), "--method", "pointwise", "--attack", "override",
-                                      "--judge", f"scripted/{script}", "--out", str(out), "--guard", "flag"],
+                                      "--judge", f"scripted/{script}", "--output", str(out), "--guard", "flag"],
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.output
     saved = json.loads(out.read_text())
     assert [r["attack"] for r in saved["rows"]] == ["override"] and saved["rows"][0]["mean_delta"] == 3.0
     assert "injection audit" in result.output and (tmp_path / "inj.db").exists()
     bad = CliRunner().invoke(app, ["injection", str(data), "--method", "pointwise", "--attack", "nope",
-                                   "--judge", f"scripted/{script}", "--out", str(tmp_path / "x.json")])
+                                   "--judge", f"scripted/{script}", "--output", str(tmp_path / "x.json")])
     assert bad.exit_code != 0 and isinstance(bad.exception, ConfigError) and "unknown attack" in str(bad.exception)
     assert not (tmp_path / "x.json").exists()
 

@@ -204,7 +204,7 @@ def test_triage_by_hand_and_from_the_executable(tmp_path) -> None:
     (tmp_path / "run.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
     proc = subprocess.run([exe, "triage", "run.jsonl", "--min-relevance", "0.7", "--minutes-per-item", "3",
-                           "--out", "t.json"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=60)
+                           "--output", "t.json"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=60)
     assert proc.returncode == 0, proc.stderr
     written = json.loads((tmp_path / "t.json").read_text())
     assert [r["id"] for r in written["cleared"]] == ["a", "b"] and written["minutes_saved"] == 6
@@ -315,7 +315,7 @@ def test_a_jury_of_judges_through_the_executable(tmp_path) -> None:
     # the evidence check would overrule juror b's "60 days: correct" (the contract says 45): flag
     # only, so that the votes are the jurors' own
     proc = subprocess.run([exe, "eval", "lemaj", "items.jsonl", "--judge", jury, "--matcher", "lexical",
-                           "--evidence-check", "flag", "--out", "j.db", "--no-progress"],
+                           "--evidence-check", "flag", "--store", "j.db", "--no-progress"],
                           cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert subprocess.run([exe, "export", "j.db", "-o", "j.jsonl"], cwd=tmp_path, env=env).returncode == 0
@@ -326,7 +326,7 @@ def test_a_jury_of_judges_through_the_executable(tmp_path) -> None:
     assert tags[0] == ("Payment is due within 60 days", "incorrect", {"incorrect": 1, "correct": 1})
     assert tags[1] == ("governed by New York law", "irrelevant", {"irrelevant": 1, "correct": 1})
     assert ("Services may be suspended when an invoice is over 30 days overdue", "missing", {"missing": 1}) not in tags
-    bad = subprocess.run([exe, "eval", "pointwise", "items.jsonl", "--judge", jury, "--reference-free", "--out",
+    bad = subprocess.run([exe, "eval", "pointwise", "items.jsonl", "--judge", jury, "--reference-free", "--store",
                           "p.db"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
     assert bad.returncode == 2 and "cannot use a jury" in bad.stderr and not (tmp_path / "p.db").exists()
 

@@ -106,7 +106,7 @@ def test_pointwise_meta_uses_the_annotator_mean(tmp_path: Path) -> None:
 def test_meta_cli_writes_meta_json(tmp_path: Path) -> None:
     out = tmp_path / "meta.json"
     result = CliRunner().invoke(app, ["meta", "ragchecker", str(SLICE), "--method", "rougeL", "--method", "bleu",
-                                      "--limit", "4", "--seed", "1", "--resamples", "50", "--out", str(out)])
+                                      "--limit", "4", "--seed", "1", "--resamples", "50", "--output", str(out)])
     assert result.exit_code == 0, result.output
     saved = json.loads(out.read_text())
     assert {r["method"] for r in saved["rows"]} == {"rougeL", "bleu"}
@@ -116,7 +116,7 @@ def test_meta_cli_writes_meta_json(tmp_path: Path) -> None:
     assert "method=rougeL+bleu" in result.output
     # the run store makes a re-run free and identical
     again = CliRunner().invoke(app, ["meta", "ragchecker", str(SLICE), "--method", "rougeL", "--method", "bleu",
-                                     "--limit", "4", "--seed", "1", "--resamples", "50", "--out", str(out)])
+                                     "--limit", "4", "--seed", "1", "--resamples", "50", "--output", str(out)])
     assert again.exit_code == 0 and json.loads(out.read_text())["rows"] == saved["rows"]
 
 
@@ -256,7 +256,7 @@ def test_human_agreement_is_the_annotators_ceiling(tmp_path: Path) -> None:
 
 def test_meta_cli_method_options_are_checked_before_anything_runs(tmp_path: Path) -> None:
     out = tmp_path / "meta.json"
-    base = ["meta", "ragchecker", str(SLICE), "--method", "rougeL", "--method", "dece", "--out", str(out)]
+    base = ["meta", "ragchecker", str(SLICE), "--method", "rougeL", "--method", "dece", "--output", str(out)]
     typo = CliRunner().invoke(app, [*base, "--method-opt", "dece.domian=legal"])
     assert isinstance(typo.exception, ConfigError) and "method 'dece' has no option 'domian'" in str(typo.exception)
     wrong_type = CliRunner().invoke(app, [*base, "--method-opt", "dece.beta=two"])
@@ -279,7 +279,7 @@ def test_meta_passes_method_options_to_the_method() -> None:
 def test_report_shows_the_meta_evaluation_of_a_pairwise_set(tmp_path: Path) -> None:
     out = tmp_path / "meta.json"
     ran = CliRunner().invoke(app, ["meta", "ragchecker", str(SLICE), "-m", "bleu", "-m", "rougeL",
-                                   "--resamples", "50", "--out", str(out)])
+                                   "--resamples", "50", "--output", str(out)])
     assert ran.exit_code == 0, ran.output
     saved = json.loads(out.read_text())
     html_path = tmp_path / "report.html"

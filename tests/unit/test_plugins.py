@@ -39,14 +39,14 @@ def test_an_entry_point_method_gets_a_command_runs_exports_and_reports(tmp_path:
     judge = {"rules": [{"match": "Paris", "responses": ['{"answer": "yes"}'], "repeat": True},
                        {"match": "turtles", "responses": ['{"answer": "no"}'], "repeat": True}]}
     (tmp_path / "judge.json").write_text(json.dumps(judge))
-    made = run("eval", "yesno", "items.jsonl", "--strictness", "2", "--judge", "scripted/judge.json", "--out",
+    made = run("eval", "yesno", "items.jsonl", "--strictness", "2", "--judge", "scripted/judge.json", "--store",
                "run.db", "--no-progress", cwd=tmp_path)
     assert made.returncode == 0, made.stderr
     manifest = json.loads(sqlite3.connect(tmp_path / "run.db").execute("SELECT manifest FROM runs").fetchone()[0])
     assert manifest["method"] == "yesno" and manifest["method_version"] == "3"
     assert manifest["method_manifest"]["config"] == {"strictness": 2}
 
-    bad = run("eval", "yesno", "items.jsonl", "--strictness", "9", "--judge", "scripted/judge.json", "--out",
+    bad = run("eval", "yesno", "items.jsonl", "--strictness", "9", "--judge", "scripted/judge.json", "--store",
               "bad.db", cwd=tmp_path)
     assert bad.returncode == 2 and "strictness" in bad.stderr and not (tmp_path / "bad.db").exists()
 
@@ -57,7 +57,7 @@ def test_an_entry_point_method_gets_a_command_runs_exports_and_reports(tmp_path:
     compact = json.loads((tmp_path / "compact.jsonl").read_text().splitlines()[0])
     assert "addresses" in compact and "verdict" not in compact
 
-    other = run("eval", "yesno", "items.jsonl", "--judge", "alwaysyes/v1", "--out", "yes.db", "--no-progress",
+    other = run("eval", "yesno", "items.jsonl", "--judge", "alwaysyes/v1", "--store", "yes.db", "--no-progress",
                 cwd=tmp_path)  # a judge provider from the same plug-in's assay.backends entry point
     assert other.returncode == 0, other.stderr
     assert run("export", "yes.db", "-o", "yes.jsonl", cwd=tmp_path).returncode == 0
@@ -104,7 +104,7 @@ def test_a_pairwise_run_killed_mid_round_resumes_to_the_uninterrupted_result(tmp
     import time
     _duel_data(tmp_path)
     base = ["eval", "duel", "duels.jsonl", "--rounds", "3", "--no-progress", "--concurrency", "1"]
-    straight = run(*base, "--judge", "longer/v1", "--out", "straight.db", cwd=tmp_path)
+    straight = run(*base, "--judge", "longer/v1", "--store", "straight.db", cwd=tmp_path)
     assert straight.returncode == 0, straight.stderr
 
     assert ASSAY is not None

@@ -75,7 +75,7 @@ def test_a_call_that_keeps_failing_ends_its_item_and_the_run_ends(tmp_path: Path
     judge = script(tmp_path / "s.json", [{"match": "Question number 2:", "responses": [fault], "repeat": True},
                                          {"match": ".", "responses": [GRADE], "repeat": True}])
     proc = run("eval", "pointwise", "items.jsonl", "--judge", judge, "--retries", "0", "--timeout", "1",
-               "--no-progress", "-o", "r.db", cwd=tmp_path, timeout=60)
+               "--no-progress", "--store", "r.db", cwd=tmp_path, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = {r["id"]: r for r in export(tmp_path, "r.db")}
     assert len(rows) == 4
@@ -84,7 +84,7 @@ def test_a_call_that_keeps_failing_ends_its_item_and_the_run_ends(tmp_path: Path
     # --resume tries the failed item once more, and ends again: its only call failed, so this
     # invocation reports every call failed (exit 4); the other items are not asked again
     proc = run("eval", "pointwise", "items.jsonl", "--judge", judge, "--retries", "0", "--timeout", "1",
-               "--no-progress", "-o", "r.db", "--resume", cwd=tmp_path, timeout=60)
+               "--no-progress", "--store", "r.db", "--resume", cwd=tmp_path, timeout=60)
     assert proc.returncode == 4, proc.stdout + proc.stderr
     assert "all 1 judge call(s) failed" in proc.stderr
     assert "judge call failed" in {r["id"]: r for r in export(tmp_path, "r.db")}["q2"]["unscored_reason"]
@@ -95,7 +95,7 @@ def test_a_hanging_endpoint_is_set_aside_and_the_healthy_one_answers(tmp_path: P
     write_jsonl(tmp_path / "items.jsonl", items(3))
     with stub_server("hang", hang_s=4) as hang, stub_server("ok", lambda _: GRADE) as ok:
         proc = run("eval", "pointwise", "items.jsonl", "--judge", f"openai/m@{hang.url},{ok.url}", "--timeout", "1",
-                   "--retries", "2", "--no-progress", "-o", "r.db", "--judge-opt", "schema_mode=none",
+                   "--retries", "2", "--no-progress", "--store", "r.db", "--judge-opt", "schema_mode=none",
                    cwd=tmp_path, timeout=90)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert ok.requests >= 3
@@ -106,14 +106,14 @@ def test_an_html_page_with_status_200_is_a_typed_failure_and_every_item_is_recor
     write_jsonl(tmp_path / "items.jsonl", items(20))
     with stub_server("html") as html, stub_server("ok", lambda _: GRADE) as ok:
         proc = run("eval", "pointwise", "items.jsonl", "--judge", f"openai/m@{html.url},{ok.url}", "--retries", "1",
-                   "--no-progress", "-o", "two.db", "--judge-opt", "schema_mode=none", cwd=tmp_path, timeout=90)
+                   "--no-progress", "--store", "two.db", "--judge-opt", "schema_mode=none", cwd=tmp_path, timeout=90)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert html.requests >= 1
         rows = export(tmp_path, "two.db")
         assert len(rows) == 20 and all(r["pointwise"] == 3.0 for r in rows)
         # the maintenance page alone: the judge is unreachable (exit 4), one line, no traceback
         proc = run("eval", "pointwise", "items.jsonl", "--judge", f"openai/m@{html.url}", "--retries", "0",
-                   "--no-progress", "-o", "one.db", "--judge-opt", "schema_mode=none", cwd=tmp_path, timeout=90)
+                   "--no-progress", "--store", "one.db", "--judge-opt", "schema_mode=none", cwd=tmp_path, timeout=90)
     assert proc.returncode == 4, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr and "not a chat completion" in proc.stderr
 
@@ -133,7 +133,7 @@ def test_a_rubric_audit_whose_votes_are_all_unparsed_scores_nothing_as_zero(tmp_
     pairs(tmp_path / "p.jsonl")
     judge = script(tmp_path / "s.json", [{"match": ".", "responses": ["I cannot answer in JSON."], "repeat": True}])
     proc = run("rubric", "audit", "r.yaml", "--pairs", "p.jsonl", "--axes", "structure,fit", "--votes", "1",
-               "--fit-parts", "accuracy", "--judge", judge, "--store", "a.db", "--out", "a.json", cwd=tmp_path)
+               "--fit-parts", "accuracy", "--judge", judge, "--store", "a.db", "--output", "a.json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads((tmp_path / "a.json").read_text())
     assert doc["summary"]["structure_mean"] is None
@@ -142,7 +142,7 @@ def test_a_rubric_audit_whose_votes_are_all_unparsed_scores_nothing_as_zero(tmp_
     assert all(row["correct"] is None and row["unscored"]["reason"] for row in doc["detail"]["fit"]["rows"]["rubric"])
     # 13: the file is recognisably assay's: the same command replaces it without --force
     again = run("rubric", "audit", "r.yaml", "--pairs", "p.jsonl", "--axes", "structure", "--judge", judge,
-                "--store", "a.db", "--out", "a.json", cwd=tmp_path)
+                "--store", "a.db", "--output", "a.json", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
 
 
@@ -175,7 +175,8 @@ def test_triage_output_is_json_without_nan_and_is_replaced_on_a_rerun(tmp_path: 
 def test_pairwise_refuses_one_id_under_two_questions_before_any_store(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "p.jsonl", [{"id": "q1", "query": "What is A?", "response": "A.", "system": "s1"},
                                        {"id": "q1", "query": "What is B?", "response": "B.", "system": "s2"}])
-    message = one_line_error(run("pairwise", "p.jsonl", "--judge", "scripted/none.json", "-o", "p.db", cwd=tmp_path))
+    message = one_line_error(run("pairwise", "p.jsonl", "--judge", "scripted/none.json", "--store", "p.db",
+                                 cwd=tmp_path))
     assert "different questions" in message
     assert not (tmp_path / "p.db").exists()
 
@@ -183,7 +184,8 @@ def test_pairwise_refuses_one_id_under_two_questions_before_any_store(tmp_path: 
 def test_pairwise_with_one_system_refuses_before_any_store(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "p.jsonl", [{"id": f"q{i}", "query": "Q?", "response": "A.", "system": "s1"}
                                        for i in range(3)])
-    message = one_line_error(run("pairwise", "p.jsonl", "--judge", "scripted/none.json", "-o", "p.db", cwd=tmp_path))
+    message = one_line_error(run("pairwise", "p.jsonl", "--judge", "scripted/none.json", "--store", "p.db",
+                                 cwd=tmp_path))
     assert "nothing to compare" in message
     assert not (tmp_path / "p.db").exists()
 
@@ -221,7 +223,7 @@ def ui_server(tmp_path: Path):
     """A finished pointwise run and `assay ui` serving it on 127.0.0.1; yields (base URL, token, run id)."""
     write_jsonl(tmp_path / "items.jsonl", items(2))
     judge = script(tmp_path / "s.json", [{"match": ".", "responses": [GRADE], "repeat": True}])
-    assert run("eval", "pointwise", "items.jsonl", "--judge", judge, "--no-progress", "-o", "r.db",
+    assert run("eval", "pointwise", "items.jsonl", "--judge", judge, "--no-progress", "--store", "r.db",
                cwd=tmp_path).returncode == 0
     run_id = sqlite3.connect(tmp_path / "r.db").execute("SELECT run_id FROM runs").fetchone()[0]
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
@@ -307,7 +309,7 @@ def test_bad_annotations_are_refused_with_400_and_nothing_is_stored(ui_server) -
 def test_the_host_check_stays_on_when_bound_by_name(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "items.jsonl", items(1))
     judge = script(tmp_path / "s.json", [{"match": ".", "responses": [GRADE], "repeat": True}])
-    assert run("eval", "pointwise", "items.jsonl", "--judge", judge, "--no-progress", "-o", "r.db",
+    assert run("eval", "pointwise", "items.jsonl", "--judge", judge, "--no-progress", "--store", "r.db",
                cwd=tmp_path).returncode == 0
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
     proc = subprocess.Popen([ASSAY, "ui", "r.db", "--host", "localhost", "--stop-after", "60"], cwd=tmp_path,
@@ -330,7 +332,7 @@ def test_the_host_check_stays_on_when_bound_by_name(tmp_path: Path) -> None:
 def test_export_refuses_devices_and_pipes_without_blocking(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "items.jsonl", items(1))
     judge = script(tmp_path / "s.json", [{"match": ".", "responses": [GRADE], "repeat": True}])
-    assert run("eval", "pointwise", "items.jsonl", "--judge", judge, "--no-progress", "-o", "r.db",
+    assert run("eval", "pointwise", "items.jsonl", "--judge", judge, "--no-progress", "--store", "r.db",
                cwd=tmp_path).returncode == 0
     os.mkfifo(tmp_path / "pipe")
     for target, extra in (("/dev/stdout", ()), ("pipe", ()), ("/dev/full", ("--force",))):
@@ -344,7 +346,7 @@ def test_export_refuses_devices_and_pipes_without_blocking(tmp_path: Path) -> No
 def test_a_store_with_damaged_pages_is_one_line(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "items.jsonl", items(3))
     judge = script(tmp_path / "s.json", [{"match": ".", "responses": [GRADE], "repeat": True}])
-    assert run("eval", "pointwise", "items.jsonl", "--judge", judge, "--no-progress", "-o", "r.db",
+    assert run("eval", "pointwise", "items.jsonl", "--judge", judge, "--no-progress", "--store", "r.db",
                cwd=tmp_path).returncode == 0
     data = bytearray((tmp_path / "r.db").read_bytes())
     rng = __import__("random").Random(3)
@@ -352,7 +354,8 @@ def test_a_store_with_damaged_pages_is_one_line(tmp_path: Path) -> None:
         data[offset] = rng.randrange(256)
     (tmp_path / "r.db").write_bytes(bytes(data))
     for args in (("export", "r.db", "-o", "out.jsonl"), ("report", "r.db", "-o", "rep.html"),
-                 ("eval", "pointwise", "items.jsonl", "--judge", judge, "--no-progress", "-o", "r.db", "--resume")):
+                 ("eval", "pointwise", "items.jsonl", "--judge", judge, "--no-progress", "--store", "r.db",
+                  "--resume")):
         proc = run(*args, cwd=tmp_path)
         message = one_line_error(proc)
         assert "r.db" in message, message
@@ -362,7 +365,7 @@ def test_a_store_with_damaged_pages_is_one_line(tmp_path: Path) -> None:
 def test_meta_annotations_refuses_its_input_as_store(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "items.jsonl", items(1))
     judge = script(tmp_path / "s.json", [{"match": ".", "responses": [GRADE], "repeat": True}])
-    assert run("eval", "pointwise", "items.jsonl", "--judge", judge, "--no-progress", "-o", "m.db",
+    assert run("eval", "pointwise", "items.jsonl", "--judge", judge, "--no-progress", "--store", "m.db",
                cwd=tmp_path).returncode == 0
     before = (tmp_path / "m.db").read_bytes()
     message = one_line_error(run("meta", "annotations", "m.db", "--method", "rougeL", "--store", "m.db",
@@ -377,7 +380,7 @@ def test_sigterm_stops_a_run_when_sigint_is_ignored(tmp_path: Path) -> None:
     judge = script(tmp_path / "s.json", [{"match": ".", "responses": [{"fault": "hang", "seconds": 60}],
                                           "repeat": True}])
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
-    proc = subprocess.Popen([ASSAY, "eval", "pointwise", "items.jsonl", "--judge", judge, "--no-progress", "-o",
+    proc = subprocess.Popen([ASSAY, "eval", "pointwise", "items.jsonl", "--judge", judge, "--no-progress", "--store",
                              "r.db"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     deadline = time.monotonic() + 30
@@ -404,7 +407,7 @@ def test_credentials_in_a_judge_url_are_redacted(tmp_path: Path) -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     proc = run("eval", "pointwise", "items.jsonl", "--judge", f"openai/m@http://user:SECRETKEY42@127.0.0.1:{port}/v1",
-               "--retries", "0", "--no-progress", "-o", "r.db", cwd=tmp_path)
+               "--retries", "0", "--no-progress", "--store", "r.db", cwd=tmp_path)
     assert proc.returncode == 4, proc.stderr
     assert "SECRETKEY42" not in proc.stdout + proc.stderr
     assert b"SECRETKEY42" not in (tmp_path / "r.db").read_bytes()

@@ -251,7 +251,7 @@ def test_a_hand_written_rubric_is_audited_through_the_executable(tmp_path: Path)
     (tmp_path / "judge.json").write_text(json.dumps(script))
     proc = subprocess.run([exe, "rubric", "audit", "hand.yaml", "--pairs", "pairs.jsonl", "--votes", "1",
                            "--fit-parts", "accuracy",
-                           "--judge", "scripted/judge.json", "--store", "s.db", "--out", "audit.json"],
+                           "--judge", "scripted/judge.json", "--store", "s.db", "--output", "audit.json"],
                           cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     audit = json.loads((tmp_path / "audit.json").read_text())

@@ -239,10 +239,10 @@ def test_compare_lays_sources_side_by_side_through_the_executable(tmp_path: Path
                         {"match": "is_g", "responses": [failed, passed], "repeat": True}]}
     (tmp_path / "judge.json").write_text(json.dumps(script))
     common = ["--axes", "structure", "--judge", "scripted/judge.json", "--store", "c.db"]
-    audit = subprocess.run([exe, "rubric", "audit", "sharp.yaml", *common, "--out", "sharp.json"], cwd=tmp_path,
+    audit = subprocess.run([exe, "rubric", "audit", "sharp.yaml", *common, "--output", "sharp.json"], cwd=tmp_path,
                            capture_output=True, text=True, env=env, timeout=120)
     assert audit.returncode == 0, audit.stderr
-    proc = subprocess.run([exe, "rubric", "compare", "sharp.json", "vague.yaml", *common, "--out", "cmp.json"],
+    proc = subprocess.run([exe, "rubric", "compare", "sharp.json", "vague.yaml", *common, "--output", "cmp.json"],
                           cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads((tmp_path / "cmp.json").read_text())

@@ -52,7 +52,7 @@ def test_old_runs_resume_with_no_judge_call_and_the_same_scores(old: Path) -> No
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([ASSAY, "eval", *args, "--out", "store.db", "--no-progress"], cwd=old,
+        return subprocess.run([ASSAY, "eval", *args, "--store", "store.db", "--no-progress"], cwd=old,
                               capture_output=True, text=True, env=env)
 
     proc = run("caseaware", "turns.jsonl", "--judge", "scripted/cj.json", "--resume")

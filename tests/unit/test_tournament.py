@@ -106,7 +106,7 @@ def test_assay_tournament_through_the_executable(tmp_path) -> None:
         {"s1": 5, "s2": 15, "s3": 25, "s4": 35, "s5": 45}, questions=2)) + "\n")
     env = always_a_judge(tmp_path)
     proc = subprocess.run([exe, "tournament", "answers.jsonl", "--judge", "scripted/judge.json", "--samples", "2",
-                           "--store", "t.db", "--out", "t.json", "--versus-round-robin", "--no-progress"],
+                           "--store", "t.db", "--output", "t.json", "--versus-round-robin", "--no-progress"],
                           cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
     result = json.loads((tmp_path / "t.json").read_text())
@@ -189,7 +189,7 @@ def test_assay_tournament_baselines_through_the_executable(tmp_path) -> None:
                                "--no-progress", *args], cwd=tmp_path, capture_output=True, text=True, env=env,
                               timeout=120)
 
-    proc = run("--baselines", "high=h.jsonl,low=l.jsonl", "--store", "t.db", "--out", "t.json")
+    proc = run("--baselines", "high=h.jsonl,low=l.jsonl", "--store", "t.db", "--output", "t.json")
     assert proc.returncode == 0, proc.stderr
     result = json.loads((tmp_path / "t.json").read_text())
     assert result["mode"] == "baselines" and result["tiers"] == ["high", "low"]

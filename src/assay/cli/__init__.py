@@ -225,11 +225,42 @@ def _fail(message: str, code: int) -> NoReturn:
     sys.exit(code)
 
 
+# Flags renamed so that one flag means one thing everywhere: --store is the run store, -o/--output a
+# file the command writes. The old spellings keep working for one release, with a one-line notice.
+STORE_WAS_OUT = ("demo",)  # eval and pairwise read their old flag themselves
+OUTPUT_WAS_OUT = ("tournament", "meta", "injection", "triage", "compare", "rubric")
+
+
+def _deprecated(args: list[str]) -> list[str]:
+    """``args`` with the old flags replaced by their new names (a notice on stderr for each)."""
+    words = [a for a in args if not a.startswith("-")]
+    command = words[0] if words else ""
+    renames: dict[str, str] = {}
+    if command in STORE_WAS_OUT:
+        renames = {"--out": "--store", "-o": "--store"}
+    elif command in OUTPUT_WAS_OUT:
+        renames = {"--out": "--output"}
+    elif command == "dece":
+        renames = {"--cache": "--store"}
+    out: list[str] = []
+    for arg in args:
+        name, eq, value = arg.partition("=")
+        if arg == "--":
+            out.extend(args[len(out):])
+            break
+        if name in renames:
+            err_console.print(f"note: {name} is now {renames[name]} (the old name goes in the next release)",
+                              highlight=False)
+            arg = renames[name] + (eq + value if eq else "")
+        out.append(arg)
+    return out
+
+
 def main() -> None:
     """Entry point of the installed ``assay`` command: maps every outcome to its exit status
     (see :data:`EXIT_CODES`) and prints one readable line instead of a traceback."""
     debug = "--debug" in sys.argv[1:2]
-    args = [a for i, a in enumerate(sys.argv[1:]) if not (i == 0 and a == "--debug")]
+    args = _deprecated([a for i, a in enumerate(sys.argv[1:]) if not (i == 0 and a == "--debug")])
     signal.signal(signal.SIGTERM, _Terminated.handler)
     try:
         try:

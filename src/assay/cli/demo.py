@@ -22,7 +22,7 @@ def examples_path() -> Path:
 
 def demo(
     judge: str = typer.Option("llamacpp/default", "--judge", "-j", envvar="ASSAY_JUDGE"),
-    out: Path = typer.Option(Path("demo-run.db"), "--out", "-o"),
+    out: Path = typer.Option(Path("demo-run.db"), "--store", help="the run store of the demo"),
     report_path: Path = typer.Option(Path("demo-report.html"), "--report"),
     limit: int | None = typer.Option(None, "--limit", help="only the first N items"),
 ) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 import typer
 
 from assay._eval import EvalResult, aevaluate, estimate
-from assay.cli._common import console, parse_options, print_summary
+from assay.cli._common import console, err_console, parse_options, print_summary
 from assay.datasets import read_items
 from assay.errors import BudgetExhausted, ConfigError, JudgeUnreachable
 from assay.methods import Method
@@ -35,29 +35,46 @@ JUDGE = typer.Option("llamacpp/default", "--judge", "-j", envvar="ASSAY_JUDGE",
 JUDGE_OPT = typer.Option(None, "--judge-opt", envvar="ASSAY_JUDGE_OPT",
                          help="backend option key=value (repeatable), e.g. schema_mode=json_object")
 
+STORE_OPT = typer.Option(Path("assay-run.db"), "--store", envvar=["ASSAY_STORE", "ASSAY_OUT"],
+                         help="the SQLite run store: every judge call is cached there and the run can be resumed")
+CONCURRENCY_OPT = typer.Option(None, "--concurrency", envvar="ASSAY_CONCURRENCY", min=1,
+                               help="judge calls in flight (default: the backend's limit)")
+BUDGET_OPT = typer.Option(None, "--budget", envvar="ASSAY_BUDGET", min=0,
+                          help="stop making judge calls after this many tokens")
+TIMEOUT_OPT = typer.Option(600.0, "--timeout", envvar="ASSAY_TIMEOUT", min=0.001, help="seconds per judge call")
+RETRIES_OPT = typer.Option(4, "--retries", envvar="ASSAY_RETRIES", min=0, help="retries per judge call")
+DRY_RUN_OPT = typer.Option(False, "--dry-run", help="estimate the judge calls; call no judge, write nothing")
+
+
+def runner_config(concurrency: int | None, budget: int | None, timeout: float, retries: int,
+                  progress: bool = False) -> RunnerConfig:
+    """The runner policy of the engine options, the same in every command."""
+    return RunnerConfig(concurrency=concurrency, budget_tokens=budget, timeout_s=timeout, max_retries=retries,
+                        progress=progress)
+
+
 # The run options every method's command has: (name, annotation, typer.Option).
 RUN_OPTIONS: list[tuple[str, Any, Any]] = [
     ("judge", str, JUDGE),
     ("judge_opt", list[str] | None, JUDGE_OPT),
-    ("out", Path, typer.Option(Path("assay-run.db"), "--out", "-o", envvar="ASSAY_OUT",
-                               help="SQLite run store to write (and resume from)")),
-    ("concurrency", int | None, typer.Option(None, "--concurrency", envvar="ASSAY_CONCURRENCY", min=1,
-                                             help="judge calls in flight (default: the backend's limit)")),
-    ("budget", int | None, typer.Option(None, "--budget", envvar="ASSAY_BUDGET", min=0,
-                                        help="stop making judge calls after this many tokens")),
-    ("timeout", float, typer.Option(600.0, "--timeout", envvar="ASSAY_TIMEOUT", min=0.001,
-                                    help="seconds per call")),
-    ("retries", int, typer.Option(4, "--retries", envvar="ASSAY_RETRIES", min=0, help="retries per call")),
+    ("store", Path, STORE_OPT),
+    ("out", Path | None, typer.Option(None, "--out", "-o", hidden=True,
+                                      help="the old name of --store (goes in the next release)")),
+    ("concurrency", int | None, CONCURRENCY_OPT),
+    ("budget", int | None, BUDGET_OPT),
+    ("timeout", float, TIMEOUT_OPT),
+    ("retries", int, RETRIES_OPT),
     ("limit", int | None, typer.Option(None, "--limit", min=1, help="evaluate only the first N items of the file")),
     ("resume", bool, typer.Option(False, "--resume", envvar="ASSAY_RESUME",
-                                  help="continue the same run in --out (repeats no finished call)")),
+                                  help="continue the same run in --store (repeats no finished call)")),
     ("wait", bool, typer.Option(False, "--wait", envvar="ASSAY_WAIT",
                                 help="if another process is writing this run, wait for it instead of failing")),
-    ("dry_run", bool, typer.Option(False, "--dry-run", help="estimate calls, tokens and cost; call no judge")),
-    ("price_in", float, typer.Option(3.0, "--price-in", envvar="ASSAY_PRICE_IN", min=0.0,
-                                     help="USD per 1M prompt tokens, for --dry-run's cost")),
-    ("price_out", float, typer.Option(12.0, "--price-out", envvar="ASSAY_PRICE_OUT", min=0.0,
-                                      help="USD per 1M completion tokens, for --dry-run's cost")),
+    ("dry_run", bool, DRY_RUN_OPT),
+    ("price_in", float | None, typer.Option(None, "--price-in", envvar="ASSAY_PRICE_IN", min=0.0,
+                                            help="USD per 1M prompt tokens, for --dry-run's cost (default: the "
+                                                 "judge's list price, when known)")),
+    ("price_out", float | None, typer.Option(None, "--price-out", envvar="ASSAY_PRICE_OUT", min=0.0,
+                                             help="USD per 1M completion tokens, for --dry-run's cost")),
     ("progress", bool, typer.Option(True, "--progress/--no-progress", envvar="ASSAY_PROGRESS")),
     ("executor", str, typer.Option("local", "--executor", envvar="ASSAY_EXECUTOR",
                                    help="local, or ray: units go to Ray actors, each with its own judge "
@@ -73,6 +90,15 @@ RUN_OPTIONS: list[tuple[str, Any, Any]] = [
                                      "flagged")),
 ]
 _RUN_NAMES = {name for name, _, _ in RUN_OPTIONS}
+
+
+def take_old_store_flag(run: dict[str, Any]) -> None:
+    """``--out``/``-o`` named the store before ``--store`` did: still read, with a notice."""
+    old = run.pop("out", None)
+    if old is not None:
+        err_console.print("note: --out/-o is now --store (the run store); the old name goes in the next release",
+                          highlight=False)
+        run["store"] = old
 
 
 def _flag(name: str) -> str:
@@ -144,13 +170,14 @@ def make_command(cls: type[Method]) -> Any:
     def command(**kwargs: Any) -> None:
         data: Path = kwargs.pop("data")
         run = {name: kwargs.pop(name) for name in list(kwargs) if name in _RUN_NAMES}
+        take_old_store_flag(run)
         method_values = {k: v for k, v in kwargs.items() if v is not None or k not in extra_names}
         options = cls.options_from_cli(_coerce(cls, method_values))
         items = read_items(data)
         if run["limit"] is not None:
             items = items[: run["limit"]]
         if run["dry_run"]:
-            _dry_run(items, cls.name, options, run["price_in"], run["price_out"])
+            _dry_run(items, cls.name, options, run["price_in"], run["price_out"], run["judge"])
             return
         runner = RunnerConfig(concurrency=run["concurrency"], budget_tokens=run["budget"], timeout_s=run["timeout"],
                               max_retries=run["retries"], progress=run["progress"])
@@ -158,7 +185,7 @@ def make_command(cls: type[Method]) -> Any:
             raise typer.BadParameter(f"--executor {run['executor']!r}: local or ray")
         if run["guard"] not in ("redact", "flag"):
             raise typer.BadParameter(f"--guard {run['guard']!r}: redact or flag")
-        _run(items, cls.name, options, judge=run["judge"], judge_opt=run["judge_opt"], out=run["out"], data=data,
+        _run(items, cls.name, options, judge=run["judge"], judge_opt=run["judge_opt"], out=run["store"], data=data,
              resume=run["resume"], wait=run["wait"], runner=runner,
              executor={k: run[k] for k in ("executor", "workers", "ray_address", "guard")})
 
@@ -174,12 +201,36 @@ def make_command(cls: type[Method]) -> Any:
     return command
 
 
-def _dry_run(items: list, method: str, options: dict[str, Any], price_in: float, price_out: float) -> None:
+PRICES_PER_MILLION: dict[str, tuple[float, float]] = {
+    # USD per 1M prompt / completion tokens, the providers' list prices (checked 2025); anything else
+    # is priced only from --price-in / --price-out
+    "openai/gpt-4o-mini": (0.15, 0.60), "openai/gpt-4o": (2.50, 10.00),
+    "openai/gpt-4.1-mini": (0.40, 1.60), "openai/gpt-4.1": (2.00, 8.00), "openai/gpt-4.1-nano": (0.10, 0.40),
+}
+EMBEDDED_SPEED = (65.0, 12.0)
+"""Prompt and generated tokens per second of the embedded judge (Qwen2.5-Coder-1.5B Q4_K_M) measured
+on 2 CPU cores: reading ~65 tok/s, generating ~9–21 tok/s."""
+
+
+def _dry_run(items: list, method: str, options: dict[str, Any], price_in: float | None, price_out: float | None,
+             judge: str = "") -> None:
     est = estimate(items, method, **options)
-    cost = (est.prompt_tokens * price_in + est.completion_tokens * price_out) / 1_000_000
-    console.print(f"dry run: {len(items)} item(s) → ≈{est.calls} judge calls, ≈{est.prompt_tokens} prompt + "
-                  f"≈{est.completion_tokens} completion tokens (≈4 characters per token) → ≈${cost:.4f} at "
-                  f"${price_in}/1M in, ${price_out}/1M out; cached calls cost nothing", soft_wrap=True)
+    line = (f"dry run: {len(items)} item(s) → ≈{est.calls} judge calls, ≈{est.prompt_tokens} prompt + "
+            f"≈{est.completion_tokens} completion tokens (≈4 characters per token)")
+    known = PRICES_PER_MILLION.get(judge.split("@", 1)[0]) if "@" not in judge else None
+    if price_in is not None or price_out is not None:
+        cost = (est.prompt_tokens * (price_in or 0.0) + est.completion_tokens * (price_out or 0.0)) / 1_000_000
+        line += f" → ≈${cost:.4f} at ${price_in or 0}/1M in, ${price_out or 0}/1M out"
+    elif known is not None:
+        cost = (est.prompt_tokens * known[0] + est.completion_tokens * known[1]) / 1_000_000
+        line += f" → ≈${cost:.4f} at {judge}'s list price (${known[0]}/1M in, ${known[1]}/1M out)"
+    elif judge.startswith("llamacpp/"):
+        seconds = est.prompt_tokens / EMBEDDED_SPEED[0] + est.completion_tokens / EMBEDDED_SPEED[1]
+        line += (f" → no cost (a local judge); ≈{seconds / 60:.1f} min on 2 CPU cores at ~{EMBEDDED_SPEED[0]:.0f} "
+                 f"prompt and ~{EMBEDDED_SPEED[1]:.0f} generated tokens/s (less where prompts share a prefix)")
+    else:
+        line += " → no price known for this judge: give --price-in and --price-out (USD per 1M tokens)"
+    console.print(line + "; cached calls cost nothing", soft_wrap=True)
 
 
 def _run(items: list, method: str, options: dict, *, judge: str, judge_opt: list[str] | None, out: Path,

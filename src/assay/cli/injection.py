@@ -8,13 +8,21 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from assay._eval import estimate
 from assay._files import check_output
 from assay.cli._common import console, parse_options
+from assay.cli.eval import (
+    BUDGET_OPT,
+    CONCURRENCY_OPT,
+    DRY_RUN_OPT,
+    RETRIES_OPT,
+    TIMEOUT_OPT,
+    runner_config,
+)
 from assay.datasets import read_items
-from assay.injection import ATTACK_SETS, ATTACKS_BY_NAME, ainjection_audit
+from assay.injection import ATTACK_SETS, ATTACKS_BY_NAME, ainjection_audit, select_attacks
 from assay.meta import write_meta
 from assay.registry import methods
-from assay.runner import RunnerConfig
 
 
 def injection(
@@ -31,21 +39,32 @@ def injection(
     limit: int | None = typer.Option(None, "--limit", min=1, help="only the first N items"),
     seed: int = typer.Option(0, "--seed", help="seed of the bootstrap"),
     resamples: int = typer.Option(2000, "--resamples", min=1),
-    out: Path = typer.Option(Path("injection.json"), "--out", "-o", help="where the audit JSON goes"),
+    out: Path = typer.Option(Path("injection.json"), "--output", "-o", help="where the audit JSON goes"),
     store: Path | None = typer.Option(None, "--store", help="run store (.db; default: OUT with .db), resumable"),
-    concurrency: int | None = typer.Option(None, "--concurrency", min=1),
-    force: bool = typer.Option(False, "--force", help="replace an existing --out file that assay did not write"),
+    concurrency: int | None = CONCURRENCY_OPT,
+    budget: int | None = BUDGET_OPT,
+    timeout: float = TIMEOUT_OPT,
+    retries: int = RETRIES_OPT,
+    dry_run: bool = DRY_RUN_OPT,
+    force: bool = typer.Option(False, "--force", help="replace an existing --output file that assay did not write"),
 ) -> None:
     """Score each answer clean and with each injection attack appended, and print per attack and
     metric the paired difference attacked − clean (bootstrap CI, Wilcoxon p, answers raised).
     Pairwise methods (dice): the attack goes into the first answer of each pair."""
     if method not in methods():
         raise typer.BadParameter(f"unknown method {method}; known: {', '.join(methods())}")
-    check_output(out, inputs=[data, store or out.with_suffix(".db")], force=force, option="--out")
+    check_output(out, inputs=[data, store or out.with_suffix(".db")], force=force, option="--output")
     items = read_items(data)
     if limit is not None:
         items = items[:limit]
-    runner = RunnerConfig(concurrency=concurrency) if concurrency else RunnerConfig()
+    if dry_run:
+        chosen = select_attacks(list(attack))
+        est = estimate(items, method)
+        console.print(f"dry run: {len(items)} answer(s) × ({len(chosen)} attack(s) + clean) → ≈"
+                      f"{est.calls * (len(chosen) + 1)} judge calls, ≈{est.prompt_tokens * (len(chosen) + 1)} prompt "
+                      "tokens; call no judge, write nothing")
+        return
+    runner = runner_config(concurrency, budget, timeout, retries, progress=True)
     result = asyncio.run(ainjection_audit(items, method, judge, attacks=list(attack), store=store or
                                           out.with_suffix(".db"), runner=runner, seed=seed, resamples=resamples,
                                           judge_options=parse_options(judge_opt), guard=guard))

@@ -9,13 +9,21 @@ from typing import Any
 import typer
 from rich.table import Table
 
+from assay._eval import estimate
 from assay._files import check_output, same_file
 from assay.cli._common import console, parse_options
+from assay.cli.eval import (
+    BUDGET_OPT,
+    CONCURRENCY_OPT,
+    DRY_RUN_OPT,
+    RETRIES_OPT,
+    TIMEOUT_OPT,
+    runner_config,
+)
 from assay.datasets.adapters import ADAPTERS, read_labelled
 from assay.errors import ConfigError
 from assay.meta import ameta, write_meta
 from assay.registry import build_method, methods
-from assay.runner import RunnerConfig
 
 
 def meta(
@@ -32,9 +40,13 @@ def meta(
     limit: int | None = typer.Option(None, "--limit", min=1, help="a reproducible random subset of N labelled units"),
     seed: int = typer.Option(0, "--seed", help="seed of the subset and of the bootstrap"),
     resamples: int = typer.Option(1000, "--resamples", min=1, help="bootstrap resamples for the Pearson CI"),
-    out: Path = typer.Option(Path("meta.json"), "--out", "-o", help="where meta.json goes"),
+    out: Path = typer.Option(Path("meta.json"), "--output", "-o", help="where meta.json goes"),
     store: Path | None = typer.Option(None, "--store", help="run store (.db; default: OUT with .db), resumable"),
-    concurrency: int | None = typer.Option(None, "--concurrency", min=1),
+    concurrency: int | None = CONCURRENCY_OPT,
+    budget: int | None = BUDGET_OPT,
+    timeout: float = TIMEOUT_OPT,
+    retries: int = RETRIES_OPT,
+    dry_run: bool = DRY_RUN_OPT,
     versus: str | None = typer.Option(None, "--versus", help="metric the others are compared with, e.g. "
                                       "dece.f_beta or rougeL (default: the primary metric of the reference "
                                       "method, DeCE, when it runs; else of the first method)"),
@@ -42,7 +54,7 @@ def meta(
                                         help="on a pairwise set, a pointwise metric also gives verdicts: Tie when "
                                              "the two answers' scores differ by less than this share of the "
                                              "metric's range (DICE §4.2's thresholded-scalar baseline)"),
-    force: bool = typer.Option(False, "--force", help="replace an existing --out file that assay did not write"),
+    force: bool = typer.Option(False, "--force", help="replace an existing --output file that assay did not write"),
 ) -> None:
     """Run methods on a human-labelled set and print a Table-2-style comparison: correlation of
     each automatic score with each human label, with CIs, p-values, n and unscored counts."""
@@ -63,7 +75,7 @@ def meta(
             raise typer.BadParameter(f"--detail {entry}: expected METHOD.FIELD with METHOD one of the --method "
                                      f"values ({', '.join(method)})")
         detail_metrics[name] = (*detail_metrics.get(name, ()), field)
-    check_output(out, inputs=[path, store or out.with_suffix(".db")], force=force, option="--out")
+    check_output(out, inputs=[path, store or out.with_suffix(".db")], force=force, option="--output")
     if same_file(store or out.with_suffix(".db"), path):
         raise ConfigError(f"--store {store or out.with_suffix('.db')}: that is the labelled input ({path}); the "
                           "meta-evaluation's runs go to a store of their own — choose another --store")
@@ -72,7 +84,14 @@ def meta(
     metaset = read_labelled(kind, path).subset(limit, seed)
     console.print(f"{kind}: {len(metaset.units)} labelled unit(s), {len(metaset.items)} answer(s) to score"
                   f"{' (pairwise)' if metaset.pairwise else ''}")
-    runner = RunnerConfig(concurrency=concurrency) if concurrency else RunnerConfig()
+    if dry_run:
+        for name in method:
+            est = estimate(metaset.items, name, **method_options.get(name, {}))
+            console.print(f"dry run: {name} → ≈{est.calls} judge calls, ≈{est.prompt_tokens} prompt + "
+                          f"≈{est.completion_tokens} completion tokens")
+        console.print("call no judge, write nothing")
+        return
+    runner = runner_config(concurrency, budget, timeout, retries, progress=True)
     result = asyncio.run(ameta(metaset, list(method), judge, store=store or out.with_suffix(".db"), seed=seed,
                                resamples=resamples, runner=runner, versus=versus, verdict_delta=verdict_delta,
                                method_options=method_options, judge_options=parse_options(judge_opt),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -11,9 +12,17 @@ from typing import Any
 import typer
 
 from assay._files import atomic_write_text, check_output, write_json
-from assay.backends import get_backend
 from assay.cli._common import console, parse_options
-from assay.cli.eval import JUDGE, JUDGE_OPT
+from assay.cli.eval import (
+    BUDGET_OPT,
+    CONCURRENCY_OPT,
+    DRY_RUN_OPT,
+    JUDGE,
+    JUDGE_OPT,
+    RETRIES_OPT,
+    TIMEOUT_OPT,
+    runner_config,
+)
 from assay.errors import ConfigError
 from assay.rubrics.audit import AXES, FIT_PARTS, NOT_BUILT, Audit, AuditConfig
 from assay.rubrics.discover import Discovery, DiscoveryConfig
@@ -21,8 +30,8 @@ from assay.rubrics.files import RubricSet, load_rubric, read_preference_pairs, s
 from assay.rubrics.refine import OPERATORS, RefineConfig, Refiner
 from assay.rubrics.repair import PrefRepairConfig, preference_rank_selection
 from assay.rubrics.report import COLUMNS
-from assay.runner import JudgeClient, RunnerConfig
-from assay.store import Store
+from assay.runner import RunnerConfig
+from assay.session import JudgeSession
 
 app = typer.Typer(help="PReMISE policy rubrics: discover, audit (four axes), repair (pref, vfr), compare.",
                   no_args_is_help=True)
@@ -59,9 +68,14 @@ def discover(
     judge: str = JUDGE,
     judge_opt: list[str] | None = JUDGE_OPT,
     seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED"),
-    store_path: Path = typer.Option(Path("assay-run.db"), "--store", envvar="ASSAY_OUT",
+    store_path: Path = typer.Option(Path("assay-run.db"), "--store", envvar=["ASSAY_STORE", "ASSAY_OUT"],
                                     help="store: the judge-call cache and the stages (a killed discovery resumes)"),
     trace: Path | None = typer.Option(None, "--trace", help="write the discovery trace (pool per level) as JSON"),
+    concurrency: int | None = CONCURRENCY_OPT,
+    budget: int | None = BUDGET_OPT,
+    timeout: float = TIMEOUT_OPT,
+    retries: int = RETRIES_OPT,
+    dry_run: bool = DRY_RUN_OPT,
     force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write"),
 ) -> None:
     """Discover a K-criterion policy rubric from preference pairs (PReMISE Algorithm 1)."""
@@ -76,20 +90,26 @@ def discover(
     found, notes = read_preference_pairs(pairs)
     if limit is not None:
         found = found[:limit]
-    backend = get_backend(judge, **parse_options(judge_opt))
-    store = Store(store_path)
+    if dry_run:
+        levels = max(1, round(math.log(max(2, len(found) * 4), max(2, cluster_size))))
+        console.print(f"dry run: {len(found)} pair(s) → ≈{len(found)} extraction call(s), then ≈"
+                      f"{max(1, len(found) * 4 // cluster_size)} consolidation call(s) a level for about {levels} "
+                      "level(s) (each level merges clusters of --cluster-size); call no judge, write nothing")
+        return
     discovery = Discovery(config)
     start = time.perf_counter()
-
     calls = {"made": 0}
+    runner = runner_config(concurrency, budget, timeout, retries)
 
     async def run() -> tuple[RubricSet, dict[str, Any]]:
-        client = JudgeClient(backend, store, RunnerConfig(progress=False))
-        try:
-            return await discovery.run(found, client, store)
-        finally:
-            calls["made"] = client.stats.calls
-            await backend.aclose()
+        async with JudgeSession("rubric-discover", judge, store=store_path, runner=runner,
+                                judge_options=parse_options(judge_opt),
+                                manifest={"pairs": [p.model_dump() for p in found], "config": config.model_dump()}
+                                ) as session:
+            try:
+                return await discovery.run(found, session.client, session.store)
+            finally:
+                calls["made"] = session.client.stats.calls
 
     rubric, steps = asyncio.run(run())
     steps["judge_calls_made"] = calls["made"]
@@ -130,9 +150,14 @@ def audit(
     judge: str = JUDGE,
     judge_opt: list[str] | None = JUDGE_OPT,
     seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED"),
-    store_path: Path = typer.Option(Path("assay-run.db"), "--store", envvar="ASSAY_OUT",
+    store_path: Path = typer.Option(Path("assay-run.db"), "--store", envvar=["ASSAY_STORE", "ASSAY_OUT"],
                                     help="store: the judge-call cache (a re-run makes no call)"),
-    out: Path | None = typer.Option(None, "--out", help="write the audit as JSON"),
+    out: Path | None = typer.Option(None, "--output", "-o", help="write the audit as JSON"),
+    concurrency: int | None = CONCURRENCY_OPT,
+    budget: int | None = BUDGET_OPT,
+    timeout: float = TIMEOUT_OPT,
+    retries: int = RETRIES_OPT,
+    dry_run: bool = DRY_RUN_OPT,
     force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write"),
 ) -> None:
     """Audit a rubric set: structural adequacy (F.9), reliability (F.4, F.5), preference fit (F.10, F.11,
@@ -145,8 +170,12 @@ def audit(
     found, foreign = _audit_pairs(chosen, pairs, out_of_domain, limit)
     auditor = Audit(AuditConfig(votes=votes, seed=seed, runs=runs, paraphrases=paraphrases, fit_parts=parts,
                                 attacks=attacks, tau=tau))
+    if dry_run:
+        _audit_estimate(rubric, chosen, parts, found, foreign, auditor.config)
+        return
     result = _run_audit(rubric, str(rubric_path), found, foreign, chosen, auditor, judge=judge, judge_opt=judge_opt,
-                        attacker=attacker, verifier=verifier, store_path=store_path)
+                        attacker=attacker, verifier=verifier, store_path=store_path,
+                        runner=runner_config(concurrency, budget, timeout, retries))
     doc = _audit_doc(rubric, result, votes=votes, tau=tau)
     if out is not None:
         write_json(out, doc)
@@ -172,9 +201,14 @@ def compare(
     judge: str = JUDGE,
     judge_opt: list[str] | None = JUDGE_OPT,
     seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED"),
-    store_path: Path = typer.Option(Path("assay-run.db"), "--store", envvar="ASSAY_OUT",
+    store_path: Path = typer.Option(Path("assay-run.db"), "--store", envvar=["ASSAY_STORE", "ASSAY_OUT"],
                                     help="store: the judge-call cache shared by every source"),
-    out: Path | None = typer.Option(None, "--out", help="write the side-by-side table as JSON"),
+    out: Path | None = typer.Option(None, "--output", "-o", help="write the side-by-side table as JSON"),
+    concurrency: int | None = CONCURRENCY_OPT,
+    budget: int | None = BUDGET_OPT,
+    timeout: float = TIMEOUT_OPT,
+    retries: int = RETRIES_OPT,
+    dry_run: bool = DRY_RUN_OPT,
     force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write"),
 ) -> None:
     """Lay several rubric sources side by side (a Table-1 row each): every rubric is audited on the same
@@ -193,12 +227,19 @@ def compare(
     found, foreign = _audit_pairs(chosen, pairs, out_of_domain, limit)
     auditor = Audit(AuditConfig(votes=votes, seed=seed, runs=runs, paraphrases=paraphrases, fit_parts=parts,
                                 attacks=attacks, tau=tau))
+    if dry_run:
+        for path, rubric, _doc in loaded:
+            if rubric is not None:
+                console.print(f"[bold]{path}[/bold]")
+                _audit_estimate(rubric, chosen, parts, found, foreign, auditor.config)
+        return
     rows: list[dict[str, Any]] = []
     for path, rubric, doc in loaded:
         if rubric is not None:
             console.print(f"[bold]{path}[/bold]")
             result = _run_audit(rubric, str(path), found, foreign, chosen, auditor, judge=judge,
-                                judge_opt=judge_opt, attacker=attacker, verifier=verifier, store_path=store_path)
+                                judge_opt=judge_opt, attacker=attacker, verifier=verifier, store_path=store_path,
+                                runner=runner_config(concurrency, budget, timeout, retries))
             doc = _audit_doc(rubric, result, votes=votes, tau=tau)
         assert doc is not None
         detail = doc.get("detail", {})
@@ -266,18 +307,18 @@ def _check_axes(axes: str, fit_parts: str, pairs: Path | None) -> tuple[list[str
 
 def _run_audit(rubric: RubricSet, label: str, found: list[Any], foreign: list[Any], chosen: list[str],
                auditor: Audit, *, judge: str, judge_opt: list[str] | None, attacker: str | None,
-               verifier: str | None, store_path: Path) -> dict[str, Any]:
-    options = parse_options(judge_opt)
-    backend = get_backend(judge, **options)
-    store = Store(store_path)
-    extra = {name: get_backend(spec, **options) for name, spec in (("attacker", attacker), ("verifier", verifier))
-             if spec is not None}
-    result: dict[str, Any] = {"rubric": label, "criteria": len(rubric.criteria), "judge": backend.name}
-    start = time.perf_counter()
+               verifier: str | None, store_path: Path, runner: RunnerConfig) -> dict[str, Any]:
+    result: dict[str, Any] = {"rubric": label, "criteria": len(rubric.criteria)}
+    manifest = {"rubric": rubric.model_dump(mode="json"), "axes": chosen, "config": auditor.config.model_dump(),
+                "pairs": [p.model_dump() for p in found], "out_of_domain": [p.model_dump() for p in foreign]}
 
     async def run() -> None:
-        client = JudgeClient(backend, store, RunnerConfig(progress=False))
-        try:
+        async with JudgeSession("rubric-audit", judge, store=store_path, runner=runner,
+                                judge_options=parse_options(judge_opt), manifest=manifest,
+                                others={"attacker": attacker, "verifier": verifier}) as session:
+            client = session.client
+            result["judge"] = client.backend.name
+            result["run_id"] = session.run_id
             if "structure" in chosen:
                 result["structure"] = await auditor.structure(rubric, client)
             if "reliability" in chosen:
@@ -285,17 +326,35 @@ def _run_audit(rubric: RubricSet, label: str, found: list[Any], foreign: list[An
             if "fit" in chosen:
                 result["fit"] = await auditor.fit(rubric, found, client, out_of_domain=foreign or None)
             if "adversarial" in chosen:
-                others = {name: JudgeClient(b, store, RunnerConfig(progress=False)) for name, b in extra.items()}
-                result["adversarial"] = await auditor.adversarial(rubric, found, client, **others)
-        finally:
-            await backend.aclose()
-            for b in extra.values():
-                await b.aclose()
-        result["judge_calls"] = client.stats.calls
+                result["adversarial"] = await auditor.adversarial(rubric, found, client, **session.others)
+            result["judge_calls"] = client.stats.calls
 
+    start = time.perf_counter()
     asyncio.run(run())
     result["wall_s"] = time.perf_counter() - start
     return result
+
+
+def _audit_estimate(rubric: RubricSet, chosen: list[str], parts: tuple[str, ...], found: list[Any],
+                    foreign: list[Any], cfg: AuditConfig) -> None:
+    """Upper bounds of the judge calls of each axis, one judge (a jury multiplies the structure and
+    agreement calls by its size); re-asks and cached calls not counted."""
+    k, n = len(rubric.criteria), len(found)
+    calls: dict[str, int] = {}
+    if "structure" in chosen:
+        calls["structure"] = k * 5
+    if "reliability" in chosen:
+        calls["reliability"] = k * n * (1 + cfg.runs + cfg.paraphrases) + k * cfg.paraphrases
+    if "fit" in chosen:
+        calls["fit"] = ((2 * n * cfg.votes if "accuracy" in parts else 0)
+                        + (k * (len({p.prompt for p in found}) + len({p.prompt for p in foreign}))
+                           if "applicability" in parts else 0)
+                        + (k * n if "scores" in parts else 0))
+    if "adversarial" in chosen:
+        calls["adversarial"] = k * (3 * cfg.attacks + min(cfg.attacks, n))
+    shown = ", ".join(f"{axis} ≤{c}" for axis, c in calls.items())
+    console.print(f"dry run: {k} criteria, {n} pair(s) → ≤{sum(calls.values())} judge calls ({shown}); call no judge, "
+                  "write nothing")
 
 
 def _audit_doc(rubric: RubricSet, result: dict[str, Any], *, votes: int, tau: float) -> dict[str, Any]:
@@ -392,9 +451,14 @@ def repair(
     judge: str = JUDGE,
     judge_opt: list[str] | None = JUDGE_OPT,
     seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED"),
-    store_path: Path = typer.Option(Path("assay-run.db"), "--store", envvar="ASSAY_OUT",
+    store_path: Path = typer.Option(Path("assay-run.db"), "--store", envvar=["ASSAY_STORE", "ASSAY_OUT"],
                                     help="store: the judge-call cache (an audited rubric's scores are re-used)"),
     report: Path | None = typer.Option(None, "--report", help="write each criterion's decision as JSON"),
+    concurrency: int | None = CONCURRENCY_OPT,
+    budget: int | None = BUDGET_OPT,
+    timeout: float = TIMEOUT_OPT,
+    retries: int = RETRIES_OPT,
+    dry_run: bool = DRY_RUN_OPT,
     force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write"),
 ) -> None:
     """Repair a rubric set: preference-rank selection keeps the criteria the human preference agrees with;
@@ -405,7 +469,8 @@ def repair(
         _refine(rubric_path, pairs, output, report=report, force=force, limit=limit, judge=judge,
                 judge_opt=judge_opt, seed=seed, store_path=store_path, delta=delta, epsilon=epsilon, depth=depth,
                 beam=beam, operators=operators, holdout=holdout, attacks=attacks, runs=runs,
-                paraphrases=paraphrases, tau=tau, predictor=predictor, attacker=attacker, verifier=verifier)
+                paraphrases=paraphrases, tau=tau, predictor=predictor, attacker=attacker, verifier=verifier,
+                runner=runner_config(concurrency, budget, timeout, retries), dry_run=dry_run)
         return
     if not 0.0 <= eta <= 1.0:
         raise ConfigError(f"--eta must be within [0, 1], got {eta}")
@@ -416,18 +481,25 @@ def repair(
     found = read_preference_pairs(pairs)[0]
     if limit is not None:
         found = found[:limit]
-    backend = get_backend(judge, **parse_options(judge_opt))
-    store = Store(store_path)
+    if dry_run:
+        console.print(f"dry run: {len(rubric.criteria)} criteria, {len(found)} pair(s) → ≤"
+                      f"{2 * len(rubric.criteria) * len(found)} judge calls (applicability and a score per criterion "
+                      "and pair); call no judge, write nothing")
+        return
     auditor = Audit(AuditConfig(seed=seed))
     calls = {"made": 0}
+    runner = runner_config(concurrency, budget, timeout, retries)
 
     async def run() -> tuple[RubricSet, list[dict[str, Any]]]:
-        client = JudgeClient(backend, store, RunnerConfig(progress=False))
-        try:
-            return await preference_rank_selection(rubric, found, client, auditor, PrefRepairConfig(eta=eta))
-        finally:
-            calls["made"] = client.stats.calls
-            await backend.aclose()
+        async with JudgeSession("rubric-repair", judge, store=store_path, runner=runner,
+                                judge_options=parse_options(judge_opt),
+                                manifest={"mode": "pref", "eta": eta, "rubric": rubric.model_dump(mode="json"),
+                                          "pairs": [p.model_dump() for p in found], "seed": seed}) as session:
+            try:
+                return await preference_rank_selection(rubric, found, session.client, auditor,
+                                                       PrefRepairConfig(eta=eta))
+            finally:
+                calls["made"] = session.client.stats.calls
 
     repaired, decisions = asyncio.run(run())
     for d in decisions:
@@ -447,7 +519,8 @@ def repair(
 def _refine(rubric_path: Path, pairs: Path, output: Path, *, report: Path | None, force: bool, limit: int | None,
             judge: str, judge_opt: list[str] | None, seed: int, store_path: Path, delta: str, epsilon: float,
             depth: int, beam: int, operators: str, holdout: float, attacks: int, runs: int, paraphrases: int,
-            tau: float, predictor: str | None, attacker: str | None, verifier: str | None) -> None:
+            tau: float, predictor: str | None, attacker: str | None, verifier: str | None,
+            runner: RunnerConfig, dry_run: bool) -> None:
     """`--mode vfr`: Algorithm 2 per criterion (assay.rubrics.refine)."""
     try:
         slack = float(delta)
@@ -479,25 +552,28 @@ def _refine(rubric_path: Path, pairs: Path, output: Path, *, report: Path | None
         found = found[:limit]
     if len(found) < 2:
         raise ConfigError(f"{pairs}: --mode vfr needs at least 2 pairs (calibration and held-out), got {len(found)}")
-    options = parse_options(judge_opt)
-    backend = get_backend(judge, **options)
-    extra = {name: get_backend(spec, **options) for name, spec in
-             (("predictor", predictor), ("attacker", attacker), ("verifier", verifier)) if spec is not None}
-    store = Store(store_path)
+    if dry_run:
+        console.print(f"dry run: {len(rubric.criteria)} criteria, {len(found)} pair(s): the search measures up to "
+                      f"{beam} candidate(s) per criterion on the held-out pairs, each an audit of ≈"
+                      f"{3 * attacks + attacks + len(found) * (1 + runs + paraphrases)} calls; call no judge, "
+                      "write nothing")
+        return
     refiner = Refiner(Audit(audit_config), config)
     calls = {"made": 0}
     start = time.perf_counter()
 
     async def run() -> tuple[RubricSet, list[dict[str, Any]]]:
-        client = JudgeClient(backend, store, RunnerConfig(progress=False))
-        others = {name: JudgeClient(b, store, RunnerConfig(progress=False)) for name, b in extra.items()}
-        try:
-            return await refiner.refine(rubric, found, client, **others)
-        finally:
-            calls["made"] = client.stats.calls + sum(c.stats.calls for c in others.values())
-            await backend.aclose()
-            for b in extra.values():
-                await b.aclose()
+        async with JudgeSession("rubric-repair", judge, store=store_path, runner=runner,
+                                judge_options=parse_options(judge_opt),
+                                manifest={"mode": "vfr", "rubric": rubric.model_dump(mode="json"),
+                                          "pairs": [p.model_dump() for p in found], "config": config.model_dump(),
+                                          "audit": audit_config.model_dump()},
+                                others={"predictor": predictor, "attacker": attacker, "verifier": verifier}
+                                ) as session:
+            try:
+                return await refiner.refine(rubric, found, session.client, **session.others)
+            finally:
+                calls["made"] = session.client.stats.calls
 
     repaired, results = asyncio.run(run())
     wall = time.perf_counter() - start

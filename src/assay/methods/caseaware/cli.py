@@ -25,13 +25,13 @@ def compare(
         None, "--judge-robustness", help="RUN_A2 RUN_B2: the same systems scored by a second judge"),
     resamples: int = typer.Option(10000, "--resamples", min=1, help="bootstrap resamples"),
     seed: int = typer.Option(0, "--seed", help="bootstrap seed"),
-    out: Path | None = typer.Option(None, "--out", "-o", help="write the comparison as JSON"),
-    force: bool = typer.Option(False, "--force", help="replace an existing --out file that assay did not write"),
+    out: Path | None = typer.Option(None, "--output", "-o", help="write the comparison as JSON"),
+    force: bool = typer.Option(False, "--force", help="replace an existing --output file that assay did not write"),
 ) -> None:
     """Paired comparison of two systems at conversation level: Wilcoxon signed-rank, paired t
     and a bootstrap 95% CI of the mean difference A − B, per metric and for S_final."""
     if out is not None:
-        check_output(out, inputs=[run_a, run_b, *(judge_robustness_runs or ())], force=force, option="--out")
+        check_output(out, inputs=[run_a, run_b, *(judge_robustness_runs or ())], force=force, option="--output")
     a, b = load_run(run_a), load_run(run_b)
     result = compare_runs(a, b, resamples=resamples, seed=seed)
     table = Table(title=f"A = {run_a.name} vs B = {run_b.name} · conversation level")

@@ -10,15 +10,22 @@ from typing import Any
 import typer
 
 from assay._files import atomic_write_text, check_output
-from assay.backends import get_backend
 from assay.cli._common import console, parse_options
-from assay.cli.eval import JUDGE, JUDGE_OPT
+from assay.cli.eval import (
+    BUDGET_OPT,
+    CONCURRENCY_OPT,
+    DRY_RUN_OPT,
+    JUDGE,
+    JUDGE_OPT,
+    RETRIES_OPT,
+    TIMEOUT_OPT,
+    runner_config,
+)
 from assay.datasets import read_items
 from assay.errors import InputError
 from assay.methods import build_method
-from assay.runner import JudgeClient, RunnerConfig
+from assay.session import JudgeSession
 from assay.stages import StageResult, run_stage
-from assay.store import Store
 from assay.types import Item, Unscored
 
 app = typer.Typer(help="DeCE tools.", no_args_is_help=True)
@@ -34,9 +41,15 @@ def extract(
     judge_opt: list[str] | None = JUDGE_OPT,
     domain: str = typer.Option("general", "--domain", envvar="ASSAY_DOMAIN"),
     seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED"),
-    cache: Path = typer.Option(Path("assay-run.db"), "--cache", envvar="ASSAY_OUT",
-                               help="store: the judge-call cache and the stage's record (a killed extraction "
-                                    "resumes from it)"),
+    cache: Path = typer.Option(Path("assay-run.db"), "--store", envvar=["ASSAY_STORE", "ASSAY_OUT"],
+                               help="the run store: the judge-call cache and the stage's record (a killed "
+                                    "extraction resumes from it)"),
+    limit: int | None = typer.Option(None, "--limit", help="only the first N items"),
+    concurrency: int | None = CONCURRENCY_OPT,
+    budget: int | None = BUDGET_OPT,
+    timeout: float = TIMEOUT_OPT,
+    retries: int = RETRIES_OPT,
+    dry_run: bool = DRY_RUN_OPT,
     force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write"),
 ) -> None:
     """Extract each question's criteria once (per id) into a JSONL file an expert can edit.
@@ -46,6 +59,8 @@ def extract(
     """
     check_output(output, inputs=[data, cache], force=force)
     items = read_items(data)
+    if limit is not None:
+        items = items[:limit]
     method: Any = build_method("dece", domain=domain, seed=seed)
     assert method.name == "dece"
     questions: dict[str, Item] = {}
@@ -55,25 +70,29 @@ def extract(
             raise InputError(f"item {item.id!r}: {reason}")
         questions.setdefault(item.id, item)
 
-    backend = get_backend(judge, **parse_options(judge_opt))
-    store = Store(cache)
-    manifest = {"method": method.manifest(), "method_version": method.version, "judge": backend.identity(),
-                "questions": {qid: q.model_dump(mode="json") for qid, q in sorted(questions.items())}}
+    if dry_run:
+        console.print(f"dry run: {len(questions)} question(s) → ≈{len(questions)} judge call(s), one extraction each "
+                      "(cached ones cost nothing); call no judge, write nothing")
+        return
+    base = {"method": method.manifest(), "method_version": method.version,
+            "questions": {qid: q.model_dump(mode="json") for qid, q in sorted(questions.items())}}
 
     async def run() -> StageResult:
-        client = JudgeClient(backend, store, RunnerConfig(progress=False))
+        async with JudgeSession("dece-criteria", judge, store=cache, judge_options=parse_options(judge_opt),
+                                runner=runner_config(concurrency, budget, timeout, retries), manifest=base) as session:
+            client = session.client
 
-        def part(question: Item) -> Any:
-            async def extract() -> dict[str, Any]:
-                found = await method.extract_criteria(question, client)
-                return {"unscored": found.model_dump()} if isinstance(found, Unscored) else found.model_dump()
-            return extract
+            def part(question: Item) -> Any:
+                async def extract() -> dict[str, Any]:
+                    found = await method.extract_criteria(question, client)
+                    return {"unscored": found.model_dump()} if isinstance(found, Unscored) else found.model_dump()
+                return extract
 
-        try:
-            return await run_stage(store, "dece.criteria", manifest, {qid: part(q) for qid, q in questions.items()},
-                                   window=4 * client.concurrency)
-        finally:
-            await backend.aclose()
+            # the stage's id keeps hashing the judge's identity, as before (a finished extraction is found again)
+            manifest = {**base, "judge": client.backend.identity()}
+            manifest = {k: manifest[k] for k in ("method", "method_version", "judge", "questions")}
+            return await run_stage(session.store, "dece.criteria", manifest,
+                                   {qid: part(q) for qid, q in questions.items()}, window=4 * client.concurrency)
 
     result = asyncio.run(run())
     failed = [(qid, value["unscored"]) for qid, value in result.parts.items() if "unscored" in value]

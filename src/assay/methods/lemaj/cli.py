@@ -67,12 +67,12 @@ def triage_command(
                                         help="… and at least this relevance (F1 / F_beta)"),
     minutes_per_item: float = typer.Option(3.5, "--minutes-per-item", min=0.0,
                                            help="expert review minutes an answer takes"),
-    out: Path | None = typer.Option(None, "--out", "-o", help="write cleared / needs-review lists as JSON"),
-    force: bool = typer.Option(False, "--force", help="replace an --out file assay did not write"),
+    out: Path | None = typer.Option(None, "--output", "-o", help="write cleared / needs-review lists as JSON"),
+    force: bool = typer.Option(False, "--force", help="replace an --output file assay did not write"),
 ) -> None:
     """LeMAJ triage: which answers an expert still has to review, and the time saved."""
     if out is not None:
-        check_output(out, inputs=[run], force=force, option="--out")
+        check_output(out, inputs=[run], force=force, option="--output")
     rows = _rows(run, run_id)
     missing = [str(r.get("id")) for r in rows if "correctness" not in r or "relevance" not in r]
     if missing or not rows:

@@ -13,7 +13,7 @@ from rich.table import Table
 from assay._eval import _as_result, aevaluate, check_items
 from assay._files import check_output, write_json
 from assay.cli._common import console, parse_options
-from assay.cli.eval import RUN_OPTIONS, _coerce, _method_params
+from assay.cli.eval import RUN_OPTIONS, _coerce, _dry_run, _method_params
 from assay.datasets import read_items
 from assay.errors import ConfigError, InputError
 from assay.registry import build_method, method_class
@@ -81,11 +81,12 @@ def make_tournament_command() -> Any:
     def command(**kwargs: Any) -> None:
         data: Path = kwargs.pop("data")
         out: Path | None = kwargs.pop("json_out")
-        store_path: Path = kwargs.pop("out")
+        store_path: Path = kwargs.pop("store")
         versus_round_robin: bool = kwargs.pop("versus_round_robin")
         baselines_spec: str | None = kwargs.pop("baselines")
         force: bool = kwargs.pop("force")
         run = {name: kwargs.pop(name) for name in list(kwargs) if name in {n for n, _, _ in RUN_OPTIONS}}
+        run.pop("out", None)  # -o is the ranking's JSON here (--output)
         options = cls.options_from_cli(_coerce(cls, kwargs))
         tiers = parse_baselines(baselines_spec) if baselines_spec else []
         if tiers:
@@ -94,7 +95,7 @@ def make_tournament_command() -> Any:
                                   f"{options['mode']}")
             options = {**options, "mode": "baselines", "tiers": [t for t, _ in tiers]}
         if out is not None:
-            check_output(out, inputs=[data, store_path, *(p for _, p in tiers)], force=force, option="--out")
+            check_output(out, inputs=[data, store_path, *(p for _, p in tiers)], force=force, option="--output")
         method: Any = build_method("tournament", **options)
         items = read_items(data)
         if run["limit"] is not None:
@@ -103,6 +104,10 @@ def make_tournament_command() -> Any:
         if tiers:
             items = baseline_items(data, items, tiers, method)
             source = " + ".join([str(data), *(str(p) for _, p in tiers)])
+        if run["dry_run"]:
+            check_items(method, items, source)
+            _dry_run(items, "tournament", options, run["price_in"], run["price_out"], run["judge"])
+            return
         runner = RunnerConfig(concurrency=run["concurrency"], budget_tokens=run["budget"], timeout_s=run["timeout"],
                               max_retries=run["retries"], progress=run["progress"])
 
@@ -159,17 +164,14 @@ def make_tournament_command() -> Any:
     params = [inspect.Parameter("data", inspect.Parameter.KEYWORD_ONLY, annotation=Path,
                                 default=typer.Argument(..., help="answers of several systems to the same questions"))]
     params += _method_params(cls)
-    for name, annotation, option in RUN_OPTIONS:
+    for name, annotation, option in RUN_OPTIONS:  # the same run options as every method's command
         if name == "out":
-            option = typer.Option(Path("tournament.db"), "--store", envvar="ASSAY_STORE",
-                                  help="SQLite run store (resumable; matches already judged cost no call)")
-        if name in ("dry_run", "price_in", "price_out", "resume"):
             continue
         params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation))
     params += [
         inspect.Parameter("json_out", inspect.Parameter.KEYWORD_ONLY, annotation=Path | None,
-                          default=typer.Option(None, "--out", "-o", help="write the ranking, matches and judge "
-                                                                         "calls as JSON")),
+                          default=typer.Option(None, "--output", "-o", help="write the ranking, matches and "
+                                                                            "judge calls as JSON")),
         inspect.Parameter("versus_round_robin", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
                           default=typer.Option(False, "--versus-round-robin",
                                                help="also play the round-robin and report Kendall τ between the "
@@ -180,7 +182,7 @@ def make_tournament_command() -> Any:
                                                     "low=l.jsonl): place DATA's systems against stored answer "
                                                     "sets; implies --mode baselines")),
         inspect.Parameter("force", inspect.Parameter.KEYWORD_ONLY, annotation=bool,
-                          default=typer.Option(False, "--force", help="replace an --out file assay did not write")),
+                          default=typer.Option(False, "--force", help="replace an --output file assay did not write")),
     ]
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
