@@ -7,7 +7,7 @@ import hashlib
 import platform
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +137,7 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
                     judge_options: dict[str, Any] | None = None, data_source: str | None = None,
                     wait_s: float | None = None, executor: str = "local", workers: int = 2,
                     ray_address: str | None = None, guard: str = "redact", version_check: bool = True,
+                    on_result: Callable[[Unit, ItemResult], None] | None = None,
                     **method_options: Any) -> EvalResult:
     """Evaluate items with a method and a judge; see :func:`evaluate`. ``version_check=False``
     (meta-evaluations, audits: callers whose ``resume`` means "re-use the run if it is there")
@@ -177,7 +178,8 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
         ray = {"workers": workers, "address": ray_address, "judge_options": judge_options or {}} \
             if executor == "ray" else None
         return await _run_locked(item_list, method_obj, backend, judge, store_obj, runner_cfg, run_id, identity,
-                                 resume=resume, data_source=data_source, ray=ray, version_check=version_check)
+                                 resume=resume, data_source=data_source, ray=ray, version_check=version_check,
+                                 on_result=on_result)
     finally:
         store_obj.release_run(run_id)
 
@@ -185,7 +187,8 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
 async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeBackend, judge: str | JudgeBackend,
                       store_obj: Store, runner_cfg: RunnerConfig, run_id: str, identity: dict[str, Any], *,
                       resume: bool, data_source: str | None, ray: dict[str, Any] | None = None,
-                      version_check: bool = True) -> EvalResult:
+                      version_check: bool = True, on_result: Callable[[Unit, ItemResult], None] | None = None
+                      ) -> EvalResult:
     existing = store_obj.get_run(run_id)
     if existing is None and resume and version_check:
         check_version(store_obj, method_obj, identity, item_list)
@@ -266,6 +269,8 @@ async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeB
                 store_obj.put_result(run_id, index, units[index].key, result.status, result.scores,
                                      [u.model_dump() for u in result.unscored], result.details, result.call_keys)
                 progress.advance(task)
+                if on_result is not None:
+                    on_result(units[index], result)
                 if pool is not None:
                     progress.update(task, description=f"{method_obj.name} · {backend.name} · {pool.describe()}")
 

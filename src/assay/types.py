@@ -55,7 +55,7 @@ class Case(BaseModel):
 
 
 class Item(BaseModel):
-    """One evaluation item in the SPEC §2.6 format.
+    """One evaluation item in assay's item format.
 
     Only ``id``, ``query`` and ``response`` are required; methods say which other fields they need.
     """

@@ -1,18 +1,25 @@
-"""`assay demo`: DeCE on the bundled examples with the embedded judge."""
+"""`assay demo`: DeCE on a few bundled answers with the embedded judge — each answer's scores and
+the verdicts behind them printed as it finishes, then the HTML report."""
 
 from __future__ import annotations
 
 import asyncio
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import typer
+from rich.markup import escape
 
 from assay._eval import aevaluate
 from assay.cli._common import console, print_summary
+from assay.cli.eval import BUDGET_OPT, CONCURRENCY_OPT, RETRIES_OPT, TIMEOUT_OPT, _dry_run, runner_config
 from assay.datasets import read_jsonl
-from assay.runner import RunnerConfig
-from assay.store import Store
+from assay.registry import method_class
+
+DEFAULT_ANSWERS = 3
+"""Three answers to one question (right, a wrong figure, incomplete): their criteria are extracted
+once, so the first scores come within about two minutes on 2 CPU cores."""
 
 
 def examples_path() -> Path:
@@ -21,23 +28,44 @@ def examples_path() -> Path:
 
 
 def demo(
-    judge: str = typer.Option("llamacpp/default", "--judge", "-j", envvar="ASSAY_JUDGE"),
-    out: Path = typer.Option(Path("demo-run.db"), "--store", help="the run store of the demo"),
-    report_path: Path = typer.Option(Path("demo-report.html"), "--report"),
-    limit: int | None = typer.Option(None, "--limit", help="only the first N items"),
+    judge: str = typer.Option("llamacpp/default", "--judge", "-j", envvar="ASSAY_JUDGE",
+                              help="the judge (default: the embedded model, installed by `assay model install`)"),
+    store: Path = typer.Option(Path("demo-run.db"), "--store", help="the run store of the demo (a re-run is instant)"),
+    report_path: Path = typer.Option(Path("demo-report.html"), "--report", help="the HTML report to write"),
+    all_: bool = typer.Option(False, "--all", help="all 14 bundled answers (about 15 minutes on 2 CPU cores)"),
+    limit: int | None = typer.Option(None, "--limit", help="the first N bundled answers"),
+    concurrency: int | None = CONCURRENCY_OPT,
+    budget: int | None = BUDGET_OPT,
+    timeout: float = TIMEOUT_OPT,
+    retries: int = RETRIES_OPT,
+    dry_run: bool = typer.Option(False, "--dry-run", help="estimate the judge calls and time; call no judge"),
 ) -> None:
-    """Run DeCE on the bundled examples, print the summary and write an HTML report.
-
-    Re-running reuses the cached judge calls, so a second demo is instant.
-    """
+    """Score three bundled answers with DeCE and show the verdicts behind each score."""
     items = read_jsonl(examples_path())
-    if limit:
-        items = items[:limit]
-    console.print(f"DeCE on {len(items)} bundled answers with {judge} "
-                  "(the embedded 1.5B judge takes ~1 min per answer on 2 cores)")
-    store = Store(out)
-    result = asyncio.run(aevaluate(items, "dece", judge, store=store, runner=RunnerConfig(), resume=True,
-                                   data_source="assay/examples/dece_examples.jsonl"))
+    if not all_:
+        items = items[: limit or DEFAULT_ANSWERS]
+    if dry_run:
+        _dry_run(items, "dece", {}, None, None, judge)
+        return
+    explain = method_class("dece").explain
+    console.print(f"DeCE on {len(items)} bundled answer(s) with {judge}: the judge lists what a right answer "
+                  "must cover (criteria) and what this answer claims (elements), then checks each.", soft_wrap=True)
+
+    def show(unit: Any, result: Any) -> None:
+        item = unit.items[0]
+        scores = ", ".join(f"{m} {'—' if v is None else f'{v:.2f}'}" for m, v in result.scores.items())
+        head = f"{item.id} · {item.system}" if item.system else item.id
+        console.print(f"\n[bold]{escape(head)}[/bold]: {escape(item.response[:160])}")
+        console.print(f"  {scores}")
+        for line in explain(result.scores, result.details)[:8]:
+            console.print(f"  {escape(line)}", soft_wrap=True)
+        for u in result.unscored:
+            console.print(f"  [yellow]unscored {escape(str(u.metric))}: {escape(u.reason)}[/yellow]", soft_wrap=True)
+
+    result = asyncio.run(aevaluate(items, "dece", judge, store=store, resume=True, on_result=show,
+                                   runner=runner_config(concurrency, budget, timeout, retries, progress=False),
+                                   data_source="bundled examples (dece_examples.jsonl)"))
+    console.print()
     print_summary(result.summary(), result.metrics)
     path = result.report(report_path)
-    console.print(f"report: {path}  ·  run store: {out}")
+    console.print(f"report: {path}  ·  run store: {store}  ·  next: assay ui {store}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import re
 import types
 import typing
 from pathlib import Path
@@ -101,6 +102,15 @@ def take_old_store_flag(run: dict[str, Any]) -> None:
         run["store"] = old
 
 
+def user_help(text: str) -> str:
+    """A docstring made into help for users: no reST markup, no references to our tracker."""
+    text = re.sub(r":(?:mod|func|class|meth|data|attr):`~?([^`]+)`", r"\1", text)
+    text = text.replace("``", "")
+    text = re.sub(r"\s*\((?:issue \d+(?:, item \d+)?(?:: [^)]*)?)\)", "", text)
+    text = re.sub(r"issue \d+(?:, item \d+)?(?::[^;,)]*)?[;,]?\s*", "", text)
+    return " ".join(text.split())
+
+
 def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
 
@@ -130,10 +140,10 @@ def _method_params(cls: type[Method]) -> list[inspect.Parameter]:
         default = field.get_default(call_default_factory=True)
         if kind is bool:
             option = typer.Option(default, f"{_flag(name)}/--no-{name.replace('_', '-')}",
-                                  envvar=f"ASSAY_{name.upper()}", help=field.description or "")
+                                  envvar=f"ASSAY_{name.upper()}", help=user_help(field.description or ""))
         else:
             shown = default if isinstance(default, int | float | str) or default is None else json.dumps(default)
-            help_text = " ".join(x for x in (field.description or "", note) if x)
+            help_text = user_help(" ".join(x for x in (field.description or "", note) if x))
             option = typer.Option(shown, _flag(name), envvar=f"ASSAY_{name.upper()}", help=help_text)
         params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind))
     for extra in cls.cli_options():
@@ -189,8 +199,10 @@ def make_command(cls: type[Method]) -> Any:
              resume=run["resume"], wait=run["wait"], runner=runner,
              executor={k: run[k] for k in ("executor", "workers", "ray_address", "guard")})
 
+    data_help = ("the answers to score: .jsonl, .json (an array), .csv or .parquet; field names of RAGAS and "
+                 "DeepEval are read too")
     data_param = inspect.Parameter("data", inspect.Parameter.KEYWORD_ONLY, annotation=Path,
-                                   default=typer.Argument(..., help="items: .jsonl, .csv or .parquet (SPEC §2.6)"))
+                                   default=typer.Argument(..., help=data_help))
     run_params = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation)
                   for name, annotation, option in RUN_OPTIONS]
     params = [data_param, *_method_params(cls), *run_params]

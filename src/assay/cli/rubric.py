@@ -54,7 +54,7 @@ VERIFIER_OPT = typer.Option(None, "--verifier", help="adversarial: the verifier 
 
 @app.command("discover")
 def discover(
-    pairs: Path = typer.Argument(..., help="preference pairs: HaluQuestQA TSV, SPEC §2.6 pairwise JSONL "
+    pairs: Path = typer.Argument(..., help="preference pairs: HaluQuestQA TSV, pairwise JSONL "
                                            "(a/b with human.winner) or JSONL with prompt/chosen/rejected"),
     output: Path = typer.Option(..., "--output", "-o", help="rubric to write (.yaml, or .json)"),
     k: int = typer.Option(20, "--k", help="target rubric size K"),

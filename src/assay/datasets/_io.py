@@ -1,4 +1,4 @@
-"""Reading assay items from JSONL, CSV, Parquet or a DataFrame (SPEC §2.6).
+"""Reading assay items from JSONL, CSV, Parquet or a DataFrame (assay's item format).
 
 Bad input gives one :class:`~assay.errors.InputError` naming the file, the line (for CSV the
 row's line, for Parquet the row number) and the field; nothing is written before input is read
@@ -47,7 +47,7 @@ PAIR_SIDES = ("a", "b")
 
 
 def _items_from(data: Any, source: str, line: int) -> list[Item]:
-    """One item, or — for a pairwise record (SPEC §2.6: ``a`` and ``b``, each ``{"system",
+    """One item, or — for a pairwise record (assay's item format: ``a`` and ``b``, each ``{"system",
     "response", "contexts"}``, instead of ``response``) — its two answers as two items sharing the
     id, marked ``metadata.pair_position`` ``a`` / ``b`` so pairwise methods keep the order."""
     if not (isinstance(data, dict) and ("a" in data or "b" in data)):
@@ -102,7 +102,7 @@ def _item_from(data: Any, source: str, line: int) -> Item:
         if err["type"] == "missing":
             message = "required field is missing"
         elif err["type"] == "extra_forbidden":
-            message = "unknown field (see SPEC §2.6 for the item format)"
+            message = "unknown field (the item fields are listed on the formats page of the documentation)"
         more = f" ({len(exc.errors()) - 1} more problem(s) on this line)" if len(exc.errors()) > 1 else ""
         raise InputError(message + more, source=source, line=line, field=loc) from exc
 

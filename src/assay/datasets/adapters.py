@@ -135,7 +135,7 @@ def read_ragchecker(path: str | Path) -> MetaSet:
 
 
 def read_assay_labelled(path: str | Path) -> MetaSet:
-    """Our JSONL (SPEC §2.6) where each item carries ``human``: ``{"label": value}`` or
+    """Our JSONL  where each item carries ``human``: ``{"label": value}`` or
     ``{"label": [value per annotator]}`` with numeric values."""
     path = Path(path)
     items = read_jsonl(path)

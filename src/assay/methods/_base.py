@@ -171,6 +171,13 @@ class Method(ABC):
         return None
 
     @classmethod
+    def explain(cls, scores: dict[str, Any], details: dict[str, Any]) -> list[str]:
+        """A few lines a person reads to see why a result scored what it did (the verdicts that
+        failed, with their reasons): printed by ``assay demo`` as each answer finishes and by the
+        pytest helper when a threshold fails. Empty: nothing beyond the scores."""
+        return []
+
+    @classmethod
     def review_panel(cls) -> str | None:
         """The method's review panel in ``assay ui``: Jinja source (autoescaped) rendered on an
         item's page with ``row`` (the exported row), ``mine`` (the reviewer's latest values by

@@ -9,7 +9,7 @@ Hand-written rubrics and other tools' rubrics load the same way; unknown keys ar
 ``extra``.
 
 Preference pairs come from the HaluQuestQA preference TSV (``question_text``,
-``preferred_response``, ``rejected_response``), from SPEC §2.6 pairwise JSONL (``a``/``b`` with
+``preferred_response``, ``rejected_response``), from pairwise JSONL (``a``/``b`` with
 ``human.winner`` A or B; ties say nothing about a preference and are skipped, and counted), or
 from JSONL with ``prompt`` / ``chosen`` / ``rejected``.
 """

@@ -334,6 +334,23 @@ class DeCE(Method):
         return method_template("review.html.j2", __name__)
 
     @classmethod
+    def explain(cls, scores: dict[str, Any], details: dict[str, Any]) -> list[str]:
+        def mark(value: Any) -> str:
+            return "?" if value is None else "✓" if float(value) >= 0.5 else "✗"
+
+        lines = []
+        for c in details.get("criteria") or []:
+            why = str(c.get("reasoning") or "").strip()
+            lines.append(f"{mark(c.get('satisfied'))} criterion: {c.get('criterion')}"
+                         + (f" — {why[:140]}" if why and mark(c.get("satisfied")) != "✓" else ""))
+        for e in details.get("elements") or []:
+            if mark(e.get("supported")) != "✓":
+                why = str(e.get("reasoning") or "").strip()
+                lines.append(f"{mark(e.get('supported'))} not in the reference: {e.get('element')}"
+                             + (f" — {why[:140]}" if why else ""))
+        return lines
+
+    @classmethod
     def register_commands(cls, app: Any, panels: dict[str, str]) -> None:
         from assay.methods.dece import cli
 
