@@ -138,7 +138,7 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
                     wait_s: float | None = None, executor: str = "local", workers: int = 2,
                     ray_address: str | None = None, guard: str = "redact", version_check: bool = True,
                     on_result: Callable[[Unit, ItemResult], None] | None = None,
-                    **method_options: Any) -> EvalResult:
+                    input_notes: list[str] | None = None, **method_options: Any) -> EvalResult:
     """Evaluate items with a method and a judge; see :func:`evaluate`. ``version_check=False``
     (meta-evaluations, audits: callers whose ``resume`` means "re-use the run if it is there")
     starts this version's run without refusing because another version's run of the same work
@@ -179,7 +179,7 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
             if executor == "ray" else None
         return await _run_locked(item_list, method_obj, backend, judge, store_obj, runner_cfg, run_id, identity,
                                  resume=resume, data_source=data_source, ray=ray, version_check=version_check,
-                                 on_result=on_result)
+                                 on_result=on_result, input_notes=input_notes)
     finally:
         store_obj.release_run(run_id)
 
@@ -187,8 +187,8 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
 async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeBackend, judge: str | JudgeBackend,
                       store_obj: Store, runner_cfg: RunnerConfig, run_id: str, identity: dict[str, Any], *,
                       resume: bool, data_source: str | None, ray: dict[str, Any] | None = None,
-                      version_check: bool = True, on_result: Callable[[Unit, ItemResult], None] | None = None
-                      ) -> EvalResult:
+                      version_check: bool = True, on_result: Callable[[Unit, ItemResult], None] | None = None,
+                      input_notes: list[str] | None = None) -> EvalResult:
     existing = store_obj.get_run(run_id)
     if existing is None and resume and version_check:
         check_version(store_obj, method_obj, identity, item_list)
@@ -208,6 +208,8 @@ async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeB
             "runner": runner_cfg.model_dump(exclude={"progress"}), "items": len(item_list),
             "data_source": data_source, "python": platform.python_version(), "created_at": time.time(),
         }
+        if input_notes:  # how the file was read: the peers' field names, ids filled in
+            manifest["input_notes"] = list(input_notes)
         store_obj.create_run(run_id, method_obj.name, manifest, [])
     client = JudgeClient(backend, store_obj, runner_cfg)
     done_before = store_obj.done_indices(run_id, retry_failed_calls=True)

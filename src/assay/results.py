@@ -7,7 +7,7 @@ imports the report lazily, as a convenience), so nothing here imports the engine
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +60,23 @@ class EvalResult:
         self.resumed_with: int | None = None
         """Items already done when this invocation resumed the run; None for a new run."""
         self.wall_s: float | None = None
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        """One dict per scored unit: its fields, scores, Unscored reasons and evidence."""
+        return iter(self.records())
+
+    def __repr__(self) -> str:
+        summary = self.summary()
+        def mean(block: dict[str, Any]) -> str:
+            return "—" if block["mean"] is None else f"{block['mean']:.3f}"
+
+        means = ", ".join(f"{m} {mean(v)}" for m, v in summary["overall"].items() if m in self.metrics)
+        unscored = sum(v["unscored"] for m, v in summary["overall"].items() if m in self.metrics)
+        return (f"<EvalResult {self.method} run {self.run_id} · {summary['status']} · {summary['items']} row(s)"
+                + (f" · {means}" if means else "") + (f" · {unscored} unscored" if unscored else "") + ">")
 
     @property
     def rows(self) -> list[ResultRecord]:

@@ -89,7 +89,7 @@ def test_a_turn_without_passages_is_judged_as_such_and_an_empty_query_is_rejecte
     backend = ScriptedBackend([turn_json(0.5)])
     assay.evaluate([{**TURN, "contexts": []}], "caseaware", backend, runner=QUIET)
     assert "(no passages were retrieved)" in backend.calls[0][-1].content
-    with pytest.raises(assay.AssayError, match=r"id 'c1-t1'.*'query'"):
+    with pytest.raises(assay.AssayError, match=r"'query'.*'c1-t1'|'c1-t1'.*'query'"):
         assay.evaluate([{**TURN, "query": " "}], "caseaware", ScriptedBackend([]), runner=QUIET)
 
 

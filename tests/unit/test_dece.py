@@ -62,7 +62,7 @@ def test_unparseable_extraction_never_becomes_a_score() -> None:
 
 def test_item_without_reference_is_rejected_naming_it() -> None:
     bad = {**ITEM, "id": "no-ref", "reference": None}
-    with pytest.raises(InputError, match=r"item 2 \(id 'no-ref'\).*'reference'"):
+    with pytest.raises(InputError, match=r"line 2, field 'reference': item 'no-ref'"):
         assay.evaluate([ITEM, bad], "dece", ScriptedBackend([]), runner=QUIET)
 
 

@@ -21,7 +21,7 @@ import typer
 
 from assay._eval import EvalResult, aevaluate, estimate
 from assay.cli._common import console, err_console, parse_options, print_summary
-from assay.datasets import read_items
+from assay.datasets import input_notes, read_items
 from assay.errors import BudgetExhausted, ConfigError, JudgeUnreachable
 from assay.methods import Method
 from assay.registry import methods
@@ -184,6 +184,9 @@ def make_command(cls: type[Method]) -> Any:
         method_values = {k: v for k, v in kwargs.items() if v is not None or k not in extra_names}
         options = cls.options_from_cli(_coerce(cls, method_values))
         items = read_items(data)
+        notes = input_notes(str(data))
+        if notes:
+            err_console.print(f"reading {data}: " + "; ".join(notes), highlight=False, soft_wrap=True)
         if run["limit"] is not None:
             items = items[: run["limit"]]
         if run["dry_run"]:
@@ -197,7 +200,7 @@ def make_command(cls: type[Method]) -> Any:
             raise typer.BadParameter(f"--guard {run['guard']!r}: redact or flag")
         _run(items, cls.name, options, judge=run["judge"], judge_opt=run["judge_opt"], out=run["store"], data=data,
              resume=run["resume"], wait=run["wait"], runner=runner,
-             executor={k: run[k] for k in ("executor", "workers", "ray_address", "guard")})
+             executor={k: run[k] for k in ("executor", "workers", "ray_address", "guard")}, notes=notes)
 
     data_help = ("the answers to score: .jsonl, .json (an array), .csv or .parquet; field names of RAGAS and "
                  "DeepEval are read too")
@@ -246,14 +249,16 @@ def _dry_run(items: list, method: str, options: dict[str, Any], price_in: float 
 
 
 def _run(items: list, method: str, options: dict, *, judge: str, judge_opt: list[str] | None, out: Path,
-         data: Path, resume: bool, wait: bool, runner: RunnerConfig, executor: dict[str, Any] | None = None) -> None:
+         data: Path, resume: bool, wait: bool, runner: RunnerConfig, executor: dict[str, Any] | None = None,
+         notes: list[str] | None = None) -> None:
     """Run, print the summary, and say where things are. Everything is validated (items,
     options, judge) before the store is created or touched; a budget stop exits 3, an
     unreachable judge 4 (both through :func:`assay.cli.main`)."""
     try:
         result = asyncio.run(aevaluate(items, method, judge, store=out, runner=runner, resume=resume,
                                        judge_options=parse_options(judge_opt), data_source=str(data),
-                                       wait_s=float("inf") if wait else None, **(executor or {}), **options))
+                                       wait_s=float("inf") if wait else None, input_notes=notes,
+                                       **(executor or {}), **options))
     except (BudgetExhausted, JudgeUnreachable) as exc:
         if exc.run_id is not None:
             partial = EvalResult(Store(out, create=False), exc.run_id)

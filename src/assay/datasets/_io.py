@@ -18,7 +18,8 @@ from pydantic import ValidationError
 from assay.errors import InputError
 from assay.types import Item
 
-_JSON_COLUMNS = ("reference", "contexts", "history", "case", "metadata", "human")
+_JSON_COLUMNS = ("reference", "contexts", "history", "case", "metadata", "human", "retrieved_contexts",
+                 "retrieval_context", "ground_truths")
 
 
 def _bad_text(value: Any, path: str = "") -> tuple[str, str] | None:
@@ -80,9 +81,57 @@ def _items_from(data: Any, source: str, line: int) -> list[Item]:
     return items
 
 
+ALIASES: dict[str, str] = {
+    # RAGAS (0.1 and 0.2 names)
+    "question": "query", "user_input": "query", "answer": "response", "retrieved_contexts": "contexts",
+    "ground_truth": "reference",
+    # DeepEval test cases
+    "input": "query", "actual_output": "response", "expected_output": "reference", "retrieval_context": "contexts",
+}
+"""Field names of the peers' formats, read as assay's own (each use is reported once per file)."""
+
+NOTES: dict[str, set[str]] = {}
+"""Per source, what was read under another name or filled in (reported in the run's manifest)."""
+
+
+def _normalise(data: dict[str, Any], source: str, line: int) -> dict[str, Any]:
+    """The peers' conventions in assay's shape: aliased field names, contexts as plain strings,
+    a list of ground truths, no id (the row's position)."""
+    out = dict(data)
+    notes = NOTES.setdefault(source, set())
+    for alias, name in ALIASES.items():
+        if alias in out:
+            if name in out:
+                raise InputError(f"both '{alias}' and '{name}' given: '{alias}' is read as '{name}'; keep one",
+                                 source=source, line=line, field=alias)
+            out[name] = out.pop(alias)
+            notes.add(f"read '{alias}' as {name}")
+    if "ground_truths" in out and "reference" not in out and isinstance(out["ground_truths"], list):
+        out["reference"] = "\n".join(str(t) for t in out.pop("ground_truths"))
+        notes.add("read 'ground_truths' (joined) as reference")
+    contexts = out.get("contexts")
+    if isinstance(contexts, str):
+        contexts = [contexts]
+    if isinstance(contexts, list) and any(isinstance(c, str) for c in contexts):
+        out["contexts"] = [{"id": str(n), "text": c} if isinstance(c, str) else c for n, c in enumerate(contexts, 1)]
+        notes.add("read plain-string contexts as passages 1, 2, ...")
+    if "id" not in out:
+        out["id"] = f"row{line}"
+        notes.add("gave rows without an id the id rowN (N: their line or position)")
+    elif "id" in out and isinstance(out["id"], int | float) and not isinstance(out["id"], bool):
+        out["id"] = str(out["id"])
+    return out
+
+
+def input_notes(source: str) -> list[str]:
+    """What reading ``source`` took from the peers' conventions, for the manifest and the user."""
+    return sorted(NOTES.get(source, ()))
+
+
 def _item_from(data: Any, source: str, line: int) -> Item:
     if not isinstance(data, dict):
         raise InputError(f"expected a JSON object, got {type(data).__name__}", source=source, line=line)
+    data = _normalise(data, source, line)
     try:
         bad = _bad_text(data)
     except RecursionError:
@@ -131,12 +180,14 @@ def read_jsonl(path: str | Path) -> list[Item]:
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
+            data = json.loads(line, parse_constant=_reject_constant)
         except json.JSONDecodeError as exc:
             raise InputError(f"malformed JSON: {exc.msg} (column {exc.colno})", source=source,
                              line=number) from exc
         except RecursionError:
             raise InputError("JSON nested too deeply", source=source, line=number) from None
+        except ValueError as exc:
+            raise InputError(f"malformed JSON: {exc}", source=source, line=number) from exc
         items.extend(_items_from(data, source, number))
     return items
 
@@ -213,8 +264,39 @@ def read_dataframe(frame: Any, source: str = "DataFrame") -> list[Item]:
     return items
 
 
+def read_json(path: str | Path) -> list[Item]:
+    """Items from a .json file holding an array of records (RAGAS's and DeepEval's exports), or an
+    object whose one list-valued field holds them; errors name the record's position as its line."""
+    path = Path(path)
+    source = str(path)
+    text = _decode(_read_bytes(path), source)
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"malformed JSON: {exc.msg} (column {exc.colno})", source=source, line=exc.lineno) from exc
+    except RecursionError:
+        raise InputError("JSON nested too deeply", source=source) from None
+    except ValueError as exc:
+        raise InputError(f"malformed JSON: {exc}", source=source) from exc
+    if isinstance(data, dict):
+        lists = [v for v in data.values() if isinstance(v, list)]
+        if len(lists) != 1:
+            raise InputError("expected an array of records (or an object with one array of them)", source=source)
+        data = lists[0]
+    if not isinstance(data, list):
+        raise InputError(f"expected an array of records, got {type(data).__name__}", source=source)
+    items: list[Item] = []
+    for number, record in enumerate(data, 1):
+        items.extend(_items_from(record, source, number))
+    return items
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number assay accepts")
+
+
 def read_items(path: str | Path) -> list[Item]:
-    """Read items from a .jsonl/.json-lines, .csv or .parquet file."""
+    """Read items from a .jsonl, .json (an array), .csv or .parquet file."""
     path = Path(path)
     source = str(path)
     if not path.exists():
@@ -224,12 +306,14 @@ def read_items(path: str | Path) -> list[Item]:
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".ndjson"):
         items = read_jsonl(path)
+    elif suffix == ".json":
+        items = read_json(path)
     elif suffix == ".csv":
         items = read_csv(path)
     elif suffix in (".parquet", ".pq"):
         items = read_parquet(path)
     else:
-        raise InputError(f"unknown input format {suffix!r}; use .jsonl, .csv or .parquet", source=source)
+        raise InputError(f"unknown input format {suffix!r}; use .jsonl, .json, .csv or .parquet", source=source)
     if not items:
         raise InputError("the file holds no items", source=source)
     check_unique(items, source)
