@@ -233,6 +233,9 @@ def _dry_run(items: list, method: str, options: dict[str, Any], price_in: float 
     line = (f"dry run: {len(items)} item(s) → ≈{est.calls} judge calls, ≈{est.prompt_tokens} prompt + "
             f"≈{est.completion_tokens} completion tokens (≈4 characters per token)")
     known = PRICES_PER_MILLION.get(judge.split("@", 1)[0]) if "@" not in judge else None
+    if est.calls == 0:
+        console.print(f"dry run: {len(items)} item(s) → no judge call (this method needs no judge)", soft_wrap=True)
+        return
     if price_in is not None or price_out is not None:
         cost = (est.prompt_tokens * (price_in or 0.0) + est.completion_tokens * (price_out or 0.0)) / 1_000_000
         line += f" → ≈${cost:.4f} at ${price_in or 0}/1M in, ${price_out or 0}/1M out"
