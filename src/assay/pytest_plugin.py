@@ -51,8 +51,8 @@ class AssayCheck:
         assert isinstance(result, assay.EvalResult)
         return list(result)
 
-    def check(self, answers: Any, method: str = "dece", *, min: dict[str, float] | None = None,  # noqa: A002
-              max: dict[str, float] | None = None, **options: Any) -> list[dict[str, Any]]:  # noqa: A002
+    def check(self, answers: Any, method: str = "dece", *, min: dict[str, float] | None = None,
+              max: dict[str, float] | None = None, **options: Any) -> list[dict[str, Any]]:
         """Score and assert every answer's metrics: at least ``min[metric]``, at most
         ``max[metric]``. An Unscored metric fails too. The failure names the answer, the metric
         and the verdicts behind it."""
