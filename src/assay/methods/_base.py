@@ -101,6 +101,10 @@ class Method(ABC):
     """(low, high) of a metric whose scale is not 0–1 (the pointwise baseline's 0–4): what a
     threshold "of the range" is taken of (DICE's thresholded-scalar verdicts, injection audit)."""
 
+    eval_command: ClassVar[bool] = True
+    """Whether ``assay eval NAME`` is generated; False for a method whose own command does the job
+    (the tournament's ``assay tournament``), so one job has one command."""
+
     annotation_labels: ClassVar[dict[str, tuple[str, ...]]] = {}
     """Per field name of the evidence (``tag``), the labels a reviewer's override may take."""
 

@@ -146,6 +146,7 @@ class Tournament(Dice):
     name: ClassVar[str] = "tournament"
     config_model: ClassVar[type[BaseModel] | None] = TournamentConfig
     config: TournamentConfig
+    eval_command: ClassVar[bool] = False  # `assay tournament` is its command
 
     @classmethod
     def register_commands(cls, app: Any, panels: dict[str, str]) -> None:
