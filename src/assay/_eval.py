@@ -157,6 +157,11 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
     if not method_obj.needs_judge:
         judge = NoJudge()
     backend = judge if isinstance(judge, JudgeBackend) else get_backend(judge, **(judge_options or {}))
+    refusal = method_obj.check_judge(backend.capabilities, backend.name) if method_obj.needs_judge else None
+    if refusal:
+        if not isinstance(judge, JudgeBackend):
+            await backend.aclose()
+        raise ConfigError(refusal)
     if getattr(backend, "members", None) is not None and not method_obj.supports_jury:
         if not isinstance(judge, JudgeBackend):
             await backend.aclose()

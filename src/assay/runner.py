@@ -44,9 +44,12 @@ def canonical_json(value: Any) -> str:
 
 def call_request(identity: dict[str, Any], messages: Sequence[Message], config: GenerateConfig) -> str:
     """Canonical JSON of everything that determines a judge call's output."""
+    dumped = config.model_dump()
+    if dumped.get("labels") is None:  # absent before label calls existed: every earlier key holds
+        dumped.pop("labels", None)
     return canonical_json({"judge": identity, "messages": [{"role": m.role, "content": m.content}
                                                             for m in messages],
-                           "config": config.model_dump()})
+                           "config": dumped})
 
 
 def cache_key(identity: dict[str, Any], messages: Sequence[Message], config: GenerateConfig,

@@ -188,6 +188,8 @@ class Completion(BaseModel):
     backend: str = ""
     model: str = ""
     cached: bool = False
+    label_probs: dict[str, float] | None = None
+    """For a label-probability call: each label's probability (they sum to 1)."""
 
 
 CALL_FAILED = "judge call failed"
@@ -218,3 +220,6 @@ class GenerateConfig(BaseModel):
     json_schema: dict[str, Any] | None = None
     logprobs: bool = False
     top_logprobs: int = 0
+    labels: list[str] | None = None
+    """A label-probability call (``--verdicts direct``): no text is generated; the backend reads
+    the probability of each label as the judge's next token from one forward pass."""

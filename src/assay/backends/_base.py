@@ -21,6 +21,9 @@ class Capabilities(BaseModel):
     """Top log-probabilities of generated tokens."""
     seed: bool = False
     """A seed makes sampling reproducible."""
+    label_probs: bool = False
+    """Label-probability calls (``GenerateConfig.labels``): the next token's distribution over a
+    label set from one forward pass (``--verdicts direct``)."""
     max_context: int | None = None
     """Context window in tokens, when known."""
 

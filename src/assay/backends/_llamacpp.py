@@ -54,13 +54,14 @@ class LlamaCppBackend(JudgeBackend):
         self.n_threads = n_threads or os.cpu_count() or 2
         self.logits_all = logits_all
         self.capabilities = Capabilities(json_schema=True, grammar=True, logprobs=logits_all,
-                                         seed=True, max_context=n_ctx)
+                                         seed=True, max_context=n_ctx, label_probs=True)
         self._explicit_path = model_path
         self._path: Path | None = None
         self._sha: str | None = None
         self._llama: Any = None
         self._lock = threading.Lock()
         self._cancel: threading.Event | None = None
+        self._formatter: Any = None
 
     def _resolve(self) -> Path:
         if self._path is None:
@@ -153,9 +154,80 @@ class LlamaCppBackend(JudgeBackend):
                           finish_reason=choice.get("finish_reason"), backend="llamacpp",
                           model=self.model)
 
+    def _chat_prompt(self, llama: Any, messages: list[Message]) -> str:
+        """The chat-templated prompt the model would generate its answer after."""
+        if self._formatter is None:
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+            template = llama.metadata.get("tokenizer.chat_template")
+            if not template:
+                raise ConfigError(f"{self.name}: the model has no chat template; label calls need one")
+            eos, bos = llama.token_eos(), llama.token_bos()
+            self._formatter = Jinja2ChatFormatter(
+                template=template, eos_token=llama._model.token_get_text(eos) if eos != -1 else "",
+                bos_token=llama._model.token_get_text(bos) if bos != -1 else "")
+        response = self._formatter(messages=[{"role": m.role, "content": m.content} for m in messages])
+        return str(response.prompt)
+
+    def label_token_ids(self, llama: Any, labels: list[str]) -> dict[str, set[int]]:
+        """The first token of each label as the answer's first word could be written (``yes``,
+        ``Yes``, `` yes``, ``YES``). Labels are told apart by that token."""
+        ids: dict[str, set[int]] = {}
+        for label in labels:
+            found: set[int] = set()
+            for variant in {label, label.capitalize(), label.upper(), " " + label, " " + label.capitalize()}:
+                tokens = llama.tokenize(variant.encode("utf-8"), add_bos=False, special=False)
+                if tokens:
+                    found.add(tokens[0])
+            ids[label] = found
+        for a in labels:
+            for b in labels:
+                if a < b and ids[a] & ids[b]:
+                    raise ConfigError(f"labels {a!r} and {b!r} begin with the same token; label calls tell "
+                                      "labels apart by their first token")
+        return ids
+
+    def _label_probs_sync(self, messages: list[Message], labels: list[str],
+                          cancel: threading.Event | None = None) -> Completion:
+        """One forward pass over the prompt's new tokens (the longest prefix shared with the
+        previous call stays in the KV cache); the next token's distribution over the labels."""
+        import numpy as np
+
+        llama = self.load()
+        start = time.perf_counter()
+        with self._lock:
+            self._cancel = cancel
+            tokens = llama.tokenize(self._chat_prompt(llama, messages).encode("utf-8"), add_bos=False,
+                                    special=True)
+            cached = list(llama._input_ids[: llama.n_tokens])
+            common = 0
+            for old, new in zip(cached, tokens, strict=False):
+                if old != new:
+                    break
+                common += 1
+            common = min(common, len(tokens) - 1)  # at least one token is evaluated: its logits are read
+            llama.n_tokens = common
+            llama.eval(tokens[common:])
+            llama._requires_eval = True  # the next generate() must not take these logits for its own
+            logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),)).astype(np.float64)
+            ids = self.label_token_ids(llama, labels)
+        peak = logits.max()
+        weights = np.exp(logits - peak)
+        total = float(weights.sum())
+        mass = {label: float(sum(weights[t] for t in found)) / total for label, found in ids.items()}
+        covered = sum(mass.values())
+        probs = {label: (m / covered if covered > 0 else 1.0 / len(labels)) for label, m in mass.items()}
+        best = max(probs, key=lambda k: probs[k])
+        return Completion(text=best, label_probs=probs,
+                          usage=Usage(prompt_tokens=len(tokens), completion_tokens=0, cached_prompt_tokens=common),
+                          latency_s=time.perf_counter() - start, finish_reason="label", backend="llamacpp",
+                          model=self.model)
+
     async def generate(self, messages: list[Message], config: GenerateConfig) -> Completion:
         cancel = threading.Event()
         try:
+            if config.labels:
+                return await asyncio.to_thread(self._label_probs_sync, messages, list(config.labels), cancel)
             return await asyncio.to_thread(self._generate_sync, messages, config, cancel)
         except asyncio.CancelledError:
             # The run's timeout, Ctrl-C or SIGTERM: the worker thread stops at its next token

@@ -109,7 +109,8 @@ class OpenAIBackend(JudgeBackend):
         self.schema_mode = schema_mode
         self.name = f"openai/{model}" + (f"@{self.base_url}" if self.base_url else "")
         self.max_concurrency = max_concurrency
-        self.capabilities = Capabilities(json_schema=schema_mode != "none", logprobs=True, seed=True)
+        self.capabilities = Capabilities(json_schema=schema_mode != "none", logprobs=True, seed=True,
+                                         label_probs=True)
         # The SDK's own retries are off: the runner retries, honouring Retry-After, and counts.
         self._client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0,
                                           timeout=timeout_s, http_client=http_client)
@@ -131,6 +132,37 @@ class OpenAIBackend(JudgeBackend):
         return None
 
     async def generate(self, messages: list[Message], config: GenerateConfig) -> Completion:
+        if config.labels:
+            return await self._label_probs(messages, config)
+        return await self._chat(messages, config)
+
+    async def _label_probs(self, messages: list[Message], config: GenerateConfig) -> Completion:
+        """One token with its top log-probabilities (servers that cache prefixes, vLLM and the
+        llama.cpp server, reuse the shared prompt); each label's probability is the mass of the
+        first-token variants it could start with, renormalised over the labels."""
+        import math
+
+        labels = list(config.labels or [])
+        asked = config.model_copy(update={"labels": None, "max_tokens": 1, "temperature": 0.0, "logprobs": True,
+                                          "top_logprobs": 20, "json_schema": None})
+        completion = await self._chat(messages, asked)
+        if not completion.logprobs:
+            raise BackendError(f"{self.name} returned no logprobs: label calls (--verdicts direct) need a server "
+                               "that does")
+        top = dict(completion.logprobs[0].top)
+        top.setdefault(completion.logprobs[0].token, completion.logprobs[0].logprob)
+        mass = {}
+        for label in labels:
+            variants = {label, label.capitalize(), label.upper(), " " + label, " " + label.capitalize()}
+            mass[label] = sum(math.exp(lp) for token, lp in top.items() if token in variants)
+        covered = sum(mass.values())
+        if covered <= 0:
+            raise TransientBackendError(f"{self.name}: none of the labels {labels} among the top 20 next tokens")
+        probs = {label: m / covered for label, m in mass.items()}
+        return completion.model_copy(update={"text": max(probs, key=lambda k: probs[k]), "label_probs": probs,
+                                             "finish_reason": "label"})
+
+    async def _chat(self, messages: list[Message], config: GenerateConfig) -> Completion:
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": [{"role": m.role, "content": m.content} for m in messages],

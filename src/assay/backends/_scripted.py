@@ -53,7 +53,7 @@ class ScriptedBackend(JudgeBackend):
         if (responses is None) == (rules is None):
             raise ConfigError("scripted backend needs exactly one of responses= or rules=")
         self.name = name
-        self.capabilities = Capabilities(json_schema=False, seed=True)
+        self.capabilities = Capabilities(json_schema=False, seed=True, label_probs=True)
         self.max_concurrency = max_concurrency
         self._responses = list(responses) if responses is not None else None
         self._rules = [_Rule(re.compile(rule["match"], re.S), list(rule["responses"]),
@@ -91,6 +91,7 @@ class ScriptedBackend(JudgeBackend):
         if self.latency:
             await asyncio.sleep(self.latency)
         finish = "stop"
+        probs: dict[str, float] | None = None
         if isinstance(response, dict):
             fault = response.get("fault")
             if fault == "hang":
@@ -104,6 +105,9 @@ class ScriptedBackend(JudgeBackend):
                 raise BackendError("HTTP 400 (scripted)")
             elif fault == "truncated":
                 text, finish = str(response.get("text", "")), "length"
+            elif "label_probs" in response:  # an answer to a label call: {"label_probs": {"yes": 0.8, "no": 0.2}}
+                probs = {str(k): float(v) for k, v in response["label_probs"].items()}
+                text, finish = max(probs, key=lambda k: probs[k]), "label"
             else:
                 raise ConfigError(f"unknown scripted fault {fault!r}")
         else:
@@ -117,7 +121,7 @@ class ScriptedBackend(JudgeBackend):
         return Completion(text=text, usage=Usage(prompt_tokens=prompt_chars // 4,
                                                  completion_tokens=len(text) // 4),
                           finish_reason=finish, backend="scripted", model=self.name,
-                          latency_s=self.latency)
+                          latency_s=self.latency, label_probs=probs)
 
 
 def factory(model: str, options: dict[str, Any]) -> JudgeBackend:

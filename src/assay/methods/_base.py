@@ -201,6 +201,11 @@ class Method(ABC):
         page (``{"title", "reviewers", "table"}``), or None."""
         return None
 
+    def check_judge(self, capabilities: Any, name: str) -> str | None:
+        """Why this judge (its ``Capabilities``) cannot serve the method as configured, or None:
+        refused before the run starts, naming the alternatives."""
+        return None
+
     def check_all(self, items: list[Item]) -> str | None:
         """Why these items together cannot be evaluated (a comparison with nothing to compare,
         answers to one id under different questions), or None. Called before any store is

@@ -57,6 +57,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from assay.direct import ask, lettered, point_to, record
 from assay.errors import InputError
 from assay.methods._base import CallEstimate, CliOption, ItemResult, Method, ReportSection, method_template
 from assay.prompts import fence, load_domain, load_prompt, numbered
@@ -108,9 +109,13 @@ class DeCEConfig(BaseModel):
     quote_policy: Literal["require", "flag"] = "require"
     """"require": a positive verdict counts only if it cites evidence and every figure it
     asserts occurs in the judged text; "flag": verdicts stand and failed checks are flagged."""
-    verdicts: Literal["hard", "soft"] = "hard"
+    verdicts: Literal["hard", "soft", "direct"] = "hard"
     """"soft": each satisfaction/support verdict counts its probability P(1) read from the judge's
-    logprobs (issue 17), precision and recall are their means; needs a backend with logprobs."""
+    logprobs (issue 17), precision and recall are their means; needs a backend with logprobs.
+    "direct": each criterion and each element is asked on its own, the label (yes/no) read from one
+    forward pass as the judge's next token; its probability counts, and a second pass over the
+    lettered sentences picks the evidence of a positive verdict; needs a backend with label
+    probabilities (the embedded judge, OpenAI-compatible servers with logprobs)."""
     top_logprobs: int = Field(default=5, ge=2, le=20)
     extraction_samples: int = Field(default=1, ge=1, le=9)
     """Self-consistency (issue 17): sample each extraction (criteria, elements) this many times at
@@ -382,6 +387,10 @@ class DeCE(Method):
         names = PROMPTS if self.config.reasoning else (PROMPTS[0], BRIEF_PROMPTS[0], PROMPTS[2], BRIEF_PROMPTS[1])
         # keyed by role (the brief forms stand in for the verdict prompts when reasoning=False)
         self.prompts = {role.split("/")[1]: load_prompt(name) for role, name in zip(PROMPTS, names, strict=True)}
+        if self.config.verdicts == "direct":  # the verdict prompts are the one-question forms
+            del self.prompts["criteria_satisfaction"], self.prompts["element_verification"]
+            self.prompts.update(criterion_direct=load_prompt("dece/criterion_direct"),
+                                element_direct=load_prompt("dece/element_direct"))
         self.frozen = criteria
 
     def manifest(self) -> dict[str, Any]:
@@ -485,6 +494,49 @@ class DeCE(Method):
                 "quote_found": bool(cited), "figures_missing": missing, "downgraded": downgraded,
                 "reasoning": verdict.reasoning or None}
 
+    def check_judge(self, capabilities: Any, name: str) -> str | None:
+        if self.config.verdicts == "direct" and not capabilities.label_probs:
+            return (f"--verdicts direct reads label probabilities, which {name} does not give; use the embedded "
+                    "judge or an OpenAI-compatible server with logprobs, or --verdicts hard")
+        return None
+
+    async def _direct(self, item: Item, client: JudgeClient, statements: list[str], kind: str,
+                      keys: list[str]) -> tuple[list[dict[str, Any]], Unscored | None]:
+        """One label call per statement (and one evidence call per positive verdict), the judged
+        text first so the calls of one answer share their prefix. ``kind``: criterion (against the
+        answer) or element (against the reference)."""
+        cfg = self.config
+        if kind == "criterion":
+            sentences = split_sentences(item.response)
+            text = fence("answer", lettered(sentences))
+            prompt, field, source, metric = self.prompts["criterion_direct"], "criterion", "answer", "recall"
+        else:
+            assert item.reference is not None
+            sentences = split_sentences(item.reference.full_text())
+            text = fence("reference", lettered(sentences))
+            prompt, field, source, metric = self.prompts["element_direct"], "statement", "reference", "precision"
+        whole = " ".join(sentences)
+        entries: list[dict[str, Any]] = []
+        for statement in statements:
+            messages = prompt.render(expert=self._expert(), rules=numbered(
+                self.domain["satisfaction_rules" if kind == "criterion" else "verification_rules"]),
+                **{"answer" if kind == "criterion" else "reference": text, field: statement})
+            probs, key, problem = await ask(client, messages, metric=metric)
+            if key:
+                keys.append(key)
+            if probs is None:
+                return entries, problem.model_copy(update={"reason": f"{kind} verdict: {problem.reason}"}) \
+                    if problem else Unscored(reason=f"{kind} verdict failed", metric=metric)
+            p_yes = probs["yes"]
+            evidence = p_evidence = None
+            if p_yes >= 0.5 and cfg.max_evidence > 0:
+                evidence, p_evidence, ev_key = await point_to(client, messages, "yes", len(sentences), metric)
+                if ev_key:
+                    keys.append(ev_key)
+            entries.append(record(p_yes, evidence, p_evidence, sentences, unsupported_figures(statement, whole),
+                                  cfg.quote_policy, source))
+        return entries, None
+
     # the judge calls ----------------------------------------------------------------------------
     async def criteria_for(self, item: Item, client: JudgeClient) -> tuple[list[str] | None,
                                                                          list[bool], Unscored | None,
@@ -574,6 +626,20 @@ class DeCE(Method):
             recall = 0.0
             if soft:
                 details["recall_hard"] = 0.0
+        elif cfg.verdicts == "direct":
+            entries, problem = await self._direct(item, client, criteria, "criterion", keys)
+            for n, criterion in enumerate(criteria, 1):
+                entry = _criterion_entry(n, criterion, edited[n - 1])
+                if n <= len(entries):
+                    entry.update(entries[n - 1])
+                    entry["satisfied"] = entry["soft"]
+                details["criteria"].append(entry)
+            if problem is not None:
+                unscored.append(problem.model_copy(update={"metric": "recall"}))
+            else:
+                recall = sum(e["soft"] for e in entries) / len(criteria)
+                details["recall_hard"] = sum(bool(e["judge_score"]) and not e["downgraded"] for e in entries) \
+                    / len(criteria)
         else:
             answer_sentences = split_sentences(item.response)
             outcome = await generate_structured(
@@ -623,6 +689,21 @@ class DeCE(Method):
                 if votes is not None:
                     details["element_votes"] = votes
                 reference_sentences = split_sentences(item.reference.full_text())
+            if elements_or_none is not None and cfg.verdicts == "direct":
+                entries, problem = await self._direct(item, client, elements, "element", keys)
+                for n, element in enumerate(elements, 1):
+                    direct_row: dict[str, Any] = {"n": n, "element": element, "supported": None,
+                                                  **(entries[n - 1] if n <= len(entries) else {})}
+                    if n <= len(entries):
+                        direct_row["supported"] = direct_row["soft"]
+                    details["elements"].append(direct_row)
+                if problem is not None:
+                    unscored.append(problem.model_copy(update={"metric": "precision"}))
+                else:
+                    precision = sum(e["soft"] for e in entries) / len(elements)
+                    details["precision_hard"] = sum(bool(e["judge_score"]) and not e["downgraded"]
+                                                    for e in entries) / len(elements)
+            elif elements_or_none is not None:
                 ver = await generate_structured(
                     client, self.render_verification(item, elements), VerificationOutput,
                     self._config(cfg.verification_temperature, self._verdict_tokens(len(elements)),
@@ -657,7 +738,7 @@ class DeCE(Method):
         fb: float | None = None
         if precision is not None and recall is not None:
             fb = f_beta(precision, recall, cfg.beta)
-            if soft and "precision_hard" in details and "recall_hard" in details:
+            if cfg.verdicts in ("soft", "direct") and "precision_hard" in details and "recall_hard" in details:
                 details["f_beta_hard"] = f_beta(details["precision_hard"], details["recall_hard"], cfg.beta)
         elif recall == 0.0:
             # F-beta(P, 0) = 0 for every P in [0, 1]: with nothing covered, F is 0 whatever the

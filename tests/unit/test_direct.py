@@ -1,0 +1,80 @@
+"""Direct verdicts: one label call per criterion and element, the probability kept as p_judge,
+evidence from a follow-up over the lettered sentences, figures checked as before; a judge that
+gives no label probabilities is refused before anything is written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import assay
+from assay.backends import JudgeBackend, ScriptedBackend
+from assay.errors import ConfigError
+from assay.runner import RunnerConfig, call_request
+from assay.types import Completion, GenerateConfig, Message
+from tests.helpers import ITEM, criteria_json, elements_json
+
+QUIET = RunnerConfig(progress=False)
+
+
+def judge(p_criterion: float = 0.9, p_element: float = 0.8) -> ScriptedBackend:
+    return ScriptedBackend(rules=[
+        {"match": "Which one sentence", "responses": [{"label_probs": {"A": 0.7, "B": 0.3}}], "repeat": True},
+        {"match": "Criterion: .*Municipal", "responses": [{"label_probs": {"yes": 0.2, "no": 0.8}}], "repeat": True},
+        {"match": "Criterion:", "responses": [{"label_probs": {"yes": p_criterion, "no": 1 - p_criterion}}],
+         "repeat": True},
+        {"match": "Statement:", "responses": [{"label_probs": {"yes": p_element, "no": 1 - p_element}}],
+         "repeat": True},
+        {"match": r"<query>.*<reference>", "responses": [criteria_json("Three years under CPLR 214(5)",
+                                                                       "Municipal notice within 90 days")],
+         "repeat": True},
+        {"match": r"<query>.*<answer>", "responses": [elements_json("It is three years", "Notice within 90 days")],
+         "repeat": True},
+    ])
+
+
+def test_every_criterion_and_element_gets_a_probability_and_evidence() -> None:
+    backend = judge()
+    row = assay.evaluate([ITEM], "dece", backend, runner=QUIET, verdicts="direct").records()[0]
+    assert [c["p_judge"] for c in row["criteria"]] == [0.9, 0.2]
+    assert all(e["p_judge"] == 0.8 for e in row["elements"])
+    assert row["recall"] == pytest.approx((0.9 + 0.2) / 2)
+    assert row["precision"] == pytest.approx(0.8)
+    first = row["criteria"][0]
+    assert first["evidence"] == [1] and first["evidence_p"] == 0.7 and first["decided_by"] == "judge"
+    assert row["criteria"][1]["evidence"] == []  # a negative verdict is not asked for evidence
+    label_calls = [m for m in backend.calls if "Reply yes or no" in m[-1].content]
+    assert len(label_calls) == 4  # one isolated question per criterion and per element
+
+
+def test_a_positive_verdict_on_a_figure_the_text_lacks_counts_zero_and_says_why() -> None:
+    item = {**ITEM, "response": "It is six years under CPLR 214(5)."}
+    backend = judge()
+    backend._rules[4].responses = [criteria_json("Three years under CPLR 214(5) applies", "Notice")]
+    row = assay.evaluate([item], "dece", backend, runner=QUIET, verdicts="direct").records()[0]
+    entry = row["criteria"][0]
+    assert entry["p_judge"] == 0.9 and entry["satisfied"] == 0.0
+    assert entry["decided_by"] == "deterministic check" and "does not contain" in entry["downgraded"]
+
+
+class NoLabels(JudgeBackend):
+    name = "plain/judge"
+
+    async def generate(self, messages: list[Message], config: GenerateConfig) -> Completion:
+        return Completion(text="{}")
+
+
+def test_a_judge_without_label_probabilities_is_refused_before_the_run(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="label probabilities"):
+        assay.evaluate([ITEM], "dece", NoLabels(), runner=QUIET, verdicts="direct", store=tmp_path / "s.db")
+    assert not (tmp_path / "s.db").exists()
+
+
+def test_calls_without_labels_keep_their_cache_keys() -> None:
+    request = json.loads(call_request({"backend": "x"}, [Message(role="user", content="hi")], GenerateConfig()))
+    assert "labels" not in request["config"]
+    labelled = json.loads(call_request({"backend": "x"}, [Message(role="user", content="hi")],
+                                       GenerateConfig(labels=["yes", "no"])))
+    assert labelled["config"]["labels"] == ["yes", "no"]
