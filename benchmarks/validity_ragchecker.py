@@ -37,11 +37,14 @@ from assay.store import Store
 
 HERE = Path(__file__).parent
 DATA = HERE.parents[1] / "shared" / "data" / "ragchecker_human_labeled_dev.json"
-METHODS = ["rougeL", "geval", "dece@soft"]
+METHODS = ["rougeL", "geval", "semantic", "dece@soft"]
 HARD = ("precision_hard", "recall_hard", "f_beta_hard")
 # DeCE variants (``--dece``): soft verdicts with a written reason each, and in the brief form
 # (reasoning=False: evidence numbers and score only, issue 17 item 5)
-DECE_VARIANTS = {"soft": {"verdicts": "soft"}, "brief": {"verdicts": "soft", "reasoning": False}}
+DECE_VARIANTS = {"soft": {"verdicts": "soft"}, "brief": {"verdicts": "soft", "reasoning": False},
+                 "direct": {"verdicts": "direct"}}
+# direct verdicts read label probabilities from one forward pass: no logprobs of generated tokens needed
+NEEDS_LOGPROBS = {"soft", "brief"}
 
 
 def _usage(store: Store, run_id: str, items: int) -> dict[str, Any]:
@@ -73,12 +76,12 @@ def main() -> None:
     unknown = [v for v in variants if v not in DECE_VARIANTS]
     if unknown or not variants:
         parser.error(f"--dece: unknown variant(s) {unknown}; known: {', '.join(DECE_VARIANTS)}")
-    methods = [*METHODS[:2], *(["dece"] if args.separate_hard else []), *(f"dece@{v}" for v in variants)]
+    methods = [*METHODS[:3], *(["dece"] if args.separate_hard else []), *(f"dece@{v}" for v in variants)]
     metaset = read_ragchecker(args.data).subset(args.pairs, args.seed)
     judge = LlamaCppBackend("default", n_ctx=4096)
     with_logprobs = LlamaCppBackend("default", n_ctx=4096, logits_all=True)
     options = {f"dece@{v}": DECE_VARIANTS[v] for v in variants}
-    judge_for = {"geval": with_logprobs, **{f"dece@{v}": with_logprobs for v in variants}}
+    judge_for = {"geval": with_logprobs, **{f"dece@{v}": with_logprobs for v in variants if v in NEEDS_LOGPROBS}}
     hard_of_soft = {f"dece@{v}": HARD for v in variants}
     store = Store(args.store)
     start = time.perf_counter()

@@ -78,3 +78,27 @@ def test_calls_without_labels_keep_their_cache_keys() -> None:
     labelled = json.loads(call_request({"backend": "x"}, [Message(role="user", content="hi")],
                                        GenerateConfig(labels=["yes", "no"])))
     assert labelled["config"]["labels"] == ["yes", "no"]
+
+
+def test_lemaj_direct_checks_each_point_and_the_figure_check_still_decides() -> None:
+    document = "1. Payment. Each invoice is payable within 30 days of receipt.\n\n2. Law. English law governs."
+    answer = "Each invoice is payable within 90 days of receipt. English law governs."
+    tagging = json.dumps({"sentences": [
+        {"sentence": 1, "points": [{"quote": "Each invoice is payable within 90 days of receipt", "reason": "r",
+                                    "paragraphs": [1], "supported": "yes", "relevant": "yes"}]},
+        {"sentence": 2, "points": [{"quote": "English law governs", "reason": "r", "paragraphs": [2],
+                                    "supported": "yes", "relevant": "yes"}]}], "missing": []})
+    backend = ScriptedBackend(rules=[
+        {"match": "Data point from the answer: English law.*relevant",
+         "responses": [{"label_probs": {"yes": 0.3, "no": 0.7}}], "repeat": True},
+        {"match": "Data point from the answer", "responses": [{"label_probs": {"yes": 0.9, "no": 0.1}}],
+         "repeat": True},
+        {"match": ".", "responses": [tagging], "repeat": True}])
+    row = assay.evaluate([{"id": "c", "query": "What are the payment terms?", "response": answer,
+                           "document": document}], "lemaj", backend, runner=QUIET, verdicts="direct").records()[0]
+    planted, law = row["ldps"][0], row["ldps"][1]
+    assert planted["p_supported"] == 0.9 and planted["tag"] == "incorrect"  # 90 days: the figure check decided
+    assert planted["decided_by"] == "deterministic check"
+    assert law["p_relevant"] == 0.3 and law["tag"] == "irrelevant" and law["decided_by"] == "judge (direct)"
+    asked = [m for m in backend.calls if "Reply yes or no" in m[-1].content]
+    assert len(asked) == 4  # two checks per point, each on its own

@@ -72,6 +72,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay.direct import ask
 from assay.embeddings import Matcher, match
 from assay.errors import ConfigError
 from assay.human import grade_score
@@ -143,10 +144,13 @@ class LeMAJConfig(BaseModel):
     """A point the judge called supported that states a figure its source passage lacks (the
     paragraphs it cites and the shown paragraph closest to it; the gold answer when given):
     "require" counts it incorrect, "flag" only records it."""
-    verdicts: Literal["hard", "soft"] = "hard"
+    verdicts: Literal["hard", "soft", "direct"] = "hard"
     """"soft": read the judge's probability of "supported" and "relevant" for each point from its
     logprobs and score the expected metrics (the tags stay the greedy ones); needs a backend
-    with logprobs (llamacpp with logits_all=true, openai)."""
+    with logprobs (llamacpp with logits_all=true, openai). "direct": the points are still listed
+    by the tagging call, then each point's two checks are asked on their own (the document first,
+    so the calls share their prefix), each label read from one forward pass; the tag follows from
+    those answers by §3.2's order, and the figure and name checks apply as with hard verdicts."""
     top_logprobs: int = Field(default=5, ge=2, le=20)
 
 
@@ -387,10 +391,58 @@ class LeMAJ(Method):
         self.config = config or LeMAJConfig()
         self.domain = load_domain(self.config.domain)
         self.prompt = load_prompt("lemaj/tagging")
+        self.direct_prompt = load_prompt("lemaj/point_direct") if self.config.verdicts == "direct" else None
 
     def manifest(self) -> dict[str, Any]:
-        return {"config": self.config.model_dump(), "prompt_sha256": {"tagging": self.prompt.sha256},
-                "domain_sha256": self.domain["sha256"]}
+        prompts = {"tagging": self.prompt.sha256}
+        if self.direct_prompt is not None:
+            prompts["point_direct"] = self.direct_prompt.sha256
+        return {"config": self.config.model_dump(), "prompt_sha256": prompts, "domain_sha256": self.domain["sha256"]}
+
+    def check_judge(self, capabilities: Any, name: str) -> str | None:
+        if self.config.verdicts == "direct" and not capabilities.label_probs:
+            return (f"--verdicts direct reads label probabilities, which {name} does not give; use the embedded "
+                    "judge or an OpenAI-compatible server with logprobs, or --verdicts hard")
+        return None
+
+    def _document_block(self, item: Item, view: dict[str, Any]) -> str:
+        document = _document(item)
+        lines = [f"[{n}] {document[view['paragraphs'][n - 1][0]:view['paragraphs'][n - 1][1]]}" for n in view["shown"]]
+        return fence("document", "\n\n".join(lines) if lines else "(no document given)")
+
+    async def _direct_checks(self, item: Item, client: JudgeClient, view: dict[str, Any],
+                             ldps: list[dict[str, Any]], keys: list[str]) -> Unscored | None:
+        """Each listed point's two checks asked on their own; tags follow by §3.2's order."""
+        assert self.direct_prompt is not None
+        rules = SOURCE_RULES["knowledge" if view["source"] == "knowledge" else "document"]
+        document = self._document_block(item, view)
+        checks = {"supported": "Is this data point supported by the document, with the same facts and figures?",
+                  "relevant": "Is this data point relevant to answering the question asked?"}
+        for ldp in ldps:
+            if ldp["tag"] == "missing":
+                continue
+            found: dict[str, float] = {}
+            for field, check in checks.items():
+                messages = self.direct_prompt.render(
+                    expert=str(self.domain["expert"]), support_rule=rules[0],
+                    stringency=STRINGENCY[self.config.stringency], document=document, query=item.query.strip(),
+                    point=defuse(ldp["text"]), check=check)
+                probs, key, problem = await ask(client, messages, metric="correctness")
+                if key:
+                    keys.append(key)
+                if probs is None:
+                    return problem or Unscored(reason="a direct check failed", metric="correctness")
+                found[field] = probs["yes"]
+            ps, pr = found["supported"], found["relevant"]
+            blocked = bool(ldp.get("downgraded")) and self.config.evidence_check == "require"
+            tag = "incorrect" if ps < 0.5 or blocked else "correct" if pr >= 0.5 else "irrelevant"
+            ldp.update(listed_tag=ldp.get("judge_tag", ldp["tag"]), tag=tag, p_supported=ps, p_relevant=pr,
+                       supported="yes" if ps >= 0.5 else "no", relevant="yes" if pr >= 0.5 else "no",
+                       decided_by="deterministic check" if blocked and ps >= 0.5 else "judge (direct)")
+            effective = 0.0 if blocked else ps
+            ldp["p_tags"] = {"correct": effective * pr, "incorrect": 1.0 - effective,
+                             "irrelevant": effective * (1 - pr)}
+        return None
 
     @classmethod
     def report_section(cls, rows: list[dict[str, Any]]) -> ReportSection | None:
@@ -537,7 +589,12 @@ class LeMAJ(Method):
         for m in out.value.missing:
             ldps.append({"text": m.text.strip(), "tag": "missing", "start": None, "end": None,
                          "citation": sorted(set(m.paragraphs)), "sentence": None, "reason": None, "located": None})
-        return ldps, out.keys
+        keys = list(out.keys)
+        if self.config.verdicts == "direct":
+            problem = await self._direct_checks(item, client, view, ldps, keys)
+            if problem is not None:
+                return problem, keys
+        return ldps, keys
 
     async def evaluate(self, item: Item, client: JudgeClient) -> ItemResult:
         view = self.view(item)
@@ -575,7 +632,7 @@ class LeMAJ(Method):
                                "matcher": self.config.matcher,
                                **({"judges": [m.name for m in members]} if members is not None else {})}
         counts = {t: sum(1 for d in ldps if d["tag"] == t) for t in TAGS}
-        if self.config.verdicts == "soft":
+        if self.config.verdicts in ("soft", "direct"):
             expected = {t: sum(d["p_tags"][t] for d in ldps if d["tag"] != "missing") for t in TAGS[:3]}
             expected["missing"] = float(counts["missing"])
             scores, unscored = ldp_scores(expected, self.config.beta)

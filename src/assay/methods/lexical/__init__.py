@@ -87,3 +87,28 @@ class Bleu(_Lexical):
         result = sacrebleu.sentence_bleu(item.response, [_reference_text(item)])
         return ItemResult(scores={"bleu": float(result.score) / 100.0},
                           details={"signature": "sacrebleu sentence_bleu", "bp": result.bp})
+
+
+@register_method
+class Semantic(_Lexical):
+    """Cosine similarity of the answer's and the reference's sentence embeddings (all-MiniLM-L6-v2,
+    offline): what a judge adds beyond similarity shows beside it. Scaled to [0, 1] by clipping
+    negative cosines to 0."""
+
+    name: ClassVar[str] = "semantic"
+    metrics: ClassVar[tuple[str, ...]] = ("semantic",)
+    primary_metric: ClassVar[str | None] = "semantic"
+    version: ClassVar[str] = "1"
+
+    def manifest(self) -> dict[str, Any]:
+        from assay.embeddings import MODEL_NAME
+        return {"model": MODEL_NAME, "measure": "cosine of whole-text embeddings, clipped at 0"}
+
+    async def evaluate(self, item: Item, client: JudgeClient) -> ItemResult:
+        empty = self._empty(item)
+        if empty is not None:
+            return empty
+        from assay.embeddings import similarity
+
+        cosine = float(similarity([item.response], [_reference_text(item)], "embeddings")[0][0])
+        return ItemResult(scores={"semantic": max(0.0, min(1.0, cosine))}, details={"cosine": cosine})
