@@ -286,7 +286,8 @@ async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeB
             # unit's second step, ...). Consecutive calls then share their prompt's instructions
             # (and, for items of one question, the reference), which llama.cpp reuses as a cached
             # prefix (SPEC §2.2). At most ITEM_WINDOW x concurrency units are in flight.
-            window = 2 * len(pool.actors) if pool is not None else ITEM_WINDOW * client.concurrency
+            window = 2 * len(pool.actors) if pool is not None else \
+                (method_obj.units_in_flight(client.concurrency) or ITEM_WINDOW * client.concurrency)
             attempted.update(pending)
             await gather_in_order([job(i) for i in pending], window, on_done=finished)
 

@@ -201,6 +201,12 @@ class Method(ABC):
         page (``{"title", "reviewers", "table"}``), or None."""
         return None
 
+    def units_in_flight(self, concurrency: int) -> int | None:
+        """How many units the engine evaluates at once (None: its default, several per call slot,
+        so consecutive calls share their instructions). A method whose calls of one unit share a
+        long prefix (direct verdicts) asks for one unit per call slot, so they follow each other."""
+        return None
+
     def check_judge(self, capabilities: Any, name: str) -> str | None:
         """Why this judge (its ``Capabilities``) cannot serve the method as configured, or None:
         refused before the run starts, naming the alternatives."""
