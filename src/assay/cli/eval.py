@@ -91,6 +91,12 @@ RUN_OPTIONS: list[tuple[str, Any, Any]] = [
                                      "flagged")),
 ]
 _RUN_NAMES = {name for name, _, _ in RUN_OPTIONS}
+JUDGE_ONLY = ("judge", "judge_opt", "concurrency", "budget", "timeout", "retries", "price_in", "price_out",
+              "executor", "workers", "ray_address", "guard")
+"""Run options that mean nothing to a method that calls no judge: its command does not list them."""
+JUDGE_FREE_DEFAULTS: dict[str, Any] = {"judge": "none/none", "judge_opt": None, "concurrency": None, "budget": None,
+                                       "timeout": 600.0, "retries": 4, "price_in": None, "price_out": None,
+                                       "executor": "local", "workers": 2, "ray_address": None, "guard": "redact"}
 
 
 def take_old_store_flag(run: dict[str, Any]) -> None:
@@ -180,6 +186,7 @@ def make_command(cls: type[Method]) -> Any:
     def command(**kwargs: Any) -> None:
         data: Path = kwargs.pop("data")
         run = {name: kwargs.pop(name) for name in list(kwargs) if name in _RUN_NAMES}
+        run = {**JUDGE_FREE_DEFAULTS, **run}  # a method without a judge has no judge options
         take_old_store_flag(run)
         method_values = {k: v for k, v in kwargs.items() if v is not None or k not in extra_names}
         options = cls.options_from_cli(_coerce(cls, method_values))
@@ -207,7 +214,8 @@ def make_command(cls: type[Method]) -> Any:
     data_param = inspect.Parameter("data", inspect.Parameter.KEYWORD_ONLY, annotation=Path,
                                    default=typer.Argument(..., help=data_help))
     run_params = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation)
-                  for name, annotation, option in RUN_OPTIONS]
+                  for name, annotation, option in RUN_OPTIONS
+                  if cls.needs_judge or name not in JUDGE_ONLY]
     params = [data_param, *_method_params(cls), *run_params]
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}

@@ -16,7 +16,8 @@ from assay.store import Store
 def report(
     run: Path = typer.Argument(..., help="run store (.db)"),
     output: Path = typer.Option(Path("report.html"), "--output", "-o"),
-    run_id: str | None = typer.Option(None, "--run-id", help="which run (default: the latest)"),
+    run_id: str | None = typer.Option(None, "--run", "--run-id", help="which run of the store (an id or its prefix; "
+                                                                     "default: the latest; `assay export` lists them)"),
     meta: Path | None = typer.Option(None, "--meta", help="meta.json from assay meta: add its agreement tables"),
     force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write "
                                                       "(never a store or an input)"),

@@ -66,10 +66,15 @@ def gate_command(
                                                                   "identifier_integrity_score=0.9"),
     baseline: Path | None = typer.Option(None, "--baseline", help="run store of the last released version"),
     max_drop: float | None = typer.Option(None, "--max-drop", min=0.0, help="largest allowed drop against --baseline"),
+    run_id: str | None = typer.Option(None, "--run", help="which run of the store (an id or its prefix; default: "
+                                                         "the latest)"),
+    baseline_run: str | None = typer.Option(None, "--baseline-run", help="which run of --baseline (default: the "
+                                                                        "latest)"),
 ) -> None:
     """Release gate for CI pipelines: exit 0 when every check passes, 1 with the reasons when
-    one fails (2 for bad input). Example step: `assay gate run.db --min-final 0.75
-    --baseline released.db --max-drop 0.03`."""
+    one fails (2 for bad input). Each metric is the mean over conversations of the
+    per-conversation mean (turns of every system in the run together). Example step:
+    `assay gate run.db --min-final 0.75 --baseline released.db --max-drop 0.03`."""
     minimums: dict[str, float] = {}
     for entry in minimum or []:
         key, sep, value = entry.partition("=")
@@ -83,8 +88,8 @@ def gate_command(
                          *((f"--min {k}", v) for k, v in minimums.items())]:
         if number is not None and not math.isfinite(number):
             raise ConfigError(f"{name}: {number} is not a finite number")
-    result = gate(load_run(run), min_final=min_final, minimums=minimums,
-                  baseline=load_run(baseline) if baseline else None, max_drop=max_drop)
+    result = gate(load_run(run, run_id), min_final=min_final, minimums=minimums,
+                  baseline=load_run(baseline, baseline_run) if baseline else None, max_drop=max_drop)
     for check in result.checks:
         mark = "pass" if check["passed"] else "FAIL"
         if check["check"] == "minimum":
