@@ -335,8 +335,14 @@ class Dice(Method):
             details["position_consistent"] = kept
             details["first_position_won"] = [verdict_of(first["p"]) == "A", verdict_of(second["p"]) == "A"]
         score_a, score_b, decision = scores(p, self.config.tau)
+        # the forced-choice reading: A against B alone, the Tie mass left out (P(A) / (P(A) + P(B)));
+        # a small judge that says Tie by habit still ranks the two answers by it
+        both = p["A"] + p["B"]
         details.update(p_a=p["A"], p_b=p["B"], p_tie=p["Tie"], margin=margin(p), decision=decision,
-                       verdict=verdict_of(p), tau=self.config.tau)
+                       verdict=verdict_of(p), tau=self.config.tau,
+                       forced_choice_a=p["A"] / both if both > 0 else None,
+                       forced_choice=("A" if p["A"] > p["B"] else "B" if p["B"] > p["A"] else None)
+                       if both > 0 else None)
         return ItemResult(scores={"score_a": score_a, "score_b": score_b}, details=details, call_keys=call_keys)
 
 
