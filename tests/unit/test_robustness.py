@@ -471,3 +471,18 @@ def test_preference_pairs_of_the_wrong_shape_are_one_line(tmp_path: Path, row: d
 def test_eval_limit_below_one_is_refused(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "items.jsonl", items(2))
     one_line_error(run("injection", "items.jsonl", "--method", "rougeL", "--limit", "-1", cwd=tmp_path))
+
+
+# --- judges through LiteLLM (issue 29): a real LiteLLM call against a server on 127.0.0.1 ---------------
+def test_a_litellm_judge_scores_through_the_executable(tmp_path: Path) -> None:
+    pytest.importorskip("litellm")
+    write_jsonl(tmp_path / "items.jsonl", items(2))
+    with stub_server("ok", lambda _: GRADE) as ok:
+        proc = run("eval", "pointwise", "items.jsonl", "--judge", "litellm/openai/m", "--judge-opt",
+                   f"api_base={ok.url}", "--judge-opt", "api_key=sk-test", "--no-progress", "--store", "r.db",
+                   cwd=tmp_path, timeout=120)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert ok.requests == 2
+    assert [r["pointwise"] for r in export(tmp_path, "r.db")] == [3.0, 3.0]
+    bad = run("eval", "pointwise", "items.jsonl", "--judge", "litellm/nomodel", "--store", "b.db", cwd=tmp_path)
+    assert "name the provider" in one_line_error(bad)

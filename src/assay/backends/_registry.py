@@ -54,6 +54,7 @@ BUILTIN: dict[str, str] = {
     "openai": "assay.backends._openai:factory",
     "jury": "assay.backends._jury:factory",
     "scripted": "assay.backends._scripted:factory",
+    "litellm": "assay.backends._litellm:factory",
 }
 """The built-in providers, named the way a plug-in names its own (``module:factory``) and
 loaded the same way, when first asked for: their dependencies load only then."""
