@@ -104,7 +104,15 @@ def test_sigterm_stops_an_embedded_judge_mid_generation(tmp_path: Path) -> None:
     proc = subprocess.Popen([str(exe), "eval", "dece", str(examples), "--limit", "2", "--judge", "llamacpp/default",
                              "--no-progress", "--store", "r.db"], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
-    time.sleep(12)  # the model is loaded and the first generations are under way
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # the run exists: the model is loaded and calls are under way
+        try:
+            if sqlite3.connect(tmp_path / "r.db").execute("SELECT COUNT(*) FROM runs").fetchone()[0]:
+                break
+        except sqlite3.Error:
+            pass
+        time.sleep(0.5)
+    time.sleep(4)  # a generation is running
     assert proc.poll() is None, proc.communicate()
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=20)  # a prompt being read cannot be cut; a generation can
