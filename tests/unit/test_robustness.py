@@ -486,3 +486,28 @@ def test_a_litellm_judge_scores_through_the_executable(tmp_path: Path) -> None:
     assert [r["pointwise"] for r in export(tmp_path, "r.db")] == [3.0, 3.0]
     bad = run("eval", "pointwise", "items.jsonl", "--judge", "litellm/nomodel", "--store", "b.db", cwd=tmp_path)
     assert "name the provider" in one_line_error(bad)
+
+
+# --- issue 28: rubric commands run as runs of the engine ----------------------------------------------
+def test_a_rubric_audit_is_a_run_with_a_record_and_the_engine_options(tmp_path: Path) -> None:
+    (tmp_path / "r.yaml").write_text(RUBRIC)
+    pairs(tmp_path / "p.jsonl")
+    verdict = json.dumps({"reasoning": "ok", "verdict": "PASS"})
+    log = tmp_path / "calls.log"
+    (tmp_path / "s.json").write_text(json.dumps({"rules": [{"match": ".", "responses": [verdict], "repeat": True}],
+                                                 "log": str(log)}))
+    args = ("rubric", "audit", "r.yaml", "--axes", "structure", "--judge", f"scripted/{tmp_path / 's.json'}",
+            "--store", "a.db", "--timeout", "5", "--retries", "1", "--concurrency", "2")
+    proc = run(*args, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    runs = sqlite3.connect(tmp_path / "a.db").execute("SELECT method, status FROM runs").fetchall()
+    assert runs == [("rubric-audit", "finished")]
+    calls = log.read_text().count("\n")
+    assert calls == 2 * 5  # two criteria, five properties
+    again = run(*args, cwd=tmp_path)  # the same work again: every call from the cache
+    assert again.returncode == 0 and log.read_text().count("\n") == calls
+    spent = run("rubric", "audit", "r.yaml", "--axes", "structure", "--judge", f"scripted/{tmp_path / 's.json'}",
+                "--store", "b.db", "--budget", "0", cwd=tmp_path)
+    assert spent.returncode == 3, spent.stdout + spent.stderr  # the budget stops it, as in every command
+    status = sqlite3.connect(tmp_path / "b.db").execute("SELECT status FROM runs").fetchone()[0]
+    assert status == "incomplete: budget exhausted"
