@@ -273,8 +273,7 @@ async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeB
                                          "removed": True} for r in member.metadata.get("grader_directed_removed", []))]]
                 if flags:  # text aimed at the grader: flagged for review (and, under the guard, not shown to the judge)
                     result.details["grader_directed_text"] = flags
-                store_obj.put_result(run_id, index, units[index].key, result.status, result.scores,
-                                     [u.model_dump() for u in result.unscored], result.details, result.call_keys)
+                store_obj.put_result(run_id, index, units[index].key, result)
                 progress.advance(task)
                 if on_result is not None:
                     on_result(units[index], result)

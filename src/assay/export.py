@@ -43,8 +43,10 @@ def export_rows(store: Store, run_id: str, *, annotations: bool = False,
                 record[f"response_{label}"] = member["response"]
             record["reference"] = item.get("reference")
         record.update(result.scores)
+        fixed = set(record) | RESERVED
         for key, value in result.details.items():
-            record[key] = value
+            # a method's details never overwrite a fixed column or a score (kept under detail_KEY)
+            record[f"detail_{key}" if key in fixed and record.get(key) != value else key] = value
         record["unscored"] = result.unscored
         record["unscored_reason"] = "; ".join(
             f"{u.get('metric') or 'item'}: {u['reason']}" for u in result.unscored) or None
@@ -63,6 +65,10 @@ def export_rows(store: Store, run_id: str, *, annotations: bool = False,
         rows.append(record)
     return rows
 
+
+RESERVED = frozenset({"unscored", "unscored_reason", "case", "history", "contexts", "metadata", "human", "judge_calls",
+                      "annotations", "run_id", "id", "system", "status", "query", "response", "reference"})
+"""Columns of the export that a method's details cannot take."""
 
 COMPACT = ("run_id", "id", "system", "status", "query", "response")
 """Columns every compact output keeps; the method adds its own (``Method.compact_columns``,

@@ -425,12 +425,14 @@ class Store:
         return {r[0] for r in rows
                 if not any(CALL_FAILED in str(u.get("reason", "")) for u in json.loads(r[1]))}
 
-    def put_result(self, run_id: str, idx: int, item_key: str, status: str, scores: dict[str, Any],
-                   unscored: list[dict[str, Any]], details: dict[str, Any], call_keys: list[str]) -> None:
+    def put_result(self, run_id: str, idx: int, unit_key: str, result: Any) -> None:
+        """Store one unit's result: a method's ``ItemResult`` (status, scores, unscored,
+        details, call_keys), the one shape every reader gets back as a ``ResultRecord``."""
+        unscored = [u if isinstance(u, dict) else u.model_dump() for u in result.unscored]
         with self.transaction():
             self.db.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            (run_id, idx, item_key, status, _dumps(scores), _dumps(unscored),
-                             _dumps(details), _dumps(call_keys), time.time()))
+                            (run_id, idx, unit_key, result.status, _dumps(result.scores), _dumps(unscored),
+                             _dumps(result.details), _dumps(result.call_keys), time.time()))
 
     def results(self, run_id: str, *, unit_key: str | None = None) -> list[ResultRecord]:
         """Every stored result of the run with its unit, in unit order (only ``unit_key``'s, if

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from assay.errors import StoreError
+from assay.methods import ItemResult
 from assay.store import MIGRATIONS, Store
 from assay.types import Completion, Usage
 
@@ -44,7 +45,7 @@ def test_annotations_address_one_verdict_and_are_append_only(tmp_path: Path) -> 
     store.create_run("r1", "dece", {}, [("q1::s1", {"id": "q1", "system": "s1", "query": "q", "response": "r"})])
     details = {"elements": [{"n": 1, "element": "three years", "supported": True},
                             {"n": 2, "element": "six years", "supported": True}]}
-    store.put_result("r1", 0, "q1::s1", "scored", {"precision": 1.0, "recall": 0.5}, [], details, [])
+    store.put_result("r1", 0, "q1::s1", ItemResult(scores={"precision": 1.0, "recall": 0.5}, details=details))
     first = store.annotate("r1", "q1::s1", "elements[1].supported", False, author="alice",
                            reason="the statute says three years")
     store.annotate("r1", "q1::s1", "recall", 1.0, author="bob", reason="criterion 2 is met")
@@ -84,7 +85,7 @@ def test_readers_in_other_threads_while_a_run_writes(tmp_path: Path) -> None:
     for thread in readers:
         thread.start()
     for i in range(300):
-        store.put_result("r1", i, f"q{i}", "scored", {"recall": 1.0}, [], {}, [])
+        store.put_result("r1", i, f"q{i}", ItemResult(scores={"recall": 1.0}))
     for thread in readers:
         thread.join(timeout=30)
     assert not errors
