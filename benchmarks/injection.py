@@ -63,6 +63,8 @@ def main() -> None:
     parser.add_argument("--guard", choices=["redact", "flag"], default="redact",
                         help="flag: no redaction (the judge and fence alone), for the before/after table")
     parser.add_argument("--tag", default="", help="suffix of the JSON result's name")
+    parser.add_argument("--verdicts", choices=["hard", "soft", "direct"], default=None,
+                        help="the method's verdict mode (dece, lemaj), e.g. direct")
     args = parser.parse_args()
     if args.plain_fence:
         import assay.methods.baselines as baselines
@@ -87,6 +89,8 @@ def main() -> None:
                             logits_all=args.method in ("geval", "dice"))
     start = time.perf_counter()
     options = {"without_document": "knowledge", "domain": "general"} if args.method == "lemaj" else None
+    if args.verdicts is not None:
+        options = {**(options or {}), "verdicts": args.verdicts}
     result = asyncio.run(ainjection_audit(items, args.method, judge, attacks=args.attack, store=args.store,
                                           runner=RunnerConfig(progress=True), guard=args.guard,
                                           method_options=options))
