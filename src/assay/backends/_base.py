@@ -51,3 +51,17 @@ class JudgeBackend(ABC):
     async def aclose(self) -> None:
         """Release connections or model memory."""
         return None
+
+
+def label_probs_from_top(top: dict[str, float], labels: list[str]) -> dict[str, float] | None:
+    """Each label's probability from a next token's top logprobs: the mass of the tokens the
+    label can start with (case and leading-space variants), renormalised over the labels; None
+    when no label is among them."""
+    import math
+
+    def variants(label: str) -> set[str]:
+        return {label, label.capitalize(), label.upper(), " " + label, " " + label.capitalize()}
+
+    mass = {label: sum(math.exp(lp) for token, lp in top.items() if token in variants(label)) for label in labels}
+    covered = sum(mass.values())
+    return {label: m / covered for label, m in mass.items()} if covered > 0 else None

@@ -13,12 +13,11 @@ the runner retries, honouring Retry-After, and counts.
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from typing import Any
 
-from assay.backends._base import Capabilities, JudgeBackend
+from assay.backends._base import Capabilities, JudgeBackend, label_probs_from_top
 from assay.errors import BackendError, ConfigError, RateLimited, TransientBackendError
 from assay.types import Completion, GenerateConfig, Message, TokenLogprob, Usage
 
@@ -120,14 +119,9 @@ class LiteLLMBackend(JudgeBackend):
             raise BackendError(f"{self.name} returned no logprobs: --verdicts direct needs them")
         top = dict(completion.logprobs[0].top)
         top.setdefault(completion.logprobs[0].token, completion.logprobs[0].logprob)
-        def variants(label: str) -> set[str]:
-            return {label, label.capitalize(), label.upper(), " " + label, " " + label.capitalize()}
-
-        mass = {label: sum(math.exp(lp) for token, lp in top.items() if token in variants(label)) for label in labels}
-        covered = sum(mass.values())
-        if covered <= 0:
+        probs = label_probs_from_top(top, labels)
+        if probs is None:
             raise TransientBackendError(f"{self.name}: none of the labels {labels} among the top next tokens")
-        probs = {label: m / covered for label, m in mass.items()}
         return completion.model_copy(update={"text": max(probs, key=lambda k: probs[k]), "label_probs": probs,
                                              "finish_reason": "label"})
 

@@ -32,7 +32,7 @@ import time
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from assay.backends._base import Capabilities, JudgeBackend
+from assay.backends._base import Capabilities, JudgeBackend, label_probs_from_top
 from assay.errors import BackendError, ConfigError, RateLimited, TransientBackendError
 from assay.types import Completion, GenerateConfig, Message, TokenLogprob, Usage
 
@@ -140,7 +140,6 @@ class OpenAIBackend(JudgeBackend):
         """One token with its top log-probabilities (servers that cache prefixes, vLLM and the
         llama.cpp server, reuse the shared prompt); each label's probability is the mass of the
         first-token variants it could start with, renormalised over the labels."""
-        import math
 
         labels = list(config.labels or [])
         asked = config.model_copy(update={"labels": None, "max_tokens": 1, "temperature": 0.0, "logprobs": True,
@@ -151,14 +150,9 @@ class OpenAIBackend(JudgeBackend):
                                "that does")
         top = dict(completion.logprobs[0].top)
         top.setdefault(completion.logprobs[0].token, completion.logprobs[0].logprob)
-        mass = {}
-        for label in labels:
-            variants = {label, label.capitalize(), label.upper(), " " + label, " " + label.capitalize()}
-            mass[label] = sum(math.exp(lp) for token, lp in top.items() if token in variants)
-        covered = sum(mass.values())
-        if covered <= 0:
-            raise TransientBackendError(f"{self.name}: none of the labels {labels} among the top 20 next tokens")
-        probs = {label: m / covered for label, m in mass.items()}
+        probs = label_probs_from_top(top, labels)
+        if probs is None:
+            raise TransientBackendError(f"{self.name}: none of the labels {labels} among the top next tokens")
         return completion.model_copy(update={"text": max(probs, key=lambda k: probs[k]), "label_probs": probs,
                                              "finish_reason": "label"})
 

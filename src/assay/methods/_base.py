@@ -205,11 +205,17 @@ class Method(ABC):
         """How many units the engine evaluates at once (None: its default, several per call slot,
         so consecutive calls share their instructions). A method whose calls of one unit share a
         long prefix (direct verdicts) asks for one unit per call slot, so they follow each other."""
-        return None
+        return concurrency if self._verdicts_direct() else None
+
+    def _verdicts_direct(self) -> bool:
+        return getattr(getattr(self, "config", None), "verdicts", None) == "direct"
 
     def check_judge(self, capabilities: Any, name: str) -> str | None:
         """Why this judge (its ``Capabilities``) cannot serve the method as configured, or None:
         refused before the run starts, naming the alternatives."""
+        if self._verdicts_direct() and not capabilities.label_probs:
+            return (f"--verdicts direct reads label probabilities, which {name} does not give; use the embedded "
+                    "judge or an OpenAI-compatible server with logprobs, or --verdicts hard")
         return None
 
     def check_all(self, items: list[Item]) -> str | None:

@@ -494,16 +494,6 @@ class DeCE(Method):
                 "quote_found": bool(cited), "figures_missing": missing, "downgraded": downgraded,
                 "reasoning": verdict.reasoning or None}
 
-    def units_in_flight(self, concurrency: int) -> int | None:
-        # direct verdicts: one answer's questions follow each other, so its prefix stays cached
-        return concurrency if self.config.verdicts == "direct" else None
-
-    def check_judge(self, capabilities: Any, name: str) -> str | None:
-        if self.config.verdicts == "direct" and not capabilities.label_probs:
-            return (f"--verdicts direct reads label probabilities, which {name} does not give; use the embedded "
-                    "judge or an OpenAI-compatible server with logprobs, or --verdicts hard")
-        return None
-
     async def _direct(self, item: Item, client: JudgeClient, statements: list[str], kind: str,
                       keys: list[str]) -> tuple[list[dict[str, Any]], Unscored | None]:
         """One label call per statement (and one evidence call per positive verdict), the judged

@@ -399,16 +399,6 @@ class LeMAJ(Method):
             prompts["point_direct"] = self.direct_prompt.sha256
         return {"config": self.config.model_dump(), "prompt_sha256": prompts, "domain_sha256": self.domain["sha256"]}
 
-    def units_in_flight(self, concurrency: int) -> int | None:
-        # direct verdicts: one answer's questions follow each other, so its prefix stays cached
-        return concurrency if self.config.verdicts == "direct" else None
-
-    def check_judge(self, capabilities: Any, name: str) -> str | None:
-        if self.config.verdicts == "direct" and not capabilities.label_probs:
-            return (f"--verdicts direct reads label probabilities, which {name} does not give; use the embedded "
-                    "judge or an OpenAI-compatible server with logprobs, or --verdicts hard")
-        return None
-
     def _document_block(self, item: Item, view: dict[str, Any]) -> str:
         document = _document(item)
         lines = [f"[{n}] {document[view['paragraphs'][n - 1][0]:view['paragraphs'][n - 1][1]]}" for n in view["shown"]]
