@@ -49,6 +49,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "soft-brief": {"verdicts": "soft", "reasoning": False},
     "hard": {},
     "hard-brief": {"reasoning": False},
+    "direct": {"verdicts": "direct"},
 }
 
 
@@ -66,11 +67,11 @@ def answers(path: Path, count: int, chars: int) -> list[Item]:
     return chosen
 
 
-def run_variant(items: list[Item], base: str, options: dict[str, Any], store_dir: Path, name: str,
+def run_variant(items: list[Item], judge: str, options: dict[str, Any], store_dir: Path, name: str,
                 judge_options: dict[str, Any]) -> dict[str, Any]:
     store = Store(store_dir / f"cost_{name}.db")
     start = time.perf_counter()
-    result = asyncio.run(aevaluate(items, "dece", f"openai/qwen@{base}", store=store,
+    result = asyncio.run(aevaluate(items, "dece", judge, store=store,
                                    runner=RunnerConfig(progress=True, concurrency=1, timeout_s=900),
                                    judge_options=judge_options, **options))
     wall = time.perf_counter() - start
@@ -95,11 +96,15 @@ def main() -> None:
     parser.add_argument("--variant", action="append", choices=sorted(VARIANTS), default=[])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--embedded", action="store_true",
+                        help="the in-process llama.cpp judge (llamacpp/default) instead of a server")
     parser.add_argument("--server", choices=["stock", "assay"], default="assay",
                         help="stock: python -m llama_cpp.server; assay: python -m assay.serve (check-first grammar "
                              "sampling, numpy logprobs)")
     parser.add_argument("--server-repeat-penalty", action="store_true",
                         help="leave the server's default repeat_penalty (1.1) instead of sending 1.0")
+    parser.add_argument("--stores", type=Path, default=None,
+                        help="keep the variants' stores in this directory (default: a temporary one)")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "cost_ragchecker.json")
     args = parser.parse_args()
     items = answers(args.data, args.answers, args.chars)
@@ -113,20 +118,36 @@ def main() -> None:
                                     f"{args.threads} threads, concurrency 1",
                            "server": module, "judge_options": judge_options,
                            "ragas_reference": RAGAS, "variants": {}}
-    with tempfile.TemporaryDirectory() as tmp, \
-            running(resolve_model().path, Path(tmp) / "server.log", module=module, alias="qwen",
-                    threads=args.threads) as base:
-        for name in variants:
-            out["variants"][name] = run_variant(items, base, VARIANTS[name], Path(tmp), name, judge_options)
-            print(name, json.dumps(out["variants"][name]["per_answer"]), flush=True)
+    if args.embedded:
+        out["judge"] = f"Qwen2.5-Coder-1.5B-Instruct Q4_K_M, in-process llama.cpp (llamacpp/default), " \
+                       f"{args.threads} threads, concurrency 1"
+        out["server"] = None
+        out["judge_options"] = judge_options = {"n_threads": args.threads}
+        with tempfile.TemporaryDirectory() as tmp:
+            for name in variants:
+                where = args.stores or Path(tmp)
+                where.mkdir(parents=True, exist_ok=True)
+                (where / f"cost_{name}.db").unlink(missing_ok=True)
+                out["variants"][name] = run_variant(items, "llamacpp/default", VARIANTS[name], where, name,
+                                                    judge_options)
+                print(name, json.dumps(out["variants"][name]["per_answer"]), flush=True)
+    else:
+        with tempfile.TemporaryDirectory() as tmp, \
+                running(resolve_model().path, Path(tmp) / "server.log", module=module, alias="qwen",
+                        threads=args.threads) as base:
+            for name in variants:
+                out["variants"][name] = run_variant(items, f"openai/qwen@{base}", VARIANTS[name], Path(tmp), name,
+                                                    judge_options)
+                print(name, json.dumps(out["variants"][name]["per_answer"]), flush=True)
     for row in out["variants"].values():
         row["vs_ragas"] = {"tokens": row["per_answer"]["tokens"] / RAGAS["tokens_per_answer"],
                            "seconds": row["per_answer"]["seconds"] / RAGAS["seconds_per_answer"]}
-    if "soft" in out["variants"]:
-        first = out["variants"]["soft"]["per_answer"]
-        for row in out["variants"].values():
-            row["vs_soft"] = {"tokens": row["per_answer"]["tokens"] / first["tokens"],
-                              "seconds": row["per_answer"]["seconds"] / first["seconds"]}
+    for base_name in ("soft", "hard"):
+        if base_name in out["variants"]:
+            first = out["variants"][base_name]["per_answer"]
+            for row in out["variants"].values():
+                row[f"vs_{base_name}"] = {"tokens": row["per_answer"]["tokens"] / first["tokens"],
+                                          "seconds": row["per_answer"]["seconds"] / first["seconds"]}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
     print("| variant | calls | prompt tok | completion tok | tokens | s | × RAGAS tokens | × RAGAS s | prefix reuse |")

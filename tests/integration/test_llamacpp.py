@@ -150,3 +150,33 @@ def test_the_reused_prompt_prefix_is_counted_per_call_and_per_run(tmp_path) -> N
     print(stats)
     assert 0.3 < stats["prefix_reuse"] <= 1.0 and stats["cached_prompt_tokens"] > 0
     assert Store(tmp_path / "p.db", create=False).call_stats(result.rows[0].call_keys)["calls"] >= 1
+
+
+def test_a_prompt_family_comes_back_from_its_kv_snapshot() -> None:
+    """Two families of prompts (each its own long instructions) alternate, as a method's four
+    kinds of question do answer after answer: the third call finds its family's instructions in
+    a snapshot instead of reading them again, for label calls and generation alike, and gives
+    the same label probabilities (within float noise) as a backend that keeps no snapshot."""
+    family_a = Message(role="system", content="You grade answers. " + "Be brief and exact. " * 40)
+    family_b = Message(role="system", content="You list facts. " + "Write one fact per line. " * 40)
+
+    def ask(text: str, system: Message) -> list[Message]:
+        return [system, Message(role="user", content=text)]
+
+    labels = GenerateConfig(max_tokens=1, labels=["yes", "no"])
+    short = GenerateConfig(max_tokens=3, seed=0)
+    results = {}
+    for slots in (6, 0):
+        backend = get_backend("llamacpp/smollm2", n_ctx=1024, state_slots=slots)
+        run = [asyncio.run(backend.generate(ask("Is 2+2=4?", family_a), labels)),
+               asyncio.run(backend.generate(ask("Paris is in France.", family_b), short)),
+               asyncio.run(backend.generate(ask("Is 3+3=7?", family_a), labels)),
+               asyncio.run(backend.generate(ask("Rome is in Italy.", family_b), short))]
+        asyncio.run(backend.aclose())
+        results[slots] = run
+    kept, plain = results[6], results[0]
+    assert kept[2].usage.cached_prompt_tokens > 150 > plain[2].usage.cached_prompt_tokens
+    assert kept[3].usage.cached_prompt_tokens > 150 > plain[3].usage.cached_prompt_tokens
+    for label in ("yes", "no"):
+        assert kept[2].label_probs is not None and plain[2].label_probs is not None
+        assert abs(kept[2].label_probs[label] - plain[2].label_probs[label]) < 0.02

@@ -6,7 +6,13 @@ Names: ``llamacpp/default`` (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, resolved by
 
 One model instance is not re-entrant, so calls run one at a time in a worker thread
 (``max_concurrency = 1``). llama.cpp reuses the longest common prompt prefix of consecutive
-calls; methods lay their prompts out to profit from that. A cancelled call (the runner's
+calls; methods lay their prompts out to profit from that. Beyond the last call, the backend keeps
+a few snapshots of the KV cache (``state_slots``, one per family of prompts that share a long
+start, e.g. one method's instructions): a call whose prompt shares a longer start with a
+snapshot than with the current cache restores it first (a few milliseconds) instead of reading
+those tokens again. A method that asks four kinds of question per answer, each with its own
+instructions, then reads each set of instructions once per run, not once per answer. A restored
+prefix gives the same logits as evaluating the prompt in two steps at that point. A cancelled call (the runner's
 timeout, Ctrl-C, SIGTERM) stops its generation at the next token; reading the prompt itself
 cannot be interrupted.
 
@@ -21,9 +27,11 @@ own chain.
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import os
 import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +51,7 @@ class LlamaCppBackend(JudgeBackend):
 
     def __init__(self, model: str = "default", *, model_path: str | None = None, n_ctx: int = 8192,
                  n_threads: int | None = None, logits_all: bool = False,
-                 grammar_sampling: str = "check-first") -> None:
+                 grammar_sampling: str = "check-first", state_slots: int = 6) -> None:
         if grammar_sampling not in ("check-first", "stock"):
             raise ConfigError(f"grammar_sampling must be check-first or stock, got {grammar_sampling!r}")
         self.grammar_sampling = grammar_sampling
@@ -62,6 +70,11 @@ class LlamaCppBackend(JudgeBackend):
         self._lock = threading.Lock()
         self._cancel: threading.Event | None = None
         self._formatter: Any = None
+        if state_slots < 0:
+            raise ConfigError(f"state_slots must be 0 or more, got {state_slots}")
+        self.state_slots = state_slots
+        self._states: OrderedDict[int, tuple[list[int], Any]] = OrderedDict()  # LRU: tokens, seq state
+        self._state_serial = 0
 
     def _resolve(self) -> Path:
         if self._path is None:
@@ -112,6 +125,54 @@ class LlamaCppBackend(JudgeBackend):
                 self._llama = llama
             return self._llama
 
+    # --- KV snapshots ---------------------------------------------------------------------
+    def _restore_best(self, llama: Any, tokens: list[int]) -> None:
+        """If a snapshot shares a longer start with ``tokens`` than the KV cache does (by at
+        least :data:`MIN_STATE_GAIN` tokens), load it: the call then evaluates only the rest."""
+        if not self._states:
+            return
+        current = _common_prefix(list(llama._input_ids[: llama.n_tokens]), tokens)
+        best, best_len = None, current + MIN_STATE_GAIN - 1
+        for key, (ids, _) in self._states.items():
+            shared = _common_prefix(ids, tokens)
+            if shared > best_len:
+                best, best_len = key, shared
+        if best is None:
+            return
+        import llama_cpp
+
+        ids, state = self._states[best]
+        self._states.move_to_end(best)
+        llama._ctx.kv_cache_seq_rm(-1, 0, -1)
+        if llama_cpp.llama_state_seq_set_data(llama._ctx.ctx, state, len(state), 0) != len(state):
+            llama.n_tokens = 0  # not restored: the call reads its whole prompt
+            llama._ctx.kv_cache_seq_rm(-1, 0, -1)
+            return
+        llama.input_ids[: len(ids)] = ids
+        llama.n_tokens = len(ids)
+        llama._requires_eval = True  # the restored logits are not this call's
+
+    def _snapshot(self, llama: Any) -> None:
+        """Keep the KV cache's current contents, replacing a snapshot of the same family (one
+        whose start it shares for at least :data:`STATE_FAMILY` tokens) and the least recently
+        used beyond ``state_slots``."""
+        if self.state_slots == 0 or llama.n_tokens < STATE_FAMILY:
+            return
+        import llama_cpp
+
+        ids = list(llama._input_ids[: llama.n_tokens])
+        for key, (old, _) in list(self._states.items()):
+            if _common_prefix(old, ids) >= STATE_FAMILY:
+                del self._states[key]
+        size = llama_cpp.llama_state_seq_get_size(llama._ctx.ctx, 0)
+        state = (ctypes.c_uint8 * size)()
+        if llama_cpp.llama_state_seq_get_data(llama._ctx.ctx, state, size, 0) != size:
+            return
+        self._state_serial += 1
+        self._states[self._state_serial] = (ids, state)
+        while len(self._states) > self.state_slots:
+            self._states.popitem(last=False)
+
     def _generate_sync(self, messages: list[Message], config: GenerateConfig,
                        cancel: threading.Event | None = None) -> Completion:
         llama = self.load()
@@ -132,9 +193,13 @@ class LlamaCppBackend(JudgeBackend):
         start = time.perf_counter()
         with self._lock:
             self._cancel = cancel
+            if self._states:
+                self._restore_best(llama, llama.tokenize(self._chat_prompt(llama, messages).encode("utf-8"),
+                                                         add_bos=False, special=True))
             before = list(llama._input_ids)  # what the KV cache holds from the previous call
             response = llama.create_chat_completion(**kwargs)
             after = list(llama._input_ids)
+            self._snapshot(llama)
             usage = response.get("usage") or {}
             prompt_tokens = usage.get("prompt_tokens", 0)
             logprobs = (_read_logprobs(llama, after, prompt_tokens, max(1, config.top_logprobs))
@@ -199,16 +264,13 @@ class LlamaCppBackend(JudgeBackend):
             self._cancel = cancel
             tokens = llama.tokenize(self._chat_prompt(llama, messages).encode("utf-8"), add_bos=False,
                                     special=True)
-            cached = list(llama._input_ids[: llama.n_tokens])
-            common = 0
-            for old, new in zip(cached, tokens, strict=False):
-                if old != new:
-                    break
-                common += 1
+            self._restore_best(llama, tokens)
+            common = _common_prefix(list(llama._input_ids[: llama.n_tokens]), tokens)
             common = min(common, len(tokens) - 1)  # at least one token is evaluated: its logits are read
             llama.n_tokens = common
             llama.eval(tokens[common:])
             llama._requires_eval = True  # the next generate() must not take these logits for its own
+            self._snapshot(llama)
             logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),)).astype(np.float64)
             ids = self.label_token_ids(llama, labels)
         peak = logits.max()
@@ -238,9 +300,25 @@ class LlamaCppBackend(JudgeBackend):
 
     async def aclose(self) -> None:
         with self._lock:
+            self._states.clear()
             if self._llama is not None:
                 self._llama.close()
                 self._llama = None
+
+
+MIN_STATE_GAIN = 32
+"""A snapshot is restored only when it saves at least this many tokens over the KV cache."""
+STATE_FAMILY = 64
+"""Prompts sharing at least this many first tokens are one family: one snapshot each."""
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def _read_logprobs(llama: Any, ids: list[int], prompt_tokens: int, top: int) -> list[TokenLogprob]:
@@ -269,9 +347,12 @@ def _read_logprobs(llama: Any, ids: list[int], prompt_tokens: int, top: int) -> 
 
 
 def factory(model: str, options: dict[str, Any]) -> JudgeBackend:
-    for key in ("n_ctx", "n_threads"):
+    for key in ("n_ctx", "n_threads", "state_slots"):
         if key in options:
-            options[key] = int(options[key])
+            try:
+                options[key] = int(options[key])
+            except (TypeError, ValueError):
+                raise ConfigError(f"--judge-opt {key} takes a whole number, got {options[key]!r}") from None
     if "logits_all" in options:
         options["logits_all"] = str(options["logits_all"]).lower() in ("1", "true", "yes")
     return LlamaCppBackend(model or "default", **options)
