@@ -15,7 +15,10 @@ order's verdicts that went to whichever answer was shown first.
 
 The calls go to ``benchmarks/results/meta_pandalm.db`` (not in git; resumable, nested subsets).
 Writes benchmarks/results/meta_pandalm.json. Usage:
-python benchmarks/meta_pandalm.py [--pairs 60] [--swap] [--seed 0] [--out F]
+python benchmarks/meta_pandalm.py [--pairs 60] [--swap] [--verdicts analysis|direct] [--seed 0] [--out F]
+Also reported: the forced-choice reading (P(A) against P(B)) on the pairs whose annotators'
+majority is not a tie — its accuracy, and the calibration of P(A) (ECE over 10 confidence bins,
+Brier score).
 """
 
 from __future__ import annotations
@@ -47,10 +50,13 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=HERE / "results" / "meta_pandalm.json")
     parser.add_argument("--max-analysis-chars", type=int, default=240)
     parser.add_argument("--no-pointwise", action="store_true")
+    parser.add_argument("--verdicts", choices=["analysis", "direct"], default="analysis",
+                        help="direct: DICE's decision read from one forward pass, no written analysis")
     args = parser.parse_args()
     metaset = read_pandalm(args.data).subset(args.pairs, args.seed)
     judge = LlamaCppBackend("default", n_ctx=4096, logits_all=True)
-    options = {"dice": {"swap": args.swap, "max_analysis_chars": args.max_analysis_chars},
+    options = {"dice": {"swap": args.swap, "max_analysis_chars": args.max_analysis_chars,
+                        **({"verdicts": "direct"} if args.verdicts == "direct" else {})},
                "pointwise": {"reference_free": True}}
     methods = ["dice"] if args.no_pointwise else ["dice", "pointwise"]
     started = time.perf_counter()
@@ -58,9 +64,9 @@ def main() -> None:
                                runner=RunnerConfig(progress=True), method_options=options))
     wall = time.perf_counter() - started
     # the same calls read with the paper's stage II as the only decider (no call is repeated)
-    advise = asyncio.run(ameta(metaset, ["dice"], judge, store=args.store, seed=args.seed, resamples=1000,
-                               runner=RunnerConfig(progress=False),
-                               method_options={"dice": {**options["dice"], "hierarchy": "advise"}}))
+    advise = None if args.verdicts == "direct" else asyncio.run(  # direct verdicts have no hierarchy to advise
+        ameta(metaset, ["dice"], judge, store=args.store, seed=args.seed, resamples=1000,
+              runner=RunnerConfig(progress=False), method_options={"dice": {**options["dice"], "hierarchy": "advise"}}))
     store = Store(args.store, create=False)
     rows = store.results(result["runs"]["dice"]["run_id"])
     by_id = {u.id: u for u in metaset.units}
@@ -77,13 +83,32 @@ def main() -> None:
         greedy_n += 1
         greedy_hits += {"A": -1.0, "B": 1.0, "Tie": 0.0}[greedy] == human
         first_wins += greedy == "A"
+    # the forced-choice reading (P(A) against P(B), the Tie mass left out) on the pairs the
+    # annotators' majority did not call a tie: accuracy, and calibration of P(A) (ECE, 10 bins; Brier)
+    forced: list[tuple[float, float]] = []
+    for row in rows:
+        human = _majority(list(by_id[str(row.items[0]["id"])].human.get("preference") or []))
+        p_a = row.details.get("forced_choice_a")
+        if human in (-1.0, 1.0) and p_a is not None:
+            forced.append((float(p_a), 1.0 if human == -1.0 else 0.0))
+    forced_choice = {"n": len(forced), "accuracy": None, "ece": None, "brier": None}
+    if forced:
+        forced_choice["accuracy"] = statistics.fmean(float((p > 0.5) == (y == 1.0)) for p, y in forced if p != 0.5)
+        bins: dict[int, list[tuple[float, float]]] = {}
+        for p, y in forced:
+            confidence, hit = max(p, 1 - p), float((p >= 0.5) == (y == 1.0))
+            bins.setdefault(min(int(confidence * 10), 9), []).append((confidence, hit))
+        forced_choice["ece"] = sum(len(b) / len(forced) * abs(statistics.fmean(c for c, _ in b)
+                                                            - statistics.fmean(h for _, h in b)) for b in bins.values())
+        forced_choice["brier"] = statistics.fmean((p - y) ** 2 for p, y in forced)
     calls = store.call_stats(sorted({k for r in rows for k in r.call_keys}))
     ties = [float(r.details["p_tie"]) for r in rows if "p_tie" in r.details]
     p_tie_mean = statistics.fmean(ties) if ties else None
     summary = {"benchmark": "meta_pandalm", "judge": "llamacpp/default (Qwen2.5-Coder-1.5B Q4_K_M, logits_all)",
                "pairs": len(metaset.units), "seed": args.seed, "swap": args.swap,
                "dice": result["verdict_agreement"]["dice"],
-               "dice_hierarchy_advise": advise["verdict_agreement"]["dice"],
+               "verdicts": args.verdicts, "forced_choice": forced_choice,
+               "dice_hierarchy_advise": advise["verdict_agreement"]["dice"] if advise else None,
                "thresholded_scalar": result["verdict_agreement"].get("pointwise (thresholded)"),
                "position": {"verdict_for_response1_share": statistics.fmean(verdict_first) if verdict_first else None,
                             "humans_for_response1_share": statistics.fmean(human_first),
@@ -96,8 +121,8 @@ def main() -> None:
                "wall_s": round(wall, 1),
                "signature": result["signature"], "p_tie_mean": p_tie_mean}
     args.out.write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
-    shown = ("pairs", "dice", "dice_hierarchy_advise", "thresholded_scalar", "position", "greedy_single_order",
-             "judge_calls", "wall_s")
+    shown = ("pairs", "dice", "dice_hierarchy_advise", "forced_choice", "thresholded_scalar", "position",
+             "greedy_single_order", "judge_calls", "wall_s")
     print(json.dumps({k: summary[k] for k in shown},
                      indent=1))
     print(f"wrote {args.out}")

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from assay.backends._llamacpp import LlamaCppBackend
-from assay.rubrics.audit import Audit, AuditConfig
-from assay.rubrics.discover import Discovery, DiscoveryConfig
-from assay.rubrics.files import RubricSet, read_preference_pairs, save_rubric
+from assay.methods.premise.audit import Audit, AuditConfig
+from assay.methods.premise.discover import Discovery, DiscoveryConfig
+from assay.methods.premise.files import RubricSet, read_preference_pairs, save_rubric
 from assay.runner import JudgeClient, RunnerConfig
 from assay.store import Store
 

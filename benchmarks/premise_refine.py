@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from assay.backends._llamacpp import LlamaCppBackend
-from assay.rubrics.audit import Audit, AuditConfig
-from assay.rubrics.files import Criterion, RubricSet, load_rubric, read_preference_pairs
-from assay.rubrics.refine import OPERATORS, RefineConfig, Refiner
+from assay.methods.premise.audit import Audit, AuditConfig
+from assay.methods.premise.files import Criterion, RubricSet, load_rubric, read_preference_pairs
+from assay.methods.premise.refine import OPERATORS, RefineConfig, Refiner
 from assay.runner import JudgeClient, RunnerConfig
 from assay.store import Store
 

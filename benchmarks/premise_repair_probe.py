@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from assay.backends._llamacpp import LlamaCppBackend
-from assay.rubrics.audit import Audit, AuditConfig
-from assay.rubrics.files import RubricSet, load_rubric, read_preference_pairs
-from assay.rubrics.refine import OPERATORS, RefineConfig, Refiner, echoes_instructions, sb_plr, split_pairs
+from assay.methods.premise.audit import Audit, AuditConfig
+from assay.methods.premise.files import RubricSet, load_rubric, read_preference_pairs
+from assay.methods.premise.refine import OPERATORS, RefineConfig, Refiner, echoes_instructions, sb_plr, split_pairs
 from assay.runner import JudgeClient, RunnerConfig
 from assay.store import Store
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from assay.methods._base import Method
 
 BUILTIN_METHODS = ("assay.methods.baselines", "assay.methods.caseaware", "assay.methods.dece", "assay.methods.dice",
-                   "assay.methods.lemaj", "assay.methods.lexical", "assay.methods.tournament")
+                   "assay.methods.lemaj", "assay.methods.lexical", "assay.methods.premise", "assay.methods.tournament")
 """The packages of the built-in methods; each registers its method class on import, as a
 plug-in's entry point does."""
 
@@ -86,6 +86,12 @@ def methods() -> dict[str, type[Method]]:
     """Every registered method by name (built-in and plug-ins), sorted by name."""
     _load()
     return dict(sorted(_METHODS.items()))
+
+
+def item_methods() -> dict[str, type[Method]]:
+    """The methods that run over items (every one but the views of judge sessions, such as the
+    rubric audit's): what ``eval``, ``meta`` and ``injection`` offer."""
+    return {name: cls for name, cls in methods().items() if not cls.session_view}
 
 
 def method_class(name: str) -> type[Method]:

@@ -55,6 +55,9 @@ class EvalResult:
         self.run = store.run(run_id)
         self.method = self.run.method
         self.metrics: list[str] = list(self.run.manifest.get("metrics", []))
+        if not self.metrics and self.run.manifest.get("session"):
+            # a judge session's run (a rubric audit) names its scores in its units' results
+            self.metrics = list(dict.fromkeys(m for r in store.results(run_id) for m in r.scores))
         self.client_stats: CallStats | None = None
         """Calls made by the invocation that produced this result (None when read back)."""
         self.resumed_with: int | None = None

@@ -25,6 +25,7 @@ from assay.backends import JudgeBackend, get_backend
 from assay.errors import BudgetExhausted, JudgeUnreachable
 from assay.runner import JudgeClient, RunnerConfig, canonical_json
 from assay.store import Store
+from assay.types import Unit
 
 
 class JudgeSession:
@@ -87,6 +88,18 @@ class JudgeSession:
         client = JudgeClient(backend, self.store, self.runner)
         client.stats = self.client.stats
         return client
+
+    def put_units(self, results: list[tuple[Unit, Any]]) -> None:
+        """Store what the session produced as units of its run with their results (a unit
+        already in the run keeps its place; its result is replaced), so export, report and the
+        review UI read them like any run's."""
+        known = {u.key for u in self.store.units(self.run_id)}
+        fresh = [unit for unit, _ in results if unit.key not in known]
+        if fresh:
+            self.store.add_units(self.run_id, fresh)
+        where = {u.key: idx for idx, u in enumerate(self.store.units(self.run_id))}
+        for unit, result in results:
+            self.store.put_result(self.run_id, where[unit.key], unit.key, result)
 
     async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:

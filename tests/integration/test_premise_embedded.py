@@ -100,8 +100,8 @@ def test_vfr_refinement_on_the_embedded_judge(tmp_path: Path) -> None:
             assert candidate["violations"] == [] and candidate["metrics"]["attacks"] == 2
     else:
         assert result["candidates"] == [] and result["reason"]
-    from assay.rubrics.files import load_rubric
-    from assay.rubrics.refine import Draft, sb_plr
+    from assay.methods.premise.files import load_rubric
+    from assay.methods.premise.refine import Draft, sb_plr
 
     fixed = load_rubric(tmp_path / "fixed.yaml").criteria[0]
     assert (fixed.extra.get("refine") is not None) == (result["chosen"] is not None)

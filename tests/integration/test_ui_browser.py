@@ -4,6 +4,7 @@ and the store holds the annotations; hostile answer text renders as text; no tok
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -47,16 +48,27 @@ def served(tmp_path: Path) -> Iterator[tuple[str, Path, str]]:
     # evidence_check=flag: the judge's "60 days: correct" stands (the reviewer is the one who catches it)
     run = assay.evaluate(items, "lemaj", judge, runner=RunnerConfig(progress=False), store=store_path,
                          evidence_check="flag")
+    with ui_of(store_path) as url:
+        yield url, store_path, run.run_id
+
+
+def _exe() -> tuple[str, dict[str, str]]:
     exe = shutil.which("assay", path=str(Path(sys.executable).parent))
     assert exe is not None
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    return exe, {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+
+
+@contextlib.contextmanager
+def ui_of(store_path: Path) -> Iterator[str]:
+    """`assay ui STORE` (reviewer ann) on a free port of 127.0.0.1: its URL with the token."""
+    exe, env = _exe()
     proc = subprocess.Popen([exe, "ui", str(store_path), "--port", "0", "--author", "ann", "--stop-after", "240"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()
         assert "http://127.0.0.1:" in line, line
-        yield line.split(" on ", 1)[1].strip(), store_path, run.run_id
+        yield line.split(" on ", 1)[1].strip()
     finally:
         proc.terminate()
         proc.wait(timeout=20)
@@ -131,3 +143,70 @@ def test_review_and_annotate_a_run_in_chromium(served: tuple[str, Path, str], tm
     table = agreement(export_rows(store, run_id), stored)
     assert table is not None and table["table"]["correctness_grade"] == {"answers": 1, "agreement": 1.0}
     assert table["table"]["relevance_grade"]["agreement"] == 0.0
+
+
+def test_a_rubric_audit_and_a_dece_run_are_reviewed_and_overridden_in_chromium(tmp_path: Path) -> None:
+    """One store holds a DeCE run and a rubric audit (made by the installed command): export and
+    report cover the audit's criteria, and in Chromium a reviewer overrides a DeCE verdict and
+    an audit's design-property verdict; the store keeps both, typed as the verdicts are."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.helpers import ITEM, dece_rules
+
+    store_path = tmp_path / "both.db"
+    dece = assay.evaluate([ITEM], "dece", ScriptedBackend(rules=dece_rules(["Three years", "Notice"], ["Three years"],
+                                                                           [1, 1], [1])),
+                          runner=RunnerConfig(progress=False), store=store_path)
+    exe, env = _exe()
+    (tmp_path / "r.yaml").write_text("criteria:\n  - {id: cites, description: Cites the statute it relies on.}\n"
+                                     "  - {id: short, description: Is short and to the point.}\n")
+    script = {"rules": [{"match": "Design property — Atomic", "responses": ['{"reasoning": "r", "verdict": "FAIL"}'],
+                         "repeat": True},
+                        {"match": ".", "responses": ['{"reasoning": "r", "verdict": "PASS"}'], "repeat": True}]}
+    (tmp_path / "judge.json").write_text(json.dumps(script))
+    audited = subprocess.run([exe, "rubric", "audit", "r.yaml", "--axes", "structure", "--judge", "scripted/judge.json",
+                              "--store", str(store_path)], cwd=tmp_path, capture_output=True, text=True, env=env,
+                             timeout=120)
+    assert audited.returncode == 0, audited.stderr
+    runs = {r.method: r.run_id for r in Store(store_path, create=False).list_runs()}
+    assert set(runs) == {"dece", "rubric-audit"}
+    audit_id = runs["rubric-audit"]
+    exported = subprocess.run([exe, "export", str(store_path), "--run", audit_id, "-o", "audit.jsonl"], cwd=tmp_path,
+                              capture_output=True, text=True, env=env, timeout=60)
+    assert exported.returncode == 0, exported.stderr
+    rows = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    assert [(r["id"], r["structure"]) for r in rows] == [("cites", 4.0), ("short", 4.0)]
+    assert rows[0]["flags"]["atomic"] is False
+    report = subprocess.run([exe, "report", str(store_path), "--run", audit_id, "-o", "audit.html"], cwd=tmp_path,
+                            capture_output=True, text=True, env=env, timeout=60)
+    assert report.returncode == 0, report.stderr
+    assert "Cites the statute it relies on." in (tmp_path / "audit.html").read_text()
+
+    with ui_of(store_path) as url:
+        base = url.split("/?")[0]
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.goto(url)
+                assert audit_id in page.inner_text("body") and dece.run_id in page.inner_text("body")
+                # the audit: a criterion per row; the judge failed "atomic"; the reviewer says it passes
+                page.goto(f"{base}/run/{audit_id}")
+                assert page.locator("#items tr").count() == 3
+                page.goto(f"{base}/run/{audit_id}/item/0")
+                assert "fail" in page.inner_text("#properties")
+                with page.expect_navigation():
+                    page.select_option('select[data-path="flags.atomic"]', "true")
+                assert "flags.atomic" in page.inner_text("#history")
+                page.screenshot(path=str(tmp_path / "ui-audit-item.png"), full_page=True)
+                # the DeCE run: the reviewer withdraws the first criterion's "satisfied"
+                page.goto(f"{base}/run/{dece.run_id}/item/0")
+                with page.expect_navigation():
+                    page.select_option('select[data-path="criteria[0].satisfied"]', "false")
+                assert "criteria[0].satisfied" in page.inner_text("#history")
+            finally:
+                browser.close()
+    store = Store(store_path, create=False)
+    audit_notes = [(a.path, a.value, a.author) for a in store.annotations(audit_id)]
+    assert audit_notes == [("flags.atomic", True, "ann")]
+    assert [(a.path, a.value) for a in store.annotations(dece.run_id)] == [("criteria[0].satisfied", False)]

@@ -263,3 +263,24 @@ def test_the_hierarchy_decides_an_order_whose_classes_differ() -> None:
     # classes that agree with the length preference across both orders: consistent, hard
     row = assay.evaluate(data, "dice", LogprobJudge(classes="longer"), runner=QUIET, swap=True).records()[0]
     assert row["verdict"] == "B" and row["decision"] == "hard" and row["position_consistent"] is True
+
+
+def test_direct_verdicts_read_the_decision_from_one_forward_pass_per_order() -> None:
+    from assay.backends import ScriptedBackend
+
+    judge = ScriptedBackend(rules=[{"match": "Which answer is better", "repeat": True,
+                                    "responses": [{"label_probs": {"A": 0.5, "B": 0.2, "Tie": 0.3}}]}])
+    row = assay.evaluate(items_of(pair("a long and complete answer", "short")), "dice", judge, runner=QUIET,
+                         verdicts="direct", swap=True).records()[0]
+    assert len(judge.calls) == 2 and all(len(c) == 2 for c in judge.calls)  # one question per order, no analysis
+    assert row["probability_source"] == "label probabilities" and row["decided_by"] == "judge"
+    # both orders say "the first shown is better": swapped back, A and B share the first-position mass
+    assert row["p_a"] == pytest.approx((0.5 + 0.2) / 2) and row["p_b"] == pytest.approx((0.2 + 0.5) / 2)
+    assert row["position_consistent"] is False and row["forced_choice_a"] == pytest.approx(0.5)
+
+
+def test_the_default_dice_run_id_is_unchanged_by_the_direct_option() -> None:
+    from assay.registry import build_method
+
+    assert "verdicts" not in build_method("dice").manifest()["config"]
+    assert build_method("dice", verdicts="direct").manifest()["config"]["verdicts"] == "direct"

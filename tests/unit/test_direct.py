@@ -102,3 +102,33 @@ def test_lemaj_direct_checks_each_point_and_the_figure_check_still_decides() -> 
     assert law["p_relevant"] == 0.3 and law["tag"] == "irrelevant" and law["decided_by"] == "judge (direct)"
     asked = [m for m in backend.calls if "Reply yes or no" in m[-1].content]
     assert len(asked) == 4  # two checks per point, each on its own
+
+
+def test_pointwise_direct_scores_the_expected_grade_of_one_forward_pass() -> None:
+    backend = ScriptedBackend(rules=[{"match": "Which grade from 0 to 4", "repeat": True,
+                                      "responses": [{"label_probs": {"0": 0.0, "1": 0.1, "2": 0.2, "3": 0.6,
+                                                                     "4": 0.1}}]}])
+    row = assay.evaluate([ITEM], "pointwise", backend, runner=QUIET, verdicts="direct").records()[0]
+    assert row["pointwise"] == pytest.approx(0.1 + 0.4 + 1.8 + 0.4)
+    assert row["pointwise_hard"] == 3.0 and row["verdicts"] == "direct"
+    assert len(backend.calls) == 1 and "reasoning" not in backend.calls[0][0].content
+
+
+def test_claims_direct_counts_p_entailment_and_points_entailed_claims_to_a_sentence() -> None:
+    backend = ScriptedBackend(rules=[
+        {"match": "Which one sentence", "responses": [{"label_probs": {"A": 0.8, "B": 0.2}}], "repeat": True},
+        {"match": "Claim: .*90 days", "repeat": True,
+         "responses": [{"label_probs": {"entailment": 0.1, "contradiction": 0.7, "neutral": 0.2}}]},
+        {"match": "Claim:", "repeat": True,
+         "responses": [{"label_probs": {"entailment": 0.9, "contradiction": 0.05, "neutral": 0.05}}]},
+        {"match": "<answer>", "responses": [json.dumps({"claims": ["The period is three years",
+                                                                  "Notice is due within 90 days"]})], "repeat": True},
+        {"match": "<reference>", "responses": [json.dumps({"claims": ["The period is three years"]})],
+         "repeat": True},
+    ])
+    row = assay.evaluate([ITEM], "claims", backend, runner=QUIET, verdicts="direct").records()[0]
+    assert row["precision"] == pytest.approx((0.9 + 0.1) / 2) and row["precision_hard"] == 0.5
+    assert row["recall"] == pytest.approx(0.9)
+    first, second = row["answer_claims"]
+    assert first["verdict"] == "entailment" and first["evidence"][0]["sentence"] == 1
+    assert second["verdict"] == "contradiction" and second["evidence"] == []  # only an entailed claim is pointed

@@ -511,3 +511,39 @@ def test_a_rubric_audit_is_a_run_with_a_record_and_the_engine_options(tmp_path: 
     assert spent.returncode == 3, spent.stdout + spent.stderr  # the budget stops it, as in every command
     status = sqlite3.connect(tmp_path / "b.db").execute("SELECT status FROM runs").fetchone()[0]
     assert status == "incomplete: budget exhausted"
+
+
+def test_an_audits_criteria_are_units_a_reviewer_can_override(tmp_path: Path) -> None:
+    from assay.registry import method_class
+    from assay.store import Store, StoreError
+
+    (tmp_path / "r.yaml").write_text(RUBRIC)
+    script(tmp_path / "s.json", [{"match": "Design property — Atomic", "repeat": True,
+                                  "responses": [json.dumps({"reasoning": "two things", "verdict": "FAIL"})]},
+                                 {"match": ".", "repeat": True,
+                                  "responses": [json.dumps({"reasoning": "ok", "verdict": "PASS"})]}])
+    proc = run("rubric", "audit", "r.yaml", "--axes", "structure", "--judge", f"scripted/{tmp_path / 's.json'}",
+               "--store", "a.db", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    store = Store(tmp_path / "a.db", create=False)
+    (audit,) = store.list_runs()
+    rows = store.results(audit.run_id)
+    assert [(r.item["id"], r.scores["structure"], r.details["flags"]["atomic"]) for r in rows] == [
+        ("cites", 4.0, False), ("short", 4.0, False)]
+    cites = rows[0].key
+    again = run("rubric", "audit", "r.yaml", "--axes", "structure", "--judge", f"scripted/{tmp_path / 's.json'}",
+                "--store", "a.db", cwd=tmp_path)
+    assert again.returncode == 0 and len(store.results(audit.run_id)) == 2  # re-run: the same two units
+    rules = method_class("rubric-audit")
+    store.annotate(audit.run_id, cites, "flags.atomic", True, author="ann", rules=rules)
+    store.annotate(audit.run_id, cites, "structure", 5, author="ann", rules=rules)
+    with pytest.raises(StoreError, match="yes/no"):
+        store.annotate(audit.run_id, cites, "flags.atomic", 1, author="ann", rules=rules)
+    with pytest.raises(StoreError, match=r"within \[0, 5\]"):
+        store.annotate(audit.run_id, cites, "structure", 7, author="ann", rules=rules)
+    exported = run("export", "a.db", "-o", "audit.jsonl", cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    assert [json.loads(line)["id"] for line in (tmp_path / "audit.jsonl").read_text().splitlines()] == ["cites",
+                                                                                                     "short"]
+    meta = run("meta", "ragchecker", "x.json", "-m", "rubric-audit", cwd=tmp_path)
+    assert meta.returncode == 2 and "unknown method(s) rubric-audit" in meta.stderr

@@ -17,10 +17,10 @@ import pytest
 
 from assay.backends import JudgeBackend
 from assay.backends._jury import JuryBackend
-from assay.rubrics.audit import Audit, AuditConfig
-from assay.rubrics.files import Criterion, PreferencePair, RubricSet, load_rubric
-from assay.rubrics.metrics import bt_preference_fit
-from assay.rubrics.repair import PrefRepairConfig, preference_rank_selection
+from assay.methods.premise.audit import Audit, AuditConfig
+from assay.methods.premise.files import Criterion, PreferencePair, RubricSet, load_rubric
+from assay.methods.premise.metrics import bt_preference_fit
+from assay.methods.premise.repair import PrefRepairConfig, preference_rank_selection
 from assay.runner import JudgeClient, RunnerConfig
 from assay.store import Store
 from assay.types import Completion, GenerateConfig, Message
@@ -101,7 +101,7 @@ def test_applicability_effective_dimensionality_and_bt_fit(tmp_path: Path) -> No
     assert app["app_in"] == pytest.approx(2.5 / 3) and app["t_per_prompt"] == 2.5
     assert app["app_out"] == pytest.approx(2 / 3) and app["delta_app"] == pytest.approx(0.5 / 3)
     assert app["per_criterion_out"] == {"wobbly": 0.0, "contrary": 1.0, "length": 1.0}  # poems are not code
-    from assay.rubrics.report import render_rubric_report
+    from assay.methods.premise.report import render_rubric_report
 
     doc = {"rubrics": [{"id": cid, "applicability": app["per_criterion"][cid],
                         "applicability_out": app["per_criterion_out"][cid]} for cid in app["per_criterion"]],

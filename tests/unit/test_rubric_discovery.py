@@ -17,8 +17,8 @@ import pytest
 
 from assay.backends import JudgeBackend
 from assay.errors import InputError
-from assay.rubrics.discover import Discovery, DiscoveryConfig, cluster
-from assay.rubrics.files import PreferencePair, load_rubric, read_preference_pairs, save_rubric
+from assay.methods.premise.discover import Discovery, DiscoveryConfig, cluster
+from assay.methods.premise.files import PreferencePair, load_rubric, read_preference_pairs, save_rubric
 from assay.runner import JudgeClient, RunnerConfig
 from assay.store import Store
 from assay.types import Completion, GenerateConfig, Message
@@ -207,8 +207,8 @@ class FitJudge(JudgeBackend):
 def test_audit_structure_and_rubric_conditioned_fit(tmp_path: Path) -> None:
     import random
 
-    from assay.rubrics.audit import Audit, AuditConfig
-    from assay.rubrics.files import Criterion, RubricSet
+    from assay.methods.premise.audit import Audit, AuditConfig
+    from assay.methods.premise.files import Criterion, RubricSet
 
     rubric = RubricSet(criteria=[Criterion(id="complete", description="Covers every part of the question."),
                                  Criterion(id="sourced", description="Names sources for its claims.")])

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from assay.rubrics.metrics import (
+from assay.methods.premise.metrics import (
     applicability,
     bt_weight_entropy,
     delta_applicability,

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from assay.backends import JudgeBackend
-from assay.rubrics.audit import Audit, AuditConfig
-from assay.rubrics.files import Criterion, PreferencePair, RubricSet, load_rubric
-from assay.rubrics.refine import (
+from assay.methods.premise.audit import Audit, AuditConfig
+from assay.methods.premise.files import Criterion, PreferencePair, RubricSet, load_rubric
+from assay.methods.premise.refine import (
     Draft,
     RefineConfig,
     Refiner,

@@ -22,7 +22,6 @@ from assay.cli import (
     meta,
     model,
     report,
-    rubric,
     ui,
 )
 from assay.cli._click import (
@@ -76,7 +75,6 @@ app.command("report", rich_help_panel=INSPECT)(report.report)
 app.command("export", rich_help_panel=INSPECT)(export.export)
 app.command("ui", rich_help_panel=INSPECT)(ui.ui)
 app.command("meta", rich_help_panel=COMPARE)(meta.meta)
-app.add_typer(rubric.app, name="rubric", rich_help_panel=RUBRICS)
 app.add_typer(model.app, name="model", rich_help_panel=TOOLS)
 
 
@@ -87,7 +85,8 @@ def version() -> None:
 
 
 # Each method contributes its own commands (the way simonw/llm plug-ins do with register_commands):
-# DeCE's criteria review, case-aware's compare and gate, LeMAJ's triage, DICE's pairwise, the tournament.
+# DeCE's criteria review, case-aware's compare and gate, LeMAJ's triage, DICE's pairwise, the tournament,
+# PReMISE's rubric commands.
 for _method in methods().values():
     _method.register_commands(app, dict(zip(("evaluate", "inspect", "compare", "rubrics", "tools"), PANELS,
                                             strict=True)))

@@ -17,7 +17,8 @@ def export(
     run: Path = typer.Argument(..., help="run store (.db) written by `assay eval`"),
     fmt: str = typer.Option("jsonl", "--format", "-f", help="jsonl, csv or parquet"),
     output: Path | None = typer.Option(None, "--output", "-o", help="default: RUN-<run id>.<format> beside the store"),
-    run_id: str | None = typer.Option(None, "--run-id", help="which run (default: the latest)"),
+    run_id: str | None = typer.Option(None, "--run", "--run-id",
+                                      help="which run of the store (an id or its prefix; default: the latest)"),
     compact: bool = typer.Option(False, "--compact", help="only case fields, query, response, contexts and the "
                                                           "aggregate score (dashboards); default: everything"),
     annotations: bool = typer.Option(False, "--annotations", help="add the reviewers' annotations from `assay ui` "

@@ -22,12 +22,12 @@ from assay.cli.eval import (
 from assay.datasets import read_items
 from assay.injection import ATTACK_SETS, ATTACKS_BY_NAME, ainjection_audit, select_attacks
 from assay.meta import write_meta
-from assay.registry import methods
+from assay.registry import item_methods
 
 
 def injection(
     data: Path = typer.Argument(..., help="items (JSONL / CSV / Parquet) whose answers get the attacks"),
-    method: str = typer.Option(..., "--method", "-m", help=f"one of: {', '.join(methods())}"),
+    method: str = typer.Option(..., "--method", "-m", help=f"one of: {', '.join(item_methods())}"),
     attack: list[str] = typer.Option([], "--attack", "-a",
                                      help=f"repeatable; default the set 'default'; sets: {', '.join(ATTACK_SETS)}; "
                                           f"attacks: {', '.join(ATTACKS_BY_NAME)}"),
@@ -51,8 +51,8 @@ def injection(
     """Score each answer clean and with each injection attack appended, and print per attack and
     metric the paired difference attacked − clean (bootstrap CI, Wilcoxon p, answers raised).
     Pairwise methods (dice): the attack goes into the first answer of each pair."""
-    if method not in methods():
-        raise typer.BadParameter(f"unknown method {method}; known: {', '.join(methods())}")
+    if method not in item_methods():
+        raise typer.BadParameter(f"unknown method {method}; known: {', '.join(item_methods())}")
     check_output(out, inputs=[data, store or out.with_suffix(".db")], force=force, option="--output")
     items = read_items(data)
     if limit is not None:

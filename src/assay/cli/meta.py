@@ -23,13 +23,13 @@ from assay.cli.eval import (
 from assay.datasets.adapters import ADAPTERS, read_labelled
 from assay.errors import ConfigError
 from assay.meta import ameta, write_meta
-from assay.registry import build_method, methods
+from assay.registry import build_method, item_methods
 
 
 def meta(
     kind: str = typer.Argument(..., help=f"dataset adapter: {', '.join(sorted(ADAPTERS))}"),
     path: Path = typer.Argument(..., help="the labelled file, in its source's own format"),
-    method: list[str] = typer.Option(..., "--method", "-m", help=f"repeatable: {', '.join(methods())}"),
+    method: list[str] = typer.Option(..., "--method", "-m", help=f"repeatable: {', '.join(item_methods())}"),
     judge: str = typer.Option("llamacpp/default", "--judge", "-j", envvar="ASSAY_JUDGE"),
     judge_opt: list[str] | None = typer.Option(None, "--judge-opt", help="backend option key=value (repeatable)"),
     method_opt: list[str] | None = typer.Option(None, "--method-opt", help="METHOD.key=value (repeatable), e.g. "
@@ -58,9 +58,9 @@ def meta(
 ) -> None:
     """Run methods on a human-labelled set and print a Table-2-style comparison: correlation of
     each automatic score with each human label, with CIs, p-values, n and unscored counts."""
-    unknown = [m for m in method if m not in methods()]
+    unknown = [m for m in method if m not in item_methods()]
     if unknown:
-        raise typer.BadParameter(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(methods())}")
+        raise typer.BadParameter(f"unknown method(s) {', '.join(unknown)}; known: {', '.join(item_methods())}")
     method_options: dict[str, dict[str, Any]] = {}
     for key, value in parse_options(method_opt, "--method-opt").items():
         name, dot, option = key.partition(".")

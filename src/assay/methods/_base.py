@@ -105,6 +105,11 @@ class Method(ABC):
     """Whether ``assay eval NAME`` is generated; False for a method whose own command does the job
     (the tournament's ``assay tournament``), so one job has one command."""
 
+    session_view: ClassVar[bool] = False
+    """True for a class that only describes the runs a command makes as a judge session (the
+    rubric audit): it is not run over items, so ``eval``, ``meta`` and ``injection`` leave it out;
+    the store's readers (export, report, UI) use its hooks like any method's."""
+
     annotation_labels: ClassVar[dict[str, tuple[str, ...]]] = {}
     """Per field name of the evidence (``tag``), the labels a reviewer's override may take."""
 

@@ -29,6 +29,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay.direct import ask, lettered, point_to
 from assay.methods._base import CallEstimate, ItemResult, Method
 from assay.prompts import fence, load_domain, load_prompt, numbered
 from assay.registry import register_method
@@ -105,10 +106,12 @@ class PointwiseConfig(BaselineConfig):
     """Grade each answer against the question alone (no gold answer; a reference, if given, is
     not shown). For sets without references, e.g. PandaLM's pairs, where the scores feed DICE
     §4.2's thresholded-scalar verdicts."""
-    verdicts: Literal["hard", "soft"] = "hard"
+    verdicts: Literal["hard", "soft", "direct"] = "hard"
     """"soft": the grade is the expected grade over 0–4 under the judge's probabilities at its
     score (read from the logprobs, as G-Eval weighs 1–5); the greedy grade stays in
-    ``pointwise_hard``."""
+    ``pointwise_hard``. "direct": the grade alone is asked for, with no written reasoning, and its
+    probabilities read from one forward pass (a judge that gives label probabilities); the
+    expected grade is the score, the most probable one ``pointwise_hard``."""
     top_logprobs: int = Field(default=5, ge=2, le=20)
     """Candidates read at the score (soft verdicts)."""
 
@@ -139,20 +142,24 @@ class Pointwise(_Baseline):
 
     def __init__(self, config: PointwiseConfig | None = None) -> None:
         super().__init__(config or PointwiseConfig())
+        direct = "_direct" if self.config.verdicts == "direct" else ""
         if self.config.reference_free:
-            self.prompts = {"pointwise_noref": load_prompt("baselines/pointwise_noref")}
+            self.prompts = {"pointwise_noref": load_prompt(f"baselines/pointwise_noref{direct}")}
+        elif direct:
+            self.prompts = {"pointwise": load_prompt("baselines/pointwise_direct")}
 
     def check_item(self, item: Item) -> str | None:
         return None if self.config.reference_free else super().check_item(item)
 
     def render(self, item: Item) -> list[Any]:
+        labels = {} if self.config.verdicts == "direct" else {"issue_labels": ", ".join(ISSUE_LABELS)}
         if self.config.reference_free:
             return self.prompts["pointwise_noref"].render(
-                expert=str(self.domain["expert"]), issue_labels=", ".join(ISSUE_LABELS), query=item.query.strip(),
-                answer=fence("answer", item.response, sealed=True))
+                expert=str(self.domain["expert"]), query=item.query.strip(),
+                answer=fence("answer", item.response, sealed=True), **labels)
         return self.prompts["pointwise"].render(
-            expert=str(self.domain["expert"]), issue_labels=", ".join(ISSUE_LABELS), query=item.query.strip(),
-            reference=self._gold(item), answer=fence("answer", item.response, sealed=True))
+            expert=str(self.domain["expert"]), query=item.query.strip(),
+            reference=self._gold(item), answer=fence("answer", item.response, sealed=True), **labels)
 
     def schema(self) -> dict[str, Any]:
         return {"type": "object", "additionalProperties": False,
@@ -164,7 +171,19 @@ class Pointwise(_Baseline):
                                "score": {"type": "integer", "enum": [0, 1, 2, 3, 4]},
                                "justification": {"type": "string", "minLength": 1, "maxLength": 160}}}
 
+    async def _evaluate_direct(self, item: Item, client: JudgeClient) -> ItemResult:
+        probs, key, problem = await ask(client, self.render(item), GRADES, metric="pointwise")
+        keys = [key] if key else []
+        if probs is None:
+            assert problem is not None
+            return ItemResult(scores={"pointwise": None}, unscored=[problem], call_keys=keys)
+        best = max(probs, key=lambda g: probs[g])
+        return ItemResult(scores={"pointwise": sum(int(g) * p for g, p in probs.items())}, call_keys=keys,
+                          details={"verdicts": "direct", "pointwise_hard": float(best), "score_distribution": probs})
+
     async def evaluate(self, item: Item, client: JudgeClient) -> ItemResult:
+        if self.config.verdicts == "direct":
+            return await self._evaluate_direct(item, client)
         soft = self.config.verdicts == "soft"
         extra = {"logprobs": True, "top_logprobs": self.config.top_logprobs} if soft else {}
         out = await generate_structured(client, self.render(item), PointwiseOutput,
@@ -191,7 +210,8 @@ class Pointwise(_Baseline):
         return ItemResult(scores={"pointwise": score}, call_keys=out.keys, details=details)
 
     def estimate(self, items: list[Item]) -> CallEstimate:
-        return sum((CallEstimate(calls=1, prompt_tokens=_tokens(self.render(i)), completion_tokens=180)
+        generated = 0 if self.config.verdicts == "direct" else 180
+        return sum((CallEstimate(calls=1, prompt_tokens=_tokens(self.render(i)), completion_tokens=generated)
                     for i in items), CallEstimate())
 
 
@@ -307,8 +327,11 @@ class ClaimsConfig(BaselineConfig):
     Off by default, so ``claims`` stays the plain RAGChecker-style baseline; the 1.5B embedded
     judge's verdicts move a lot with this (benchmarks/README.md, claims prompt probe)."""
     max_reason_chars: int = 120
-    verdicts: Literal["hard", "soft"] = "hard"
-    """"soft": a claim counts P(entailment) read from the judge's logprobs, not its greedy 0/1."""
+    verdicts: Literal["hard", "soft", "direct"] = "hard"
+    """"soft": a claim counts P(entailment) read from the judge's logprobs, not its greedy 0/1.
+    "direct": each claim is asked on its own and its label read from one forward pass (a judge
+    that gives label probabilities); it counts P(entailment), and an entailed claim points to the
+    sentence of the passage it rests on."""
     top_logprobs: int = Field(default=5, ge=2, le=20)
     """Candidates read at each verdict (soft verdicts)."""
 
@@ -335,6 +358,9 @@ class Claims(_Baseline):
         super().__init__(config or ClaimsConfig())
         if self.config.evidence:  # loaded only when used, so the plain baseline's manifest is unchanged
             self.prompts["claims_checking_evidence"] = load_prompt("baselines/claims_checking_evidence")
+        if self.config.verdicts == "direct":  # one question per claim instead of the list
+            del self.prompts["claims_checking"]
+            self.prompts["claims_direct"] = load_prompt("baselines/claims_direct")
 
     def render_extraction(self, query: str, tag: str, text: str) -> list[Any]:
         return self.prompts["claims_extraction"].render(query=query.strip(), text=fence(tag, text))
@@ -400,6 +426,59 @@ class Claims(_Baseline):
             return None, out.unscored, out.keys, None
         return out.value.verdicts, None, out.keys, out.completion
 
+    async def _check_direct(self, client: JudgeClient, tag: str, passage: str, claims: list[str],
+                            metric: str) -> tuple[list[dict[str, Any]] | None, Unscored | None, list[str]]:
+        """One label call per claim (the passage first, so the calls share their prefix) and,
+        for an entailed claim, one evidence call over the passage's lettered sentences."""
+        sentences = split_sentences(passage)
+        text = fence(tag, lettered(sentences))
+        keys: list[str] = []
+        entries: list[dict[str, Any]] = []
+        for claim in claims:
+            messages = self.prompts["claims_direct"].render(passage=text, claim=claim)
+            probs, key, problem = await ask(client, messages, LABELS, metric)
+            if key:
+                keys.append(key)
+            if probs is None:
+                assert problem is not None
+                return None, problem.model_copy(update={"reason": f"claim verdict: {problem.reason}"}), keys
+            verdict = max(LABELS, key=lambda label: probs[label])
+            entry: dict[str, Any] = {"claim": claim, "verdict": verdict, "p": probs, "evidence": []}
+            if verdict == "entailment":
+                found, p_found, ev_key = await point_to(client, messages, verdict, len(sentences), metric)
+                if ev_key:
+                    keys.append(ev_key)
+                if found is not None:
+                    entry["evidence"] = [{"sentence": found, "text": sentences[found - 1], "p": p_found}]
+            entries.append(entry)
+        return entries, None, keys
+
+    async def _claims_score(self, client: JudgeClient, tag: str, passage: str, claims: list[str], metric: str,
+                            details: dict[str, Any], keys: list[str],
+                            unscored: list[Unscored]) -> tuple[float | None, list[dict[str, Any]] | None]:
+        """Check ``claims`` against ``passage``: the metric and the claims' entries (None when
+        the check failed, its reason added to ``unscored``)."""
+        if self.config.verdicts == "direct":
+            entries, problem, k = await self._check_direct(client, tag, passage, claims, metric)
+            keys += k
+            if entries is None:
+                assert problem is not None
+                unscored.append(problem)
+                return None, None
+            details[f"{metric}_hard"] = sum(e["verdict"] == "entailment" for e in entries) / len(entries)
+            return sum(e["p"]["entailment"] for e in entries) / len(entries), entries
+        verdicts, problem, k, completion = await self._check(client, tag, passage, claims, metric)
+        keys += k
+        if problem:
+            unscored.append(problem)
+            return None, None
+        assert verdicts is not None
+        entries = self._claim_details(claims, verdicts, passage)
+        score, problem = self._score(entries, verdicts, completion, metric, details)
+        if problem:
+            unscored.append(problem)
+        return score, entries
+
     def _score(self, entries: list[dict[str, Any]], verdicts: list[ClaimVerdict], completion: Completion | None,
                metric: str, details: dict[str, Any]) -> tuple[float | None, Unscored | None]:
         """The share of entailed claims; with soft verdicts the mean P(entailment), each claim's
@@ -430,7 +509,7 @@ class Claims(_Baseline):
         gold = item.reference.full_text()
         keys: list[str] = []
         unscored: list[Unscored] = []
-        details: dict[str, Any] = {"verdicts": self.config.verdicts} if self.config.verdicts == "soft" else {}
+        details: dict[str, Any] = {"verdicts": self.config.verdicts} if self.config.verdicts != "hard" else {}
         scores: dict[str, float | None] = {"precision": None, "recall": None, "f1": None}
         if not item.response.strip():
             unscored.append(Unscored(reason="the answer is empty", metric="precision"))
@@ -445,37 +524,21 @@ class Claims(_Baseline):
         if problem:
             unscored.append(problem)
         if answer_claims:
-            verdicts, problem, k, completion = await self._check(client, "reference", gold, answer_claims,
-                                                                 "precision")
-            keys += k
-            if problem:
-                unscored.append(problem)
-            else:
-                assert verdicts is not None
-                details["answer_claims"] = self._claim_details(answer_claims, verdicts, gold)
-                scores["precision"], problem = self._score(details["answer_claims"], verdicts, completion,
-                                                           "precision", details)
-                if problem:
-                    unscored.append(problem)
+            scores["precision"], entries = await self._claims_score(client, "reference", gold, answer_claims,
+                                                                    "precision", details, keys, unscored)
+            if entries is not None:
+                details["answer_claims"] = entries
         if gold_claims:
             if not item.response.strip():
                 scores["recall"] = 0.0  # nothing can entail a claim; no call needed
                 details["gold_claims"] = [{"claim": c, "verdict": "neutral"} for c in gold_claims]
-                if self.config.verdicts == "soft":
+                if self.config.verdicts != "hard":
                     details["recall_hard"] = 0.0
             else:
-                verdicts, problem, k, completion = await self._check(client, "answer", item.response, gold_claims,
-                                                                     "recall")
-                keys += k
-                if problem:
-                    unscored.append(problem)
-                else:
-                    assert verdicts is not None
-                    details["gold_claims"] = self._claim_details(gold_claims, verdicts, item.response)
-                    scores["recall"], problem = self._score(details["gold_claims"], verdicts, completion,
-                                                            "recall", details)
-                    if problem:
-                        unscored.append(problem)
+                scores["recall"], entries = await self._claims_score(client, "answer", item.response, gold_claims,
+                                                                     "recall", details, keys, unscored)
+                if entries is not None:
+                    details["gold_claims"] = entries
         p, r = scores["precision"], scores["recall"]
         if p is not None and r is not None:
             scores["f1"] = f_beta(p, r, 1.0)
@@ -496,8 +559,11 @@ class Claims(_Baseline):
                 seen.add(item.id)
                 calls += 1
                 tokens += _tokens(self.render_extraction(item.query, "reference", item.reference.full_text()))
-            # two of the calls check claims; with evidence each claim's verdict runs ~70 tokens, not ~16
+            # two of the calls check claims; with evidence each claim's verdict runs ~70 tokens, not ~16;
+            # direct verdicts generate nothing there (one label call per claim, prompts mostly cached)
             checking = 2 * (48 + 72 * self.config.max_claims // 2) if self.config.evidence else 2 * 120
+            if self.config.verdicts == "direct":
+                checking = 0
             total += CallEstimate(calls=calls, prompt_tokens=tokens,
                                   completion_tokens=(calls - 2) * 120 + checking)
         return total

@@ -46,6 +46,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay.direct import ask
 from assay.errors import ConfigError
 from assay.methods._base import CallEstimate, ItemResult, Method, ReportSection, method_template
 from assay.prompts import fence, load_domain, load_prompt
@@ -81,6 +82,10 @@ class DiceConfig(BaseModel):
     """enforce: when the analysis puts the two answers in different classes (fully correct >
     partially correct > insufficient information > incorrect), the higher class wins that order;
     advise: the stage-II label alone decides (see the module docstring for the measurements)."""
+    verdicts: Literal["analysis", "direct"] = "analysis"
+    """analysis: the written analysis (stage I), then the decision read after it (stage II).
+    direct: no analysis; the decision A, B or Tie is read from one forward pass over the two
+    answers (a judge that gives label probabilities), far cheaper, without the class hierarchy."""
     max_analysis_chars: int = Field(default=600, ge=50)
     """maxLength of each analysis field (small models loop without a bound)."""
     seed: int = 0
@@ -171,10 +176,14 @@ class Dice(Method):
     def __init__(self, config: DiceConfig | None = None) -> None:
         self.config = config or DiceConfig()
         self.domain = load_domain(self.config.domain)
-        self.prompts = {"analysis": load_prompt("dice/analysis"), "decision": load_prompt("dice/decision")}
+        self.prompts = ({"decision_direct": load_prompt("dice/decision_direct")} if self.config.verdicts == "direct"
+                        else {"analysis": load_prompt("dice/analysis"), "decision": load_prompt("dice/decision")})
 
     def manifest(self) -> dict[str, Any]:
-        return {"config": self.config.model_dump(), "prompt_sha256": {k: p.sha256 for k, p in self.prompts.items()},
+        config = self.config.model_dump()
+        if config["verdicts"] == "analysis":  # added later: at its default, runs keep their run id
+            del config["verdicts"]
+        return {"config": config, "prompt_sha256": {k: p.sha256 for k, p in self.prompts.items()},
                 "domain_sha256": self.domain["sha256"]}
 
     @classmethod
@@ -213,21 +222,27 @@ class Dice(Method):
     def estimate(self, items: list[Item]) -> CallEstimate:
         pairs = pairs_from_items(items)
         orders = 2 if self.config.swap else 1
+        if self.config.verdicts == "direct":  # one label call per order, nothing generated
+            prompt = sum(len(p.items[0].query) + sum(len(i.response) for i in p.items) for p in pairs) // 4 + 350
+            return CallEstimate(calls=len(pairs) * orders, prompt_tokens=prompt * orders, completion_tokens=0)
         per_order = 1 + (self.config.samples if self.config.probabilities == "samples" else 1)
         prompt = sum(len(p.items[0].query) + sum(len(i.response) for i in p.items) for p in pairs) // 4 + 700
         return CallEstimate(calls=len(pairs) * orders * per_order, prompt_tokens=prompt * orders * per_order,
                             completion_tokens=len(pairs) * orders * (450 + 8 * per_order))
 
     # rendering ---------------------------------------------------------------------------------
-    def render_analysis(self, first: Item, second: Item) -> list[Message]:
+    def _fields(self, first: Item, second: Item) -> dict[str, str]:
+        """What the prompts show of one order: the question, the reference, each answer and its passages."""
         def passages(item: Item) -> str:
             return "\n\n".join(f"[{n}] {c.text.strip()}" for n, c in enumerate(item.contexts, 1)) or "(none)"
         reference = (fence("reference", first.reference.full_text()) if first.reference is not None
                      else "<reference>\n(no reference answer given)\n</reference>")
-        return self.prompts["analysis"].render(expert=str(self.domain["expert"]), query=_inner(first.query),
-                                               reference=reference, answer_a=_inner(first.response),
-                                               contexts_a=_inner(passages(first)), answer_b=_inner(second.response),
-                                               contexts_b=_inner(passages(second)))
+        return {"expert": str(self.domain["expert"]), "query": _inner(first.query), "reference": reference,
+                "answer_a": _inner(first.response), "contexts_a": _inner(passages(first)),
+                "answer_b": _inner(second.response), "contexts_b": _inner(passages(second))}
+
+    def render_analysis(self, first: Item, second: Item) -> list[Message]:
+        return self.prompts["analysis"].render(**self._fields(first, second))
 
     def _analysis_schema(self) -> dict[str, Any]:
         text = {"type": "string", "minLength": 1, "maxLength": self.config.max_analysis_chars}
@@ -242,8 +257,21 @@ class Dice(Method):
         return {"type": "object", "additionalProperties": False, "required": ["verdict"],
                 "properties": {"verdict": {"type": "string", "enum": list(LABELS)}}}
 
+    async def _judge_order_direct(self, first: Item, second: Item, client: JudgeClient) -> dict[str, Any] | Unscored:
+        """The decision alone for one order, from one forward pass."""
+        messages = self.prompts["decision_direct"].render(**self._fields(first, second))
+        probs, key, problem = await ask(client, messages, LABELS, "score_a")
+        if probs is None:
+            assert problem is not None
+            return problem.model_copy(update={"reason": f"decision: {problem.reason}"})
+        return {"p": probs, "p_missing_bound": {}, "probability_source": "label probabilities",
+                "greedy": max(LABELS, key=lambda label: probs[label]), "decided_by": "judge",
+                "call_keys": [key] if key else []}
+
     async def _judge_order(self, first: Item, second: Item, client: JudgeClient) -> dict[str, Any] | Unscored:
         """Stages I and II for one order: the analysis, the label distribution and its source."""
+        if self.config.verdicts == "direct":
+            return await self._judge_order_direct(first, second, client)
         messages = self.render_analysis(first, second)
         chars = self.config.max_analysis_chars
         analysis = await generate_structured(

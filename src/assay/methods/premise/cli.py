@@ -24,12 +24,13 @@ from assay.cli.eval import (
     runner_config,
 )
 from assay.errors import ConfigError
-from assay.rubrics.audit import AXES, FIT_PARTS, NOT_BUILT, Audit, AuditConfig
-from assay.rubrics.discover import Discovery, DiscoveryConfig
-from assay.rubrics.files import RubricSet, load_rubric, read_preference_pairs, save_rubric
-from assay.rubrics.refine import OPERATORS, RefineConfig, Refiner
-from assay.rubrics.repair import PrefRepairConfig, preference_rank_selection
-from assay.rubrics.report import COLUMNS
+from assay.methods.premise.audit import AXES, FIT_PARTS, NOT_BUILT, Audit, AuditConfig
+from assay.methods.premise.discover import Discovery, DiscoveryConfig
+from assay.methods.premise.files import RubricSet, load_rubric, read_preference_pairs, save_rubric
+from assay.methods.premise.refine import OPERATORS, RefineConfig, Refiner
+from assay.methods.premise.repair import PrefRepairConfig, preference_rank_selection
+from assay.methods.premise.report import COLUMNS
+from assay.methods.premise.units import audit_units
 from assay.runner import RunnerConfig
 from assay.session import JudgeSession
 
@@ -151,7 +152,8 @@ def audit(
     judge_opt: list[str] | None = JUDGE_OPT,
     seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED"),
     store_path: Path = typer.Option(Path("assay-run.db"), "--store", envvar=["ASSAY_STORE", "ASSAY_OUT"],
-                                    help="store: the judge-call cache (a re-run makes no call)"),
+                                    help="store: the judge-call cache (a re-run makes no call) and the audit's run "
+                                         "(one unit per criterion, for export, report and ui)"),
     out: Path | None = typer.Option(None, "--output", "-o", help="write the audit as JSON"),
     concurrency: int | None = CONCURRENCY_OPT,
     budget: int | None = BUDGET_OPT,
@@ -328,6 +330,8 @@ def _run_audit(rubric: RubricSet, label: str, found: list[Any], foreign: list[An
             if "adversarial" in chosen:
                 result["adversarial"] = await auditor.adversarial(rubric, found, client, **session.others)
             result["judge_calls"] = client.stats.calls
+            # each criterion a unit of the run, for export, report and the review UI
+            session.put_units(audit_units(rubric, _criterion_rows(rubric, result), result))
 
     start = time.perf_counter()
     asyncio.run(run())
@@ -357,12 +361,28 @@ def _audit_estimate(rubric: RubricSet, chosen: list[str], parts: tuple[str, ...]
                   "write nothing")
 
 
+def _criterion_rows(rubric: RubricSet, result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each criterion's numbers from every axis the audit ran, by criterion id."""
+    by_id: dict[str, dict[str, Any]] = {c.id: {"id": c.id} for c in rubric.criteria}
+    for entry in result.get("structure", {}).get("criteria", []):
+        by_id[entry["id"]].update(structure=entry["structure"], flags=entry["flags"])
+    for entry in result.get("reliability", {}).get("criteria", []):
+        by_id[entry["id"]].update({k: entry.get(k) for k in ("alpha", "flip_rate", "rho")})
+    app_ = result.get("fit", {}).get("applicability", {})
+    for cid, share in app_.get("per_criterion", {}).items():
+        by_id[cid]["applicability"] = share
+    for cid, share in app_.get("per_criterion_out", {}).items():
+        by_id[cid]["applicability_out"] = share
+    for entry in result.get("adversarial", {}).get("criteria", []):
+        by_id[entry["id"]].update(vfr=entry["vfr"], attack_mean_score=entry["attack_mean_score"],
+                                  reference_mean_score=entry["reference_mean_score"])
+    return by_id
+
+
 def _audit_doc(rubric: RubricSet, result: dict[str, Any], *, votes: int, tau: float) -> dict[str, Any]:
     """Print the audit's lines and return the JSON document (`rubrics` per criterion, `summary`)."""
-    by_id: dict[str, dict[str, Any]] = {c.id: {"id": c.id} for c in rubric.criteria}
+    by_id = _criterion_rows(rubric, result)
     if "structure" in result:
-        for entry in result["structure"]["criteria"]:
-            by_id[entry["id"]].update(structure=entry["structure"], flags=entry["flags"])
         st = result["structure"]
         scored = len(rubric.criteria) - st["unscored_criteria"]
         console.print(f"structure: mean {_num(st['mean'], '.2f')} of 5 over {scored} criteria ({st['judges']} judge(s))"
@@ -370,8 +390,6 @@ def _audit_doc(rubric: RubricSet, result: dict[str, Any], *, votes: int, tau: fl
                          if st["unscored_criteria"] else ""))
     if "reliability" in result:
         rel = result["reliability"]
-        for entry in rel["criteria"]:
-            by_id[entry["id"]].update({k: entry.get(k) for k in ("alpha", "flip_rate", "rho")})
         console.print(f"reliability on {rel['pairs']} pair(s), {rel['judges']} judge(s): alpha {_num(rel['alpha'])}, "
                       f"flip rate {_num(rel['flip_rate'])} ({rel['runs']} runs), paraphrase ρ {_num(rel['rho'])} "
                       f"({rel['paraphrases']} paraphrases)")
@@ -385,10 +403,6 @@ def _audit_doc(rubric: RubricSet, result: dict[str, Any], *, votes: int, tau: fl
                       + (f"; {unread} verdict(s) unscored (no vote could be read)" if unread else ""))
     app_ = fit.get("applicability", {})
     if app_:
-        for cid, share in app_.get("per_criterion", {}).items():
-            by_id[cid]["applicability"] = share
-        for cid, share in app_.get("per_criterion_out", {}).items():
-            by_id[cid]["applicability_out"] = share
         console.print(f"applicability: App_in {_num(app_.get('app_in'))} over {app_['prompts']} prompt(s), "
                       f"T/p {_num(app_.get('t_per_prompt'), '.2f')}"
                       + (f", App_out {_num(app_.get('app_out'))}, ΔApp {_num(app_.get('delta_app'), '+.3f')}"
@@ -401,9 +415,6 @@ def _audit_doc(rubric: RubricSet, result: dict[str, Any], *, votes: int, tau: fl
                       f"weight entropy {_num(bt.get('entropy'))}" + (f" ({bt['reason']})" if bt.get("reason") else ""))
     adv = result.get("adversarial", {})
     if adv:
-        for entry in adv["criteria"]:
-            by_id[entry["id"]].update(vfr=entry["vfr"], attack_mean_score=entry["attack_mean_score"],
-                                      reference_mean_score=entry["reference_mean_score"])
         incomplete = sum(e["attempts"] - e["complete"] for e in adv["criteria"])
         console.print(f"adversarial: VFR {_num(adv['vfr'])} ({adv['attacks']} attack(s) per criterion, τ {tau:g}; "
                       f"attacker {adv['attacker']}, verifier {adv['verifier']}"
@@ -521,7 +532,7 @@ def _refine(rubric_path: Path, pairs: Path, output: Path, *, report: Path | None
             depth: int, beam: int, operators: str, holdout: float, attacks: int, runs: int, paraphrases: int,
             tau: float, predictor: str | None, attacker: str | None, verifier: str | None,
             runner: RunnerConfig, dry_run: bool) -> None:
-    """`--mode vfr`: Algorithm 2 per criterion (assay.rubrics.refine)."""
+    """`--mode vfr`: Algorithm 2 per criterion (assay.methods.premise.refine)."""
     try:
         slack = float(delta)
     except ValueError:
@@ -606,7 +617,7 @@ def report_(
 ) -> None:
     """The PReMISE report: audit table, applicability map (Fig. 4a), refinement cost/benefit (Fig. 5),
     rubrics with their support — one self-contained HTML page."""
-    from assay.rubrics.report import render_rubric_report
+    from assay.methods.premise.report import render_rubric_report
 
     check_output(output, inputs=[*audits, *refines, *rubrics], force=force)
     html = render_rubric_report(audits, refines, rubrics)

@@ -54,9 +54,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from assay.prompts import defuse, load_prompt
-from assay.rubrics.files import Criterion, PreferencePair, RubricSet
-from assay.rubrics.metrics import (
+from assay.methods.premise.files import Criterion, PreferencePair, RubricSet
+from assay.methods.premise.metrics import (
     applicability,
     bt_preference_fit,
     effective_dimensionality,
@@ -64,6 +63,7 @@ from assay.rubrics.metrics import (
     mean_abs_correlation,
     verified_fool_rate,
 )
+from assay.prompts import defuse, load_prompt
 from assay.runner import JudgeClient
 from assay.stats import krippendorff_alpha, paired_bootstrap
 from assay.structured import generate_structured

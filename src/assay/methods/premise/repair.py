@@ -11,7 +11,7 @@ that reason. The paper does not say what counts as "applicable" beyond its gate;
 F.11 applicability judge, which also reads a criterion's own ``gate`` when it has one.
 
 The reliability-constrained refinement (Algorithm 2, ``--mode vfr``) is in
-:mod:`assay.rubrics.refine`.
+:mod:`assay.methods.premise.refine`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from assay.rubrics.audit import Audit
-from assay.rubrics.files import PreferencePair, RubricSet
+from assay.methods.premise.audit import Audit
+from assay.methods.premise.files import PreferencePair, RubricSet
 from assay.runner import JudgeClient
 
 

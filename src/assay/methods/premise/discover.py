@@ -41,9 +41,9 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from assay.embeddings import Matcher, similarity
+from assay.methods.premise.files import Criterion, PreferencePair, RubricSet, slug
+from assay.methods.premise.metrics import mmr_select
 from assay.prompts import defuse, load_prompt
-from assay.rubrics.files import Criterion, PreferencePair, RubricSet, slug
-from assay.rubrics.metrics import mmr_select
 from assay.runner import JudgeClient, canonical_json
 from assay.stages import run_stage
 from assay.store import Store

@@ -58,9 +58,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from assay.methods.premise.audit import Audit
+from assay.methods.premise.files import Criterion, PreferencePair, RubricSet
 from assay.prompts import defuse, load_prompt
-from assay.rubrics.audit import Audit
-from assay.rubrics.files import Criterion, PreferencePair, RubricSet
 from assay.runner import JudgeClient
 from assay.structured import OutputInvalid, generate_structured, parse_output
 from assay.types import GenerateConfig

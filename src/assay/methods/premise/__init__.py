@@ -1,0 +1,65 @@
+"""PReMISE ("Policy Rubrics for Multi-dimensional Scoring Evaluation"): rubrics discovered from
+preference pairs (:mod:`.discover`, Algorithm 1), audited on four axes (:mod:`.audit`: structure,
+reliability, fit, adversarial; the computations in :mod:`.metrics`) and repaired
+(:mod:`.repair`, :mod:`.refine`). Its commands are ``assay rubric …`` (:mod:`.cli`).
+
+The audit is a judge session (:class:`assay.session.JudgeSession`); when it ends, each audited
+criterion becomes a unit of that run with its numbers as scores and its votes as details
+(:func:`.units.audit_units`), so ``assay export``, ``assay report`` and ``assay ui`` show an audit like any
+run, and a reviewer can override the judge's verdict on each design property of a criterion.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from assay.methods._base import CallEstimate, Method, ReportSection, method_template
+from assay.methods.premise.units import AUDIT_SCORES
+from assay.registry import register_method
+from assay.types import Item
+
+
+@register_method
+class RubricAudit(Method):
+    """The results of ``assay rubric audit``: one unit per criterion of the audited rubric.
+
+    Not run over items (``session_view``): the audit command makes the run, this class tells the
+    store's readers how to show it and what a reviewer may change."""
+
+    name: ClassVar[str] = "rubric-audit"
+    metrics: ClassVar[tuple[str, ...]] = AUDIT_SCORES
+    eval_command: ClassVar[bool] = False
+    session_view: ClassVar[bool] = True
+    primary_metric: ClassVar[str | None] = "structure"
+    metric_ranges: ClassVar[dict[str, tuple[float, float]]] = {
+        "structure": (0.0, 5.0), "alpha": (-1.0, 1.0), "rho": (-1.0, 1.0), "attack_mean_score": (0.0, 10.0),
+        "reference_mean_score": (0.0, 10.0)}
+    compact_columns: ClassVar[tuple[str, ...]] = ("structure", "alpha", "flip_rate", "rho", "applicability", "vfr")
+
+    def manifest(self) -> dict[str, Any]:
+        return {"method": self.name}
+
+    def check_item(self, item: Item) -> str | None:
+        return "a rubric audit is made by `assay rubric audit`, not over items"
+
+    def estimate(self, items: list[Item]) -> CallEstimate:
+        return CallEstimate()
+
+    @classmethod
+    def register_commands(cls, app: Any, panels: dict[str, str]) -> None:
+        from assay.methods.premise import cli
+
+        app.add_typer(cli.app, name="rubric", rich_help_panel=panels["rubrics"])
+
+    @classmethod
+    def report_section(cls, rows: list[dict[str, Any]]) -> ReportSection | None:
+        return ReportSection(item=method_template("item.html.j2", __name__))
+
+    @classmethod
+    def review_panel(cls) -> str | None:
+        return method_template("review.html.j2", __name__)
+
+    @classmethod
+    def explain(cls, scores: dict[str, Any], details: dict[str, Any]) -> list[str]:
+        failed = [name for name, flag in (details.get("flags") or {}).items() if flag is False]
+        return [f"fails the design property {name}" for name in failed]
