@@ -50,7 +50,7 @@ def export_rows(store: Store, run_id: str, *, annotations: bool = False,
         record["unscored"] = result.unscored
         record["unscored_reason"] = "; ".join(
             f"{u.get('metric') or 'item'}: {u['reason']}" for u in result.unscored) or None
-        for key in ("case", "history", "contexts"):
+        for key in ("case", "history", "contexts", "document"):
             if item.get(key):
                 record[key] = item[key]
         if item.get("metadata"):
@@ -66,7 +66,8 @@ def export_rows(store: Store, run_id: str, *, annotations: bool = False,
     return rows
 
 
-RESERVED = frozenset({"unscored", "unscored_reason", "case", "history", "contexts", "metadata", "human", "judge_calls",
+RESERVED = frozenset({"unscored", "unscored_reason", "case", "history", "contexts", "document", "metadata", "human",
+                      "judge_calls",
                       "annotations", "run_id", "id", "system", "status", "query", "response", "reference"})
 """Columns of the export that a method's details cannot take."""
 

@@ -105,6 +105,11 @@ def test_review_and_annotate_a_run_in_chromium(served: tuple[str, Path, str], tm
             page.screenshot(path=str(shots / "ui-item-hostile.png"), full_page=True)
             # reviewer ann: the judge called "payable within 60 days" correct; the contract says 45
             page.goto(f"{base}/run/{run_id}/item/0")
+            # the document with the cited paragraph marked, and why the verdict stands: the judge's
+            # reason and what the figure check found (under evidence_check=flag it flags, not retags)
+            assert page.locator("#evidence [data-cited]").count() == 1
+            assert "Invoices are payable within 45 days" in page.inner_text("#evidence .document")
+            assert "evidence check: called supported, but states 60" in page.inner_text("#evidence")
             with page.expect_navigation():
                 page.select_option('select[data-path="ldps[0].tag"]', "incorrect")
             page.select_option("#grade-correctness", "2")
