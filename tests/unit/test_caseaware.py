@@ -253,3 +253,22 @@ def test_soft_verdicts_give_each_metric_its_expected_score_under_the_band_probab
                            verdicts="soft").records()[0]
     assert plain["s_final"] is None
     assert "soft verdicts need the judge's logprobs at every band" in plain["unscored_reason"]
+
+
+def test_direct_verdicts_ask_each_metric_and_score_the_expected_band_midpoint() -> None:
+    from assay.methods.caseaware import MIDPOINTS
+
+    judge = ScriptedBackend(rules=[
+        {"match": "Metric: hallucination", "repeat": True,
+         "responses": [{"label_probs": {"severe": 0.7, "moderate": 0.2, "minor": 0.1, "none": 0.0}}]},
+        {"match": "Metric: ", "repeat": True,
+         "responses": [{"label_probs": {"severe": 0.0, "moderate": 0.0, "minor": 0.2, "none": 0.8}}]}])
+    row = assay.evaluate([TURN], "caseaware", judge, runner=QUIET, verdicts="direct").records()[0]
+    assert len(judge.calls) == len(METRICS)  # one label call per metric, nothing generated
+    expected = 0.7 * MIDPOINTS["severe"] + 0.2 * MIDPOINTS["moderate"] + 0.1 * MIDPOINTS["minor"]
+    assert row["hallucination_score"] == pytest.approx(expected) and row["hallucination_band"] == "severe"
+    assert row["answer_helpfulness_score"] == pytest.approx(0.2 * MIDPOINTS["minor"] + 0.8 * MIDPOINTS["none"])
+    assert row["hallucination_band_p"]["severe"] == 0.7 and row["s_final"] is not None
+    # the calls share the turn: each differs from the first only after "Metric:"
+    first, other = judge.calls[0][-1].content, judge.calls[1][-1].content
+    assert first.split("Metric:")[0] == other.split("Metric:")[0]

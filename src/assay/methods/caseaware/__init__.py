@@ -51,6 +51,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from assay.direct import ask
 from assay.errors import ConfigError
 from assay.methods._base import CallEstimate, CliOption, ItemResult, Method, ReportSection, method_template
 from assay.methods.caseaware.conversations import conversation_of as conversation_of  # re-exported
@@ -145,9 +146,11 @@ class CaseAwareConfig(BaseModel):
     identifier_check: Literal["cap", "flag", "off"] = "cap"
     """Identifiers in the answer that no input contains: cap identifier_integrity at 0.30, only
     flag them, or skip the check (module docstring)."""
-    verdicts: Literal["hard", "soft"] = "hard"
+    verdicts: Literal["hard", "soft", "direct"] = "hard"
     """"soft": each metric's score is its expected score under the judge's band probabilities,
-    read from the logprobs (module docstring)."""
+    read from the logprobs (module docstring). "direct": each metric asked on its own, its band
+    read from one forward pass (a judge that gives label probabilities); the score is the
+    expected band midpoint, nothing is generated."""
     top_logprobs: int = Field(default=5, ge=2, le=20)
     """Candidates read at each band (soft verdicts)."""
 
@@ -312,7 +315,7 @@ class CaseAware(Method):
     def __init__(self, config: CaseAwareConfig | None = None) -> None:
         self.config = config or CaseAwareConfig()
         self.profile, self.weights = resolve_weights(self.config.weights)
-        self.prompt = load_prompt("caseaware/turn")
+        self.prompt = load_prompt("caseaware/turn_direct" if self.config.verdicts == "direct" else "caseaware/turn")
 
     def manifest(self) -> dict[str, Any]:
         config = self.config.model_dump()
@@ -329,7 +332,7 @@ class CaseAware(Method):
     def order_key(self, item: Item) -> Any:
         return (str(item.metadata.get("conversation_id") or item.id), item.id)
 
-    def render(self, item: Item) -> list[Any]:
+    def render(self, item: Item, metric: str | None = None) -> list[Any]:
         history = "\n".join(f"{turn.role}: {turn.content.strip()}" for turn in item.history) or "(no earlier turns)"
         contexts = "\n\n".join(f"[{n}]{f' ({c.id})' if c.id else ''} {c.text.strip()}"
                                for n, c in enumerate(item.contexts, 1)) or "(no passages were retrieved)"
@@ -343,7 +346,8 @@ class CaseAware(Method):
                                   description=defuse((case.description if case else "") or "(none given)"),
                                   history=defuse(history), query=defuse(item.query.strip()),
                                   contexts=defuse(contexts), reference=reference,
-                                  answer=fence("answer", item.response))
+                                  answer=fence("answer", item.response),
+                                  **({} if metric is None else {"metric": metric}))
 
     def schema(self) -> dict[str, Any]:
         properties: dict[str, Any] = {}
@@ -358,7 +362,61 @@ class CaseAware(Method):
     def _max_tokens(self) -> int:
         return 32 + len(METRICS) * (self.config.max_justification_chars // 3 + 24)
 
+    async def _direct_bands(self, item: Item, client: JudgeClient) -> tuple[dict[str, dict[str, float]] | None,
+                                                                            Unscored | None, list[str]]:
+        """Each metric's band probabilities, one label call per metric (the turn first, so the
+        eight calls share their prefix)."""
+        bands: dict[str, dict[str, float]] = {}
+        keys: list[str] = []
+        for metric in METRICS:
+            probs, key, problem = await ask(client, self.render(item, metric), tuple(BANDS))
+            if key:
+                keys.append(key)
+            if probs is None:
+                assert problem is not None
+                return None, problem.model_copy(update={"reason": f"{metric} band: {problem.reason}"}), keys
+            bands[metric] = probs
+        return bands, None, keys
+
+    async def _evaluate_direct(self, item: Item, client: JudgeClient, details: dict[str, Any]) -> ItemResult:
+        bands, problem, keys = await self._direct_bands(item, client)
+        if bands is None:
+            assert problem is not None
+            return ItemResult(scores=dict.fromkeys(self.metrics), details=details, call_keys=keys,
+                              unscored=[problem.model_copy(update={"metric": m}) for m in self.metrics])
+        scores: dict[str, float | None] = {}
+        details["verdicts"] = "direct"
+        for metric in METRICS:
+            p = bands[metric]
+            best = max(p, key=lambda band: p[band])
+            scores[f"{metric}_score"] = sum(p[band] * MIDPOINTS[band] for band in BANDS)
+            details[f"{metric}_band"], details[f"{metric}_band_p"] = best, p
+            details[f"{metric}_score_hard"] = MIDPOINTS[best]
+        self._check_identifiers(item, scores, details)
+        scores["s_final"] = s_final({m: scores[f"{m}_score"] for m in METRICS}, self.weights)
+        return ItemResult(scores=scores, details=details, call_keys=keys)
+
+    def _check_identifiers(self, item: Item, scores: dict[str, float | None], details: dict[str, Any]) -> None:
+        """Identifiers the inputs never contain: flag them, and under "cap" hold
+        identifier_integrity at 0.30 (the judge's own score kept in the details)."""
+        if self.config.identifier_check == "off":
+            return
+        missing = unsupported_identifiers(item)
+        details["identifier_check"] = {"unsupported": missing, "policy": self.config.identifier_check,
+                                       "capped": False}
+        judged = scores["identifier_integrity_score"]
+        if missing and self.config.identifier_check == "cap" and judged is not None and judged > 0.30:
+            details["identifier_integrity_judge_score"] = judged
+            details["identifier_integrity_judge_band"] = details["identifier_integrity_band"]
+            scores["identifier_integrity_score"] = 0.30
+            details["identifier_integrity_band"] = "severe"
+            details["identifier_check"]["capped"] = True
+
     async def evaluate(self, item: Item, client: JudgeClient) -> ItemResult:
+        if self.config.verdicts == "direct":
+            return await self._evaluate_direct(item, client, {
+                "weight_profile": self.profile, "weights": self.weights,
+                "conversation_id": str(item.metadata.get("conversation_id") or item.id)})
         soft = self.config.verdicts == "soft"
         config = GenerateConfig(temperature=self.config.temperature, max_tokens=self._max_tokens(),
                                 seed=self.config.seed, json_schema=self.schema(), logprobs=soft,
@@ -377,17 +435,7 @@ class CaseAware(Method):
             scores[f"{metric}_score"] = float(getattr(out.value, f"{metric}_score"))
             details[f"{metric}_justification"] = getattr(out.value, f"{metric}_justification")
             details[f"{metric}_band"] = getattr(out.value, f"{metric}_band")
-        if self.config.identifier_check != "off":
-            missing = unsupported_identifiers(item)
-            details["identifier_check"] = {"unsupported": missing, "policy": self.config.identifier_check,
-                                           "capped": False}
-            judged = scores["identifier_integrity_score"]
-            if missing and self.config.identifier_check == "cap" and judged is not None and judged > 0.30:
-                details["identifier_integrity_judge_score"] = judged
-                details["identifier_integrity_judge_band"] = details["identifier_integrity_band"]
-                scores["identifier_integrity_score"] = 0.30
-                details["identifier_integrity_band"] = "severe"
-                details["identifier_check"]["capped"] = True
+        self._check_identifiers(item, scores, details)
         scores["s_final"] = s_final({m: scores[f"{m}_score"] for m in METRICS}, self.weights)
         if soft:
             failed = self._soften(scores, details, out.completion)
@@ -426,6 +474,9 @@ class CaseAware(Method):
         total = CallEstimate()
         for item in items:
             prompt = sum(len(m.content) for m in self.render(item)) // 4 + 16
+            if self.config.verdicts == "direct":  # eight label calls sharing the turn: each new only by its metric
+                total += CallEstimate(calls=len(METRICS), prompt_tokens=prompt * len(METRICS), completion_tokens=0)
+                continue
             total += CallEstimate(calls=1, prompt_tokens=prompt,
                                   completion_tokens=len(METRICS) * (self.config.max_justification_chars // 5 + 16))
         return total
