@@ -3,6 +3,7 @@ is a first-class method of the installed `assay` command: help, run, export, rep
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -45,6 +46,8 @@ def test_an_entry_point_method_gets_a_command_runs_exports_and_reports(tmp_path:
     manifest = json.loads(sqlite3.connect(tmp_path / "run.db").execute("SELECT manifest FROM runs").fetchone()[0])
     assert manifest["method"] == "yesno" and manifest["method_version"] == "3"
     assert manifest["method_manifest"]["config"] == {"strictness": 2}
+    shipped = (FIXTURE / "assay_yesno" / "prompts" / "ask.md").read_bytes()
+    assert manifest["method_manifest"]["prompt_sha256"] == hashlib.sha256(shipped).hexdigest()
 
     bad = run("eval", "yesno", "items.jsonl", "--strictness", "9", "--judge", "scripted/judge.json", "--store",
               "bad.db", cwd=tmp_path)
@@ -135,3 +138,35 @@ def test_a_pairwise_run_killed_mid_round_resumes_to_the_uninterrupted_result(tmp
     calls = log.read_text().splitlines()
     assert len(calls) - len(set(calls)) <= 1  # at most the call in flight at the kill was made twice
     assert len(set(calls)) == 18
+
+
+def test_an_edited_plugin_prompt_file_makes_a_new_run(tmp_path: Path) -> None:
+    """A plug-in's prompt files are hashed into its run ids like the built-ins': the same data
+    after an edit of the prompt is a new run, not a resume of the old one."""
+    copy = tmp_path / "plugin"
+    shutil.copytree(FIXTURE, copy)
+    items = tmp_path / "items.jsonl"
+    items.write_text(json.dumps({"id": "a", "query": "Capital of France?", "response": "Paris."}) + "\n")
+    (tmp_path / "judge.json").write_text(json.dumps({"rules": [{"match": ".", "responses": ['{"answer": "yes"}'],
+                                                                "repeat": True}]}))
+
+    def evaluate() -> subprocess.CompletedProcess:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+        env["PYTHONPATH"] = str(copy)
+        assert ASSAY is not None
+        return subprocess.run([ASSAY, "eval", "yesno", "items.jsonl", "--judge", "scripted/judge.json", "--store",
+                               "run.db", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, env=env,
+                              timeout=120)
+
+    def runs() -> list[str]:
+        return [r[0] for r in sqlite3.connect(tmp_path / "run.db").execute("SELECT run_id FROM runs")]
+
+    assert evaluate().returncode == 0
+    (first,) = runs()
+    again = evaluate()  # unchanged prompt: the same run, which the store already holds
+    assert again.returncode == 2 and f"already holds this run ({first}" in again.stderr
+    prompt = copy / "assay_yesno" / "prompts" / "ask.md"
+    prompt.write_text(prompt.read_text().replace("You decide", "You carefully decide"))
+    edited = evaluate()
+    assert edited.returncode == 0, edited.stderr
+    assert len(runs()) == 2 and first in runs()

@@ -55,11 +55,17 @@ class Prompt:
 
 
 @cache
-def load_prompt(name: str) -> Prompt:
-    """Load ``prompts/<name>.md`` from the package, e.g. ``dece/criteria_extraction``."""
-    resource = resources.files("assay.prompts").joinpath(f"{name}.md")
+def load_prompt(name: str, package: str = "assay.prompts") -> Prompt:
+    """Load ``<name>.md`` from a package's files: assay's own prompts (``dece/criteria_extraction``)
+    or a plug-in's (``load_prompt("prompts/ask", package="my_plugin")``), the same format and the
+    same ``sha256`` to put in the method's manifest, so an edited prompt file makes a new run id."""
+    try:
+        resource = resources.files(package).joinpath(f"{name}.md")
+    except ModuleNotFoundError:
+        raise ConfigError(f"no package {package!r} to load prompt {name}.md from") from None
     if not resource.is_file():
-        raise ConfigError(f"no prompt file {name}.md in assay/prompts")
+        where = "assay/prompts" if package == "assay.prompts" else f"package {package}"
+        raise ConfigError(f"no prompt file {name}.md in {where}")
     text = resource.read_text(encoding="utf-8")
     if _SPLIT not in text:
         raise ConfigError(f"prompt {name}.md lacks the '{_SPLIT}' separator line")

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from assay.backends import JudgeBackend
 from assay.methods import CallEstimate, ItemResult, Method, ReportSection
 from assay.methods._base import method_template
+from assay.prompts import load_prompt
 from assay.runner import JudgeClient
 from assay.structured import generate_structured
 from assay.types import Completion, GenerateConfig, Item, Message, Unit
@@ -34,9 +35,10 @@ class YesNo(Method):
 
     def __init__(self, config: YesNoConfig | None = None) -> None:
         self.config = config or YesNoConfig()
+        self.prompt = load_prompt("prompts/ask", package="assay_yesno")  # shipped in the plug-in's package
 
-    def manifest(self) -> dict[str, Any]:
-        return {"config": self.config.model_dump()}
+    def manifest(self) -> dict[str, Any]:  # the prompt's hash: an edited prompt file is a new run
+        return {"config": self.config.model_dump(), "prompt_sha256": self.prompt.sha256}
 
     def check_item(self, item: Item) -> str | None:
         return None
@@ -45,8 +47,8 @@ class YesNo(Method):
         return CallEstimate(calls=len(items), prompt_tokens=50 * len(items), completion_tokens=5 * len(items))
 
     async def evaluate(self, item: Item, client: JudgeClient) -> ItemResult:
-        messages = [Message(role="user", content=f"strictness {self.config.strictness}\n<question>{item.query}"
-                                                 f"</question>\n<answer>{item.response}</answer>\nyes or no?")]
+        messages = self.prompt.render(strictness=str(self.config.strictness), query=item.query,
+                                      answer=item.response)
         out = await generate_structured(client, messages, Verdict, GenerateConfig(max_tokens=20), metric="addresses")
         if out.value is None:
             assert out.unscored is not None
