@@ -547,3 +547,33 @@ def test_an_audits_criteria_are_units_a_reviewer_can_override(tmp_path: Path) ->
                                                                                                      "short"]
     meta = run("meta", "ragchecker", "x.json", "-m", "rubric-audit", cwd=tmp_path)
     assert meta.returncode == 2 and "unknown method(s) rubric-audit" in meta.stderr
+
+
+def test_a_rubric_audit_killed_with_sigkill_resumes_without_repeating_a_call(tmp_path: Path) -> None:
+    """kill -9 in the middle of an audit's structure votes, then the same command again: every
+    call made before the kill comes from the store; no prompt is sent to the judge twice."""
+    import signal
+    import time
+    from collections import Counter
+
+    assert ASSAY is not None
+    (tmp_path / "r.yaml").write_text(RUBRIC)
+    log = tmp_path / "calls.log"
+    verdict = json.dumps({"reasoning": "ok", "verdict": "PASS"})
+    (tmp_path / "s.json").write_text(json.dumps({"rules": [{"match": ".", "responses": [verdict], "repeat": True}],
+                                                 "log": str(log), "latency": 0.4}))
+    args = [ASSAY, "rubric", "audit", "r.yaml", "--axes", "structure", "--judge", f"scripted/{tmp_path / 's.json'}",
+            "--store", "a.db", "--concurrency", "1"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while (not log.exists() or log.read_text().count("\n") < 3) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=20)
+    before = log.read_text().count("\n")
+    assert 3 <= before < 10  # killed part-way through the 2 × 5 votes
+    again = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    sent = Counter(log.read_text().split())
+    assert sum(sent.values()) == 10 and max(sent.values()) == 1  # each of the 10 prompts sent once
