@@ -170,3 +170,20 @@ def test_an_edited_plugin_prompt_file_makes_a_new_run(tmp_path: Path) -> None:
     edited = evaluate()
     assert edited.returncode == 0, edited.stderr
     assert len(runs()) == 2 and first in runs()
+
+
+def test_a_plugin_dataset_adapter_feeds_meta(tmp_path: Path) -> None:
+    """A dataset kind from a plug-in's ``assay.datasets`` entry point reads its own format for
+    ``assay meta``, listed in the help beside the built-in kinds."""
+    rows = [("What is 2+2?", "It is 4.", "2+2 is 4.", "1.0"), ("Capital of France?", "Paris.", "Paris is.", "0.9"),
+            ("Capital of Peru?", "I like turtles.", "Lima is.", "0.0"), ("Largest ocean?", "The Pacific.",
+                                                                         "The Pacific Ocean.", "0.8")]
+    (tmp_path / "toy.tsv").write_text("".join("\t".join(r) + "\n" for r in rows))
+    assert "toyqa" in run("meta", "--help", cwd=tmp_path).stdout
+    made = run("meta", "toyqa", "toy.tsv", "-m", "rougeL", "-o", "meta.json", "--store", "m.db", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    result = json.loads((tmp_path / "meta.json").read_text())
+    (row,) = [r for r in result["rows"] if r["method"] == "rougeL"]
+    assert row["human_label"] == "score" and row["n"] == 4
+    unknown = run("meta", "toyq", "toy.tsv", "-m", "rougeL", cwd=tmp_path)
+    assert unknown.returncode == 2 and "toyqa" in unknown.stderr  # the known kinds include the plug-in's

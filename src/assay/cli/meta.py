@@ -20,14 +20,14 @@ from assay.cli.eval import (
     TIMEOUT_OPT,
     runner_config,
 )
-from assay.datasets.adapters import ADAPTERS, read_labelled
+from assay.datasets.adapters import adapters, read_labelled
 from assay.errors import ConfigError
 from assay.meta import ameta, write_meta
 from assay.registry import build_method, item_methods
 
 
 def meta(
-    kind: str = typer.Argument(..., help=f"dataset adapter: {', '.join(sorted(ADAPTERS))}"),
+    kind: str = typer.Argument(..., help=f"dataset adapter: {', '.join(sorted(adapters()))}"),
     path: Path = typer.Argument(..., help="the labelled file, in its source's own format"),
     method: list[str] = typer.Option(..., "--method", "-m", help=f"repeatable: {', '.join(item_methods())}"),
     judge: str = typer.Option("llamacpp/default", "--judge", "-j", envvar="ASSAY_JUDGE"),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -480,10 +481,32 @@ ADAPTERS = {"ragchecker": read_ragchecker, "mtrag": read_mtrag, "pandalm": read_
             "haluquestqa": read_haluquestqa, "assay": read_assay_labelled, "annotations": read_annotated}
 
 
+def adapters() -> dict[str, Any]:
+    """The human-labelled dataset readers by kind: the built-in ones and those plug-ins declare
+    in the ``assay.datasets`` entry-point group (``kind = "package:reader"``, a function of a
+    path returning a :class:`MetaSet`). A plug-in that fails to load is named on stderr and left out."""
+    from importlib.metadata import entry_points
+
+    found: dict[str, Any] = dict(ADAPTERS)
+    for entry in entry_points(group="assay.datasets"):
+        if entry.name in found:
+            continue  # a built-in kind keeps its reader
+        try:
+            found[entry.name] = entry.load()
+        except Exception as exc:  # a broken plug-in must not break assay
+            print(f"assay: plug-in dataset adapter {entry.name!r} ({entry.value}) failed to load: {exc}",
+                  file=sys.stderr)
+    return found
+
+
 def read_labelled(kind: str, path: str | Path) -> MetaSet:
     """Read a human-labelled set with the adapter called ``kind``."""
+    known = adapters()
     try:
-        adapter = ADAPTERS[kind]
+        adapter = known[kind]
     except KeyError:
-        raise InputError(f"unknown dataset kind {kind!r}; known: {', '.join(sorted(ADAPTERS))}") from None
-    return adapter(path)
+        raise InputError(f"unknown dataset kind {kind!r}; known: {', '.join(sorted(known))}") from None
+    found = adapter(path)
+    if not isinstance(found, MetaSet):
+        raise InputError(f"the {kind!r} dataset adapter returned {type(found).__name__}, not a MetaSet")
+    return found

@@ -179,3 +179,20 @@ class Longer(JudgeBackend):
 
 def longer(model: str, options: dict[str, Any]) -> JudgeBackend:
     return Longer(model, options)
+
+
+# --- a dataset adapter: "question<TAB>answer<TAB>reference<TAB>human score" lines ----------------
+def read_toyqa(path: str) -> Any:
+    """A plug-in dataset kind for ``assay meta toyqa FILE``: one labelled answer per line."""
+    from pathlib import Path
+
+    from assay.datasets.adapters import MetaSet, MetaUnit
+    from assay.types import Reference
+
+    items, units = [], []
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        query, answer, reference, score = line.split("\t")
+        item = Item(id=f"t{n}", query=query, response=answer, reference=Reference(required=reference), system="toy")
+        items.append(item)
+        units.append(MetaUnit(id=item.key, keys=(item.key,), human={"score": [float(score)]}))
+    return MetaSet("toyqa", str(path), False, ["score"], items, units)
