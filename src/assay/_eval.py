@@ -22,6 +22,7 @@ from assay.records import ResultRecord
 from assay.registry import build_method
 from assay.results import EvalResult
 from assay.runner import JudgeClient, RunnerConfig, canonical_json, gather_in_order
+from assay.session import run_status, unreachable
 from assay.store import Store
 from assay.types import Completion, GenerateConfig, Item, Message, Unit, Unscored
 
@@ -294,16 +295,10 @@ async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeB
     try:
         with progress:
             await evaluate_rounds()
-    except BudgetExhausted as exc:
-        store_obj.set_status(run_id, "incomplete: budget exhausted")
-        exc.run_id = run_id
-        raise
-    except JudgeUnreachable as exc:
-        store_obj.set_status(run_id, "failed: judge unreachable")
-        exc.run_id = run_id
-        raise
-    except BaseException:
-        store_obj.set_status(run_id, "interrupted")
+    except BaseException as exc:
+        store_obj.set_status(run_id, run_status(exc, client.stats))
+        if isinstance(exc, BudgetExhausted | JudgeUnreachable):
+            exc.run_id = run_id
         raise
     finally:
         if pool is not None:
@@ -313,15 +308,12 @@ async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeB
             pool.close()
         if not isinstance(judge, JudgeBackend):
             await backend.aclose()
-    stats = client.stats
-    if stats.calls == 0 and stats.failures > 0:
+    status = run_status(None, client.stats)
+    store_obj.set_status(run_id, status)
+    if status != "finished":
         # Not one call of this invocation reached the judge: report it as such instead of a
         # finished run of Unscored items. --resume evaluates the failed items again.
-        store_obj.set_status(run_id, "failed: judge unreachable")
-        error = JudgeUnreachable(f"all {stats.failures} judge call(s) failed; last error: {stats.last_error}")
-        error.run_id = run_id
-        raise error
-    store_obj.set_status(run_id, "finished")
+        raise unreachable(client.stats, run_id)
     result = EvalResult(store_obj, run_id)
     result.client_stats = client.stats
     result.resumed_with = resumed_with

@@ -28,6 +28,25 @@ from assay.store import Store
 from assay.types import Unit
 
 
+def run_status(exc: BaseException | None, stats: Any) -> str:
+    """A run's status when its judge work ends — with ``exc`` or without, after ``stats`` (the
+    client's counters) — the same for a method's run and a judge session."""
+    if exc is None:
+        return "failed: judge unreachable" if stats.calls == 0 and stats.failures else "finished"
+    if isinstance(exc, BudgetExhausted):
+        return "incomplete: budget exhausted"
+    if isinstance(exc, JudgeUnreachable):
+        return "failed: judge unreachable"
+    return "interrupted"
+
+
+def unreachable(stats: Any, run_id: str) -> JudgeUnreachable:
+    """The error of a run none of whose calls reached the judge."""
+    error = JudgeUnreachable(f"all {stats.failures} judge call(s) failed; last error: {stats.last_error}")
+    error.run_id = run_id
+    return error
+
+
 class JudgeSession:
     """See the module docstring. ``manifest`` says what the session does (its inputs and
     options); with the judges' identities it makes the run id, so the same work finds its run."""
@@ -104,26 +123,15 @@ class JudgeSession:
     async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
         try:
-            if exc is None:
-                stats = self.client.stats
-                status = "failed: judge unreachable" if stats.calls == 0 and stats.failures else "finished"
-            elif isinstance(exc, BudgetExhausted):
-                status = "incomplete: budget exhausted"
+            status = run_status(exc, self.client.stats)
+            if isinstance(exc, BudgetExhausted | JudgeUnreachable):
                 exc.run_id = self.run_id
-            elif isinstance(exc, JudgeUnreachable):
-                status = "failed: judge unreachable"
-                exc.run_id = self.run_id
-            else:
-                status = "interrupted"
             self.store.set_status(self.run_id, status)
             self.store.release_run(self.run_id)
         finally:
             await self._close()
         if exc is None and status == "failed: judge unreachable":
-            stats = self.client.stats
-            error = JudgeUnreachable(f"all {stats.failures} judge call(s) failed; last error: {stats.last_error}")
-            error.run_id = self.run_id
-            raise error
+            raise unreachable(self.client.stats, self.run_id)
 
     async def _close(self) -> None:
         for backend in self._owned:
