@@ -185,7 +185,9 @@ def test_a_rubric_audit_and_a_dece_run_are_reviewed_and_overridden_in_chromium(t
     report = subprocess.run([exe, "report", str(store_path), "--run", audit_id, "-o", "audit.html"], cwd=tmp_path,
                             capture_output=True, text=True, env=env, timeout=60)
     assert report.returncode == 0, report.stderr
-    assert "Cites the statute it relies on." in (tmp_path / "audit.html").read_text()
+    html = (tmp_path / "audit.html").read_text()
+    assert "Cites the statute it relies on." in html
+    assert "Runs in this store" in html and dece.run_id in html  # the report lists every run of the store
 
     with ui_of(store_path) as url:
         base = url.split("/?")[0]

@@ -17,7 +17,7 @@ def report(
     run: Path = typer.Argument(..., help="run store (.db)"),
     output: Path = typer.Option(Path("report.html"), "--output", "-o"),
     run_id: str | None = typer.Option(None, "--run", "--run-id", help="which run of the store (an id or its prefix; "
-                                                                     "default: the latest; `assay export` lists them)"),
+                                                                     "default: the latest; the report lists them all)"),
     meta: Path | None = typer.Option(None, "--meta", help="meta.json from assay meta: add its agreement tables"),
     force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write "
                                                       "(never a store or an input)"),
@@ -29,3 +29,7 @@ def report(
     check_output(output, inputs=[run, meta, source], force=force)
     path = write_report(EvalResult(store, rid), output, meta)
     console.print(f"report written to {path}")
+    runs = store.list_runs()
+    if len(runs) > 1 and run_id is None:
+        console.print(f"the store holds {len(runs)} runs; this report is of the latest ({rid}, {runs[-1].method}) and "
+                      "lists them all; report another with --run ID", soft_wrap=True)

@@ -115,7 +115,11 @@ def render_report(result: EvalResult, meta: Path | None = None) -> str:
                 item_html = [Markup(partial.render(row=row, **section.context)) for row in rows]
     human = _human_table(rows, result.metrics) if any(r.get("human") for r in rows) else []
     meta_data = read_meta_json(meta) if meta is not None else None
-    return template.render(run=run, created=created, summary=result.summary(), rows=rows,
+    store_runs = [{"run_id": r.run_id, "method": r.method, "judge": r.manifest.get("judge"), "status": r.status,
+                   "results": len(result.store.results(r.run_id)),
+                   "created": dt.datetime.fromtimestamp(r.created_at, tz=dt.UTC).strftime("%Y-%m-%d %H:%M UTC")}
+                  for r in result.store.list_runs()]
+    return template.render(run=run, created=created, summary=result.summary(), rows=rows, store_runs=store_runs,
                            metrics=result.metrics, section_html=section_html, item_html=item_html, human=human,
                            meta=meta_data,
                            meta_source=meta.name if meta is not None else None, version=__version__)
