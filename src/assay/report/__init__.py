@@ -19,6 +19,7 @@ class EvalResult(Protocol):
     """What the report reads of a run's result (:class:`assay.results.EvalResult`)."""
 
     run: Any
+    store: Any
     method: str
     metrics: list[str]
 
