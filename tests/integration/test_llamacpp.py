@@ -180,3 +180,15 @@ def test_a_prompt_family_comes_back_from_its_kv_snapshot() -> None:
     for label in ("yes", "no"):
         assert kept[2].label_probs is not None and plain[2].label_probs is not None
         assert abs(kept[2].label_probs[label] - plain[2].label_probs[label]) < 0.02
+
+
+def test_digit_labels_are_told_apart_by_their_first_token() -> None:
+    """Grades 0–4 as labels (pointwise direct): a tokenizer that writes " 0" as a space and a
+    digit must not make every digit share the space as its first token."""
+    backend = get_backend("llamacpp/default", n_ctx=1024)
+    config = GenerateConfig(max_tokens=1, labels=["0", "1", "2", "3", "4"])
+    messages = [Message(role="user", content="How many legs does a cat have, from 0 to 4? Reply with the digit.")]
+    done = asyncio.run(backend.generate(messages, config))
+    asyncio.run(backend.aclose())
+    assert done.label_probs is not None and set(done.label_probs) == {"0", "1", "2", "3", "4"}
+    assert max(done.label_probs, key=lambda k: done.label_probs[k]) == "4"  # type: ignore[index]

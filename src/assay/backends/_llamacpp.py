@@ -242,7 +242,8 @@ class LlamaCppBackend(JudgeBackend):
             found: set[int] = set()
             for variant in {label, label.capitalize(), label.upper(), " " + label, " " + label.capitalize()}:
                 tokens = llama.tokenize(variant.encode("utf-8"), add_bos=False, special=False)
-                if tokens:
+                # a tokenizer that splits " 0" into " " + "0" gives a bare space first: not a label's token
+                if tokens and bytes(llama.detokenize(tokens[:1])).strip():
                     found.add(tokens[0])
             ids[label] = found
         for a in labels:
