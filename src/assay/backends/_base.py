@@ -65,3 +65,20 @@ def label_probs_from_top(top: dict[str, float], labels: list[str]) -> dict[str, 
     mass = {label: sum(math.exp(lp) for token, lp in top.items() if token in variants(label)) for label in labels}
     covered = sum(mass.values())
     return {label: m / covered for label, m in mass.items()} if covered > 0 else None
+
+
+def label_completion(completion: Completion, labels: list[str], name: str, missing: str) -> Completion:
+    """A one-token completion read as a label call: each label's probability from the top
+    logprobs of its first generated token. ``missing``: the message when there are no logprobs."""
+    from assay.errors import BackendError, TransientBackendError
+
+    if not completion.logprobs:
+        raise BackendError(missing)
+    top = dict(completion.logprobs[0].top)
+    top.setdefault(completion.logprobs[0].token, completion.logprobs[0].logprob)
+    probs = label_probs_from_top(top, labels)
+    if probs is None:
+        raise TransientBackendError(f"{name}: none of the labels {labels} among the top next tokens")
+    return completion.model_copy(update={"text": max(probs, key=lambda k: probs[k]), "label_probs": probs,
+                                         "finish_reason": "label"})
+

@@ -17,7 +17,7 @@ import os
 import time
 from typing import Any
 
-from assay.backends._base import Capabilities, JudgeBackend, label_probs_from_top
+from assay.backends._base import Capabilities, JudgeBackend, label_completion
 from assay.errors import BackendError, ConfigError, RateLimited, TransientBackendError
 from assay.types import Completion, GenerateConfig, Message, TokenLogprob, Usage
 
@@ -115,15 +115,8 @@ class LiteLLMBackend(JudgeBackend):
         asked = config.model_copy(update={"labels": None, "max_tokens": 1, "temperature": 0.0, "logprobs": True,
                                           "top_logprobs": 20, "json_schema": None})
         completion = await self._chat(messages, asked)
-        if not completion.logprobs:
-            raise BackendError(f"{self.name} returned no logprobs: --verdicts direct needs them")
-        top = dict(completion.logprobs[0].top)
-        top.setdefault(completion.logprobs[0].token, completion.logprobs[0].logprob)
-        probs = label_probs_from_top(top, labels)
-        if probs is None:
-            raise TransientBackendError(f"{self.name}: none of the labels {labels} among the top next tokens")
-        return completion.model_copy(update={"text": max(probs, key=lambda k: probs[k]), "label_probs": probs,
-                                             "finish_reason": "label"})
+        return label_completion(completion, labels, self.name,
+                                f"{self.name} returned no logprobs: --verdicts direct needs them")
 
 
 def factory(model: str, options: dict[str, Any]) -> JudgeBackend:

@@ -206,11 +206,7 @@ class LlamaCppBackend(JudgeBackend):
                         if config.logprobs else None)
         latency = time.perf_counter() - start
         choice = response["choices"][0]
-        reused = 0  # llama.cpp keeps the longest common prefix of the KV cache and the new prompt
-        for old, new in zip(before, after[:prompt_tokens], strict=False):
-            if old != new:
-                break
-            reused += 1
+        reused = _common_prefix(before, after[:prompt_tokens])  # llama.cpp keeps the longest common prefix
         return Completion(text=choice["message"].get("content") or "",
                           usage=Usage(prompt_tokens=prompt_tokens,
                                       completion_tokens=usage.get("completion_tokens", 0),
