@@ -19,7 +19,9 @@ from assay.types import CALL_FAILED, GenerateConfig, Message, Unscored
 
 LETTERS = string.ascii_uppercase[:25]
 """Sentence labels for evidence calls (A–Y): each one token for every judge."""
-EVIDENCE_QUESTION = "Which one sentence of the lettered text above shows this best? Reply with its letter only."
+EVIDENCE_QUESTION = "Which lettered sentence shows this best? Letter only."
+"""Kept short: the follow-up's tokens are all new in every evidence call (the verdict's prompt before
+it is in the KV cache)."""
 
 
 def lettered(sentences: list[str]) -> str:

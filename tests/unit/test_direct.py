@@ -21,7 +21,7 @@ QUIET = RunnerConfig(progress=False)
 
 def judge(p_criterion: float = 0.9, p_element: float = 0.8) -> ScriptedBackend:
     return ScriptedBackend(rules=[
-        {"match": "Which one sentence", "responses": [{"label_probs": {"A": 0.7, "B": 0.3}}], "repeat": True},
+        {"match": "Which lettered sentence", "responses": [{"label_probs": {"A": 0.7, "B": 0.3}}], "repeat": True},
         {"match": "Criterion: .*Municipal", "responses": [{"label_probs": {"yes": 0.2, "no": 0.8}}], "repeat": True},
         {"match": "Criterion:", "responses": [{"label_probs": {"yes": p_criterion, "no": 1 - p_criterion}}],
          "repeat": True},
@@ -116,7 +116,7 @@ def test_pointwise_direct_scores_the_expected_grade_of_one_forward_pass() -> Non
 
 def test_claims_direct_counts_p_entailment_and_points_entailed_claims_to_a_sentence() -> None:
     backend = ScriptedBackend(rules=[
-        {"match": "Which one sentence", "responses": [{"label_probs": {"A": 0.8, "B": 0.2}}], "repeat": True},
+        {"match": "Which lettered sentence", "responses": [{"label_probs": {"A": 0.8, "B": 0.2}}], "repeat": True},
         {"match": "Claim: .*90 days", "repeat": True,
          "responses": [{"label_probs": {"entailment": 0.1, "contradiction": 0.7, "neutral": 0.2}}]},
         {"match": "Claim:", "repeat": True,
