@@ -10,8 +10,9 @@ the reference, and compares P(yes) with the expert's label:
 
 - positive: support ``Complete``; negative: ``Incomplete``, ``Partial`` or ``Missing``; ``N/A``
   and claims without evidence are left out;
-- ECE (10 equal-width bins), Brier score, AUROC, accuracy at 0.5, the base rate, and the
-  reliability bins; also the same numbers against ``Complete`` vs ``Missing`` only (the clear cases).
+- ECE (10 equal-width bins), Brier score (and the Brier score of always answering the base rate),
+  AUROC, accuracy at 0.5, the base rate, and the reliability bins. (Claims marked ``Missing`` have
+  no evidence to check against, so they drop out with the claims without evidence.)
 
 A seeded sample of claims (``--claims``, seed ``--seed``), each claim's evidence cut to its first
 ``--chars`` characters. The store (``--store``, not in git) caches every call, so a re-run only
@@ -122,16 +123,14 @@ def main() -> None:
     scored = [(p, c) for p, c in zip(probs, sample, strict=True) if p is not None]
     p_all = [p for p, _ in scored]
     y_all = [int(c["support"] == "Complete") for _, c in scored]
-    clear = [(p, c) for p, c in scored if c["support"] in ("Complete", "Missing")]
     out = {"judge": "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama.cpp, CPU)", "question": "DeCE element_direct",
            "claims": len(sample), "unscored": len(sample) - len(scored), "chars": args.chars, "seed": args.seed,
            "pool": len(pool), "labels": {s: sum(c["support"] == s for c in sample)
                                          for s in ("Complete", "Incomplete", "Partial", "Missing")},
            "complete_vs_rest": summary(p_all, y_all),
-           "complete_vs_missing": summary([p for p, _ in clear], [int(c["support"] == "Complete") for _, c in clear]),
            "wall_s": wall, "seconds_per_claim": wall / len(sample)}
     args.out.write_text(json.dumps(out, indent=1))
-    for name in ("complete_vs_rest", "complete_vs_missing"):
+    for name in ("complete_vs_rest",):
         s = out[name]
         auroc = "—" if s["auroc"] is None else f"{s['auroc']:.2f}"
         print(f"{name}: n {s['n']}, base rate {s['base_rate']:.2f}, mean P(yes) {s['mean_p']:.2f}, "

@@ -67,6 +67,32 @@ def test_dece_end_to_end_through_the_server(llama_server: str) -> None:
     assert result.summary()["judge_calls"]["prompt_tokens"] > 0
 
 
+def test_label_probabilities_and_dece_direct_through_the_server(llama_server: str) -> None:
+    """Direct verdicts over an OpenAI-compatible server: one token with top logprobs, read as a
+    distribution over the labels; DeCE with verdicts=direct gives every verdict a probability."""
+    backend = get_backend(f"openai/smollm2@{llama_server}", schema_mode="json_object")
+    messages = [Message(role="user", content="Is the sky blue on a clear day? Reply yes or no.")]
+    done = asyncio.run(backend.generate(messages, GenerateConfig(max_tokens=1, labels=["yes", "no"])))
+    assert done.label_probs is not None and set(done.label_probs) == {"yes", "no"}
+    assert abs(sum(done.label_probs.values()) - 1.0) < 1e-6
+    runner = RunnerConfig(progress=False, max_retries=1)
+    result = assay.evaluate([ITEM], "dece", f"openai/smollm2@{llama_server}", runner=runner,
+                            judge_options={"schema_mode": "json_object"}, max_reasks=1, verdicts="direct")
+    row = result.records()[0]
+    verdicts = row["criteria"] + row["elements"]
+    # SmolLM2-135M may fail an extraction (then that metric is Unscored with its reason); every
+    # verdict it was asked carries a probability
+    for entry in verdicts:
+        if "p_judge" in entry:
+            assert 0.0 <= entry["p_judge"] <= 1.0
+    asked = [e for e in verdicts if "p_judge" in e]
+    if not asked:
+        assert row["unscored"], row
+    for metric in ("precision", "recall"):
+        if row[metric] is None:
+            assert any(u["metric"] == metric for u in row["unscored"])
+
+
 def test_one_judge_over_two_servers_and_a_dead_endpoint(llama_server: str, second_llama_server: str,
                                                         tmp_path: Path) -> None:
     """openai/MODEL@URL1,URL2,URL3 with URL3 refusing connections: every item is scored, both
