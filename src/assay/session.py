@@ -14,6 +14,8 @@ call, so a session killed with ``kill -9`` and started again makes no call twice
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import time
 from pathlib import Path
@@ -69,6 +71,8 @@ class JudgeSession:
         self.others: dict[str, JudgeClient] = {}
         self.run_id = ""
         self.started = 0.0
+        self._progress: Any = None
+        self._ticker: asyncio.Task[None] | None = None
 
     def _backend(self, spec: str | JudgeBackend) -> JudgeBackend:
         if isinstance(spec, JudgeBackend):
@@ -99,7 +103,41 @@ class JudgeSession:
         self.client = JudgeClient(backend, self.store, self.runner)
         self.others = {name: self.client_for(b) for name, b in others.items()}
         self.started = time.perf_counter()
+        if self.runner.progress:
+            self._start_progress(backend.name)
         return self
+
+    def _start_progress(self, judge: str) -> None:
+        """A session does not know how many calls its work will make, so its progress line counts
+        the judge calls made and found in the cache (``--progress``, on by default)."""
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        self._progress = Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), TimeElapsedColumn(),
+                                  transient=False)
+        task = self._progress.add_task(self._describe(judge))
+        self._progress.start()
+
+        async def tick() -> None:
+            while True:
+                self._progress.update(task, description=self._describe(judge))
+                await asyncio.sleep(0.5)
+
+        self._ticker = asyncio.get_running_loop().create_task(tick())
+
+    def _describe(self, judge: str) -> str:
+        stats = self.client.stats
+        return f"{self.kind} · {judge} · {stats.calls} judge call(s), {stats.cache_hits} from the cache"
+
+    async def _stop_progress(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._ticker
+            self._ticker = None
+        if self._progress is not None:
+            self._progress.update(self._progress.task_ids[0], description=self._describe(self.client.backend.name))
+            self._progress.stop()
+            self._progress = None
 
     def client_for(self, backend: JudgeBackend) -> JudgeClient:
         """A client for another judge of the session (an attacker, a verifier): same store and
@@ -122,6 +160,7 @@ class JudgeSession:
 
     async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
+        await self._stop_progress()
         try:
             status = run_status(exc, self.client.stats)
             if isinstance(exc, BudgetExhausted | JudgeUnreachable):

@@ -80,6 +80,11 @@ def test_criteria_review_workflow(tmp_path: Path, data: Path, judge: str) -> Non
     result = invoke("dece", "criteria", "extract", data, "-o", criteria, "--judge", judge,
                     "--store", tmp_path / "c.db")
     assert result.exit_code == 0, result.output
+    # a judge session shows its progress as the calls it made and found in the cache (--progress)
+    assert "dece-criteria" in result.output and "1 judge call(s), 0 from the cache" in result.output
+    quiet = invoke("dece", "criteria", "extract", data, "-o", criteria, "--judge", judge,
+                   "--store", tmp_path / "c.db", "--no-progress")
+    assert quiet.exit_code == 0 and "judge call(s)" not in quiet.output
     records = [json.loads(line) for line in criteria.read_text().splitlines()]
     assert len(records) == 1 and records[0]["criteria"] == ["three years", "notice"]
     records[0]["criteria"][1] = "a notice of claim within 90 days for municipal defendants"

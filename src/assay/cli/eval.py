@@ -45,6 +45,8 @@ BUDGET_OPT = typer.Option(None, "--budget", envvar="ASSAY_BUDGET", min=0,
 TIMEOUT_OPT = typer.Option(600.0, "--timeout", envvar="ASSAY_TIMEOUT", min=0.001, help="seconds per judge call")
 RETRIES_OPT = typer.Option(4, "--retries", envvar="ASSAY_RETRIES", min=0, help="retries per judge call")
 DRY_RUN_OPT = typer.Option(False, "--dry-run", help="estimate the judge calls; call no judge, write nothing")
+PROGRESS_OPT = typer.Option(True, "--progress/--no-progress", envvar="ASSAY_PROGRESS",
+                            help="a progress bar on the terminal while judge calls run")
 
 
 def runner_config(concurrency: int | None, budget: int | None, timeout: float, retries: int,
@@ -76,7 +78,7 @@ RUN_OPTIONS: list[tuple[str, Any, Any]] = [
                                                  "judge's list price, when known)")),
     ("price_out", float | None, typer.Option(None, "--price-out", envvar="ASSAY_PRICE_OUT", min=0.0,
                                              help="USD per 1M completion tokens, for --dry-run's cost")),
-    ("progress", bool, typer.Option(True, "--progress/--no-progress", envvar="ASSAY_PROGRESS")),
+    ("progress", bool, PROGRESS_OPT),
     ("executor", str, typer.Option("local", "--executor", envvar="ASSAY_EXECUTOR",
                                    help="local, or ray: units go to Ray actors, each with its own judge "
                                         "(pip install 'assay[ray]')")),

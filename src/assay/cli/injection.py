@@ -15,6 +15,7 @@ from assay.cli.eval import (
     BUDGET_OPT,
     CONCURRENCY_OPT,
     DRY_RUN_OPT,
+    PROGRESS_OPT,
     RETRIES_OPT,
     TIMEOUT_OPT,
     runner_config,
@@ -46,6 +47,7 @@ def injection(
     timeout: float = TIMEOUT_OPT,
     retries: int = RETRIES_OPT,
     dry_run: bool = DRY_RUN_OPT,
+    progress: bool = PROGRESS_OPT,
     force: bool = typer.Option(False, "--force", help="replace an existing --output file that assay did not write"),
 ) -> None:
     """Score each answer clean and with each injection attack appended, and print per attack and
@@ -64,7 +66,7 @@ def injection(
                       f"{est.calls * (len(chosen) + 1)} judge calls, ≈{est.prompt_tokens * (len(chosen) + 1)} prompt "
                       "tokens; call no judge, write nothing")
         return
-    runner = runner_config(concurrency, budget, timeout, retries, progress=True)
+    runner = runner_config(concurrency, budget, timeout, retries, progress=progress)
     result = asyncio.run(ainjection_audit(items, method, judge, attacks=list(attack), store=store or
                                           out.with_suffix(".db"), runner=runner, seed=seed, resamples=resamples,
                                           judge_options=parse_options(judge_opt), guard=guard))

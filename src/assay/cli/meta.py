@@ -16,6 +16,7 @@ from assay.cli.eval import (
     BUDGET_OPT,
     CONCURRENCY_OPT,
     DRY_RUN_OPT,
+    PROGRESS_OPT,
     RETRIES_OPT,
     TIMEOUT_OPT,
     runner_config,
@@ -47,6 +48,7 @@ def meta(
     timeout: float = TIMEOUT_OPT,
     retries: int = RETRIES_OPT,
     dry_run: bool = DRY_RUN_OPT,
+    progress: bool = PROGRESS_OPT,
     versus: str | None = typer.Option(None, "--versus", help="metric the others are compared with, e.g. "
                                       "dece.f_beta or rougeL (default: the primary metric of the reference "
                                       "method, DeCE, when it runs; else of the first method)"),
@@ -91,7 +93,7 @@ def meta(
                           f"≈{est.completion_tokens} completion tokens")
         console.print("call no judge, write nothing")
         return
-    runner = runner_config(concurrency, budget, timeout, retries, progress=True)
+    runner = runner_config(concurrency, budget, timeout, retries, progress=progress)
     result = asyncio.run(ameta(metaset, list(method), judge, store=store or out.with_suffix(".db"), seed=seed,
                                resamples=resamples, runner=runner, versus=versus, verdict_delta=verdict_delta,
                                method_options=method_options, judge_options=parse_options(judge_opt),

@@ -17,6 +17,7 @@ from assay.cli.eval import (
     DRY_RUN_OPT,
     JUDGE,
     JUDGE_OPT,
+    PROGRESS_OPT,
     RETRIES_OPT,
     TIMEOUT_OPT,
     runner_config,
@@ -50,6 +51,7 @@ def extract(
     timeout: float = TIMEOUT_OPT,
     retries: int = RETRIES_OPT,
     dry_run: bool = DRY_RUN_OPT,
+    progress: bool = PROGRESS_OPT,
     force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write"),
 ) -> None:
     """Extract each question's criteria once (per id) into a JSONL file an expert can edit.
@@ -79,7 +81,8 @@ def extract(
 
     async def run() -> StageResult:
         async with JudgeSession("dece-criteria", judge, store=cache, judge_options=parse_options(judge_opt),
-                                runner=runner_config(concurrency, budget, timeout, retries), manifest=base) as session:
+                                runner=runner_config(concurrency, budget, timeout, retries, progress=progress),
+                                manifest=base) as session:
             client = session.client
 
             def part(question: Item) -> Any:

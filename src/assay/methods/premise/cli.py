@@ -19,6 +19,7 @@ from assay.cli.eval import (
     DRY_RUN_OPT,
     JUDGE,
     JUDGE_OPT,
+    PROGRESS_OPT,
     RETRIES_OPT,
     TIMEOUT_OPT,
     runner_config,
@@ -77,6 +78,7 @@ def discover(
     timeout: float = TIMEOUT_OPT,
     retries: int = RETRIES_OPT,
     dry_run: bool = DRY_RUN_OPT,
+    progress: bool = PROGRESS_OPT,
     force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write"),
 ) -> None:
     """Discover a K-criterion policy rubric from preference pairs (PReMISE Algorithm 1)."""
@@ -100,7 +102,7 @@ def discover(
     discovery = Discovery(config)
     start = time.perf_counter()
     calls = {"made": 0}
-    runner = runner_config(concurrency, budget, timeout, retries)
+    runner = runner_config(concurrency, budget, timeout, retries, progress=progress)
 
     async def run() -> tuple[RubricSet, dict[str, Any]]:
         async with JudgeSession("rubric-discover", judge, store=store_path, runner=runner,
@@ -160,6 +162,7 @@ def audit(
     timeout: float = TIMEOUT_OPT,
     retries: int = RETRIES_OPT,
     dry_run: bool = DRY_RUN_OPT,
+    progress: bool = PROGRESS_OPT,
     force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write"),
 ) -> None:
     """Audit a rubric set: structural adequacy (F.9), reliability (F.4, F.5), preference fit (F.10, F.11,
@@ -177,7 +180,7 @@ def audit(
         return
     result = _run_audit(rubric, str(rubric_path), found, foreign, chosen, auditor, judge=judge, judge_opt=judge_opt,
                         attacker=attacker, verifier=verifier, store_path=store_path,
-                        runner=runner_config(concurrency, budget, timeout, retries))
+                        runner=runner_config(concurrency, budget, timeout, retries, progress=progress))
     doc = _audit_doc(rubric, result, votes=votes, tau=tau)
     if out is not None:
         write_json(out, doc)
@@ -211,6 +214,7 @@ def compare(
     timeout: float = TIMEOUT_OPT,
     retries: int = RETRIES_OPT,
     dry_run: bool = DRY_RUN_OPT,
+    progress: bool = PROGRESS_OPT,
     force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write"),
 ) -> None:
     """Lay several rubric sources side by side (a Table-1 row each): every rubric is audited on the same
@@ -241,7 +245,7 @@ def compare(
             console.print(f"[bold]{path}[/bold]")
             result = _run_audit(rubric, str(path), found, foreign, chosen, auditor, judge=judge,
                                 judge_opt=judge_opt, attacker=attacker, verifier=verifier, store_path=store_path,
-                                runner=runner_config(concurrency, budget, timeout, retries))
+                                runner=runner_config(concurrency, budget, timeout, retries, progress=progress))
             doc = _audit_doc(rubric, result, votes=votes, tau=tau)
         assert doc is not None
         detail = doc.get("detail", {})
@@ -470,6 +474,7 @@ def repair(
     timeout: float = TIMEOUT_OPT,
     retries: int = RETRIES_OPT,
     dry_run: bool = DRY_RUN_OPT,
+    progress: bool = PROGRESS_OPT,
     force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write"),
 ) -> None:
     """Repair a rubric set: preference-rank selection keeps the criteria the human preference agrees with;
@@ -481,7 +486,7 @@ def repair(
                 judge_opt=judge_opt, seed=seed, store_path=store_path, delta=delta, epsilon=epsilon, depth=depth,
                 beam=beam, operators=operators, holdout=holdout, attacks=attacks, runs=runs,
                 paraphrases=paraphrases, tau=tau, predictor=predictor, attacker=attacker, verifier=verifier,
-                runner=runner_config(concurrency, budget, timeout, retries), dry_run=dry_run)
+                runner=runner_config(concurrency, budget, timeout, retries, progress=progress), dry_run=dry_run)
         return
     if not 0.0 <= eta <= 1.0:
         raise ConfigError(f"--eta must be within [0, 1], got {eta}")
@@ -499,7 +504,7 @@ def repair(
         return
     auditor = Audit(AuditConfig(seed=seed))
     calls = {"made": 0}
-    runner = runner_config(concurrency, budget, timeout, retries)
+    runner = runner_config(concurrency, budget, timeout, retries, progress=progress)
 
     async def run() -> tuple[RubricSet, list[dict[str, Any]]]:
         async with JudgeSession("rubric-repair", judge, store=store_path, runner=runner,
