@@ -12,6 +12,7 @@ import pytest
 import assay
 from assay.backends import JudgeBackend, ScriptedBackend
 from assay.errors import ConfigError
+from assay.registry import method_class
 from assay.runner import RunnerConfig, call_request
 from assay.types import Completion, GenerateConfig, Message
 from tests.helpers import ITEM, criteria_json, elements_json
@@ -57,6 +58,11 @@ def test_a_positive_verdict_on_a_figure_the_text_lacks_counts_zero_and_says_why(
     entry = row["criteria"][0]
     assert entry["p_judge"] == 0.9 and entry["satisfied"] == 0.0
     assert entry["decided_by"] == "deterministic check" and "does not contain" in entry["downgraded"]
+
+    # the explanation (demo, the pytest helper) gives a direct verdict's probability and the
+    # check that overruled it, where a generated verdict would give its written reason
+    lines = method_class("dece").explain({}, {"criteria": [entry], "elements": []})
+    assert lines[0].startswith("✗ criterion:") and "P(yes) 0.90" in lines[0] and "not counted:" in lines[0]
 
 
 class NoLabels(JudgeBackend):

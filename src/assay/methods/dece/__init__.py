@@ -343,16 +343,24 @@ class DeCE(Method):
         def mark(value: Any) -> str:
             return "?" if value is None else "✓" if float(value) >= 0.5 else "✗"
 
+        def why(entry: dict[str, Any]) -> str:
+            # a written reason when the judge gave one; a direct verdict has its probability instead,
+            # and a verdict a deterministic check overruled says so
+            parts = [str(entry.get("reasoning") or "").strip()[:140]]
+            if entry.get("p_judge") is not None and not parts[0]:
+                parts[0] = f"P(yes) {float(entry['p_judge']):.2f}"
+            if entry.get("downgraded"):
+                parts.append(f"not counted: {entry['downgraded']}")
+            text = "; ".join(p for p in parts if p)
+            return f" — {text}" if text else ""
+
         lines = []
         for c in details.get("criteria") or []:
-            why = str(c.get("reasoning") or "").strip()
             lines.append(f"{mark(c.get('satisfied'))} criterion: {c.get('criterion')}"
-                         + (f" — {why[:140]}" if why and mark(c.get("satisfied")) != "✓" else ""))
+                         + (why(c) if mark(c.get("satisfied")) != "✓" else ""))
         for e in details.get("elements") or []:
             if mark(e.get("supported")) != "✓":
-                why = str(e.get("reasoning") or "").strip()
-                lines.append(f"{mark(e.get('supported'))} not in the reference: {e.get('element')}"
-                             + (f" — {why[:140]}" if why else ""))
+                lines.append(f"{mark(e.get('supported'))} not in the reference: {e.get('element')}" + why(e))
         return lines
 
     @classmethod
