@@ -192,3 +192,22 @@ def test_digit_labels_are_told_apart_by_their_first_token() -> None:
     asyncio.run(backend.aclose())
     assert done.label_probs is not None and set(done.label_probs) == {"0", "1", "2", "3", "4"}
     assert max(done.label_probs, key=lambda k: done.label_probs[k]) == "4"  # type: ignore[index]
+
+
+def test_a_prompt_longer_than_the_context_window_fails_with_what_to_do() -> None:
+    """llama.cpp itself fails deep in its decoder (or prints and returns nothing) when a prompt
+    does not fit: the backend refuses the call first, naming the sizes and the option."""
+    from assay.errors import BackendError
+    from assay.model import smollm_path
+
+    backend = get_backend("llamacpp/smollm", model_path=str(smollm_path()), n_ctx=256)
+    messages = [Message(role="user", content="word " * 600 + "Is this long? Reply yes or no.")]
+    try:
+        for config in (GenerateConfig(max_tokens=1, labels=["yes", "no"]), GenerateConfig(max_tokens=8)):
+            with pytest.raises(BackendError, match=r"context window of 256: raise it with --judge-opt n_ctx=N"):
+                asyncio.run(backend.generate(messages, config))
+        short = [Message(role="user", content="Is the sky blue? Reply yes or no.")]
+        done = asyncio.run(backend.generate(short, GenerateConfig(max_tokens=1, labels=["yes", "no"])))
+        assert done.label_probs is not None  # the backend still answers calls that fit
+    finally:
+        asyncio.run(backend.aclose())

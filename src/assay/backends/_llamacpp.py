@@ -37,7 +37,7 @@ from typing import Any
 
 from assay.backends._base import Capabilities, JudgeBackend
 from assay.backends._fastgrammar import json_schema_grammar
-from assay.errors import ConfigError
+from assay.errors import BackendError, ConfigError
 from assay.model import MODEL_SHA256, SMOLLM_SHA256, resolve_model, smollm_path
 from assay.types import Completion, GenerateConfig, Message, TokenLogprob, Usage
 
@@ -193,9 +193,11 @@ class LlamaCppBackend(JudgeBackend):
         start = time.perf_counter()
         with self._lock:
             self._cancel = cancel
+            prompt_ids = llama.tokenize(self._chat_prompt(llama, messages).encode("utf-8"), add_bos=False,
+                                        special=True)
+            self._check_fits(llama, len(prompt_ids), config.max_tokens)
             if self._states:
-                self._restore_best(llama, llama.tokenize(self._chat_prompt(llama, messages).encode("utf-8"),
-                                                         add_bos=False, special=True))
+                self._restore_best(llama, prompt_ids)
             before = list(llama._input_ids)  # what the KV cache holds from the previous call
             response = llama.create_chat_completion(**kwargs)
             after = list(llama._input_ids)
@@ -214,6 +216,16 @@ class LlamaCppBackend(JudgeBackend):
                           logprobs=logprobs, latency_s=latency,
                           finish_reason=choice.get("finish_reason"), backend="llamacpp",
                           model=self.model)
+
+    def _check_fits(self, llama: Any, prompt_tokens: int, to_generate: int) -> None:
+        """A prompt that does not fit the context window fails this call with a reason a user can
+        act on (llama.cpp itself would fail deep in its decoder, or print and return nothing)."""
+        if prompt_tokens + to_generate > self.n_ctx:
+            more = f" + {to_generate} to generate" if to_generate else ""
+            trained = llama._model.n_ctx_train()
+            raise BackendError(f"{self.name}: the prompt has {prompt_tokens} tokens{more}, more than the judge's "
+                               f"context window of {self.n_ctx}: raise it with --judge-opt n_ctx=N (this model "
+                               f"takes up to {trained}) or shorten the texts")
 
     def _chat_prompt(self, llama: Any, messages: list[Message]) -> str:
         """The chat-templated prompt the model would generate its answer after."""
@@ -261,6 +273,7 @@ class LlamaCppBackend(JudgeBackend):
             self._cancel = cancel
             tokens = llama.tokenize(self._chat_prompt(llama, messages).encode("utf-8"), add_bos=False,
                                     special=True)
+            self._check_fits(llama, len(tokens), 0)
             self._restore_best(llama, tokens)
             common = _common_prefix(list(llama._input_ids[: llama.n_tokens]), tokens)
             common = min(common, len(tokens) - 1)  # at least one token is evaluated: its logits are read
