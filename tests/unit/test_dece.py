@@ -69,7 +69,7 @@ def test_item_without_reference_is_rejected_naming_it() -> None:
 def test_an_empty_answer_has_no_precision_recall_0_and_f_0() -> None:
     rules = dece_rules(["a", "b"], ["x"], sat=[1, 1], ver=[1])
     backend = ScriptedBackend(rules=rules)
-    for verdicts in ("hard", "soft"):
+    for verdicts in ("hard", "soft", "direct"):
         row = assay.evaluate([{**ITEM, "response": "  "}], "dece", backend, runner=QUIET,
                              verdicts=verdicts).records()[0]
         assert row["precision"] is None and row["recall"] == 0.0 and row["f_beta"] == 0.0
@@ -77,11 +77,14 @@ def test_an_empty_answer_has_no_precision_recall_0_and_f_0() -> None:
         assert row["criteria"][0]["reasoning"] == "the answer is empty" and "empty" in row["unscored_reason"]
         assert row["f_beta_rule"].startswith("recall is 0")
         assert row["status"] == "partial"
-    assert row["f_beta_hard"] == 0.0 and row["recall_hard"] == 0.0
+        if verdicts != "hard":  # the same fields as an asked verdict's, no probability: none was asked
+            assert row["f_beta_hard"] == 0.0 and row["recall_hard"] == 0.0
+            assert all(c["p_judge"] is None and c["soft"] == 0.0 for c in row["criteria"])
+    assert row["criteria"][0]["decided_by"] == "deterministic check"
     # the criteria were extracted (once per run) and nothing else was asked: no satisfaction call,
     # no element extraction, although the script would have satisfied both criteria
     assert [c for c in backend.calls if any("<answer" in m.content for m in c)] == []
-    assert len(backend.calls) == 2
+    assert len(backend.calls) == 3
 
 
 def test_criteria_are_extracted_once_per_question() -> None:

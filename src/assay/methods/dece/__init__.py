@@ -621,12 +621,15 @@ class DeCE(Method):
             unscored.append(problem.model_copy(update={"reason": f"criteria extraction: {problem.reason}"}))
         elif not item.response.strip():
             # an empty answer covers no criterion: recall is 0 by definition, no judge is asked
+            probabilistic = cfg.verdicts in ("soft", "direct")  # the same fields as their asked verdicts
             for n, criterion in enumerate(criteria, 1):
                 details["criteria"].append({**_criterion_entry(n, criterion, edited[n - 1]), "satisfied": False,
                                             "reasoning": "the answer is empty",
-                                            **({"p_judge": None, "soft": 0.0} if soft else {})})
+                                            **({"p_judge": None, "soft": 0.0} if probabilistic else {}),
+                                            **({"decided_by": "deterministic check"}
+                                               if cfg.verdicts == "direct" else {})})
             recall = 0.0
-            if soft:
+            if probabilistic:
                 details["recall_hard"] = 0.0
         elif cfg.verdicts == "direct":
             entries, problem = await self._direct(item, client, criteria, "criterion", keys)
@@ -747,7 +750,7 @@ class DeCE(Method):
             # precision (an empty answer has none); precision itself stays Unscored
             fb = 0.0
             details["f_beta_rule"] = "recall is 0, so F-beta is 0 whatever the precision"
-            if soft and details.get("recall_hard") == 0.0:
+            if cfg.verdicts in ("soft", "direct") and details.get("recall_hard") == 0.0:
                 details["f_beta_hard"] = 0.0
         else:
             missing = [m for m, v in (("precision", precision), ("recall", recall)) if v is None]
