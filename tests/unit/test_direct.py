@@ -50,6 +50,16 @@ def test_every_criterion_and_element_gets_a_probability_and_evidence() -> None:
     assert len(label_calls) == 4  # one isolated question per criterion and per element
 
 
+def test_the_report_shows_direct_verdicts_as_probabilities_and_who_decided(tmp_path: Path) -> None:
+    from assay.report import render_report
+
+    result = assay.evaluate([ITEM], "dece", judge(), runner=QUIET, verdicts="direct", store=tmp_path / "d.db")
+    html = render_report(result)  # type: ignore[arg-type]
+    assert "Direct verdicts:" in html and "P(yes) 0.900" in html and "<th>decided by</th>" in html
+    assert '<td class="bad">P(yes) 0.200</td>' in html  # below 0.5 is marked, though the number is truthy
+    assert "(P 0.700)" in html  # the evidence pointer's probability
+
+
 def test_a_positive_verdict_on_a_figure_the_text_lacks_counts_zero_and_says_why() -> None:
     item = {**ITEM, "response": "It is six years under CPLR 214(5)."}
     backend = judge()
