@@ -110,8 +110,12 @@ def test_lemaj_direct_checks_each_point_and_the_figure_check_still_decides() -> 
         {"match": "Data point from the answer", "responses": [{"label_probs": {"yes": 0.9, "no": 0.1}}],
          "repeat": True},
         {"match": ".", "responses": [tagging], "repeat": True}])
-    row = assay.evaluate([{"id": "c", "query": "What are the payment terms?", "response": answer,
-                           "document": document}], "lemaj", backend, runner=QUIET, verdicts="direct").records()[0]
+    result = assay.evaluate([{"id": "c", "query": "What are the payment terms?", "response": answer,
+                              "document": document}], "lemaj", backend, runner=QUIET, verdicts="direct")
+    row = result.records()[0]  # type: ignore[union-attr]
+    from assay.report import render_report
+
+    assert "P(supported) 0.900 · P(relevant) 0.900" in render_report(result)  # type: ignore[arg-type]
     planted, law = row["ldps"][0], row["ldps"][1]
     assert planted["p_supported"] == 0.9 and planted["tag"] == "incorrect"  # 90 days: the figure check decided
     assert planted["decided_by"] == "deterministic check"
