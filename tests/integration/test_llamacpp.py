@@ -204,10 +204,13 @@ def test_a_prompt_longer_than_the_context_window_fails_with_what_to_do() -> None
     messages = [Message(role="user", content="word " * 600 + "Is this long? Reply yes or no.")]
     try:
         for config in (GenerateConfig(max_tokens=1, labels=["yes", "no"]), GenerateConfig(max_tokens=8)):
-            with pytest.raises(BackendError, match=r"context window of 256: raise it with --judge-opt n_ctx=N"):
+            with pytest.raises(BackendError, match=r"context window holds 256: raise it with --judge-opt n_ctx=N"):
                 asyncio.run(backend.generate(messages, config))
         short = [Message(role="user", content="Is the sky blue? Reply yes or no.")]
         done = asyncio.run(backend.generate(short, GenerateConfig(max_tokens=1, labels=["yes", "no"])))
         assert done.label_probs is not None  # the backend still answers calls that fit
+        # a prompt that fits with less room than max_tokens: llama.cpp shortens the generation
+        roomy = asyncio.run(backend.generate(short, GenerateConfig(max_tokens=400, temperature=0.0)))
+        assert roomy.usage.prompt_tokens + roomy.usage.completion_tokens <= 256
     finally:
         asyncio.run(backend.aclose())

@@ -195,7 +195,7 @@ class LlamaCppBackend(JudgeBackend):
             self._cancel = cancel
             prompt_ids = llama.tokenize(self._chat_prompt(llama, messages).encode("utf-8"), add_bos=False,
                                         special=True)
-            self._check_fits(llama, len(prompt_ids), config.max_tokens)
+            self._check_fits(llama, len(prompt_ids))
             if self._states:
                 self._restore_best(llama, prompt_ids)
             before = list(llama._input_ids)  # what the KV cache holds from the previous call
@@ -217,15 +217,16 @@ class LlamaCppBackend(JudgeBackend):
                           finish_reason=choice.get("finish_reason"), backend="llamacpp",
                           model=self.model)
 
-    def _check_fits(self, llama: Any, prompt_tokens: int, to_generate: int) -> None:
-        """A prompt that does not fit the context window fails this call with a reason a user can
-        act on (llama.cpp itself would fail deep in its decoder, or print and return nothing)."""
-        if prompt_tokens + to_generate > self.n_ctx:
-            more = f" + {to_generate} to generate" if to_generate else ""
+    def _check_fits(self, llama: Any, prompt_tokens: int) -> None:
+        """A prompt that leaves no room in the context window fails this call with a reason a user
+        can act on (llama.cpp itself fails deep in its decoder, or with a bare ValueError). A prompt
+        that fits but leaves less room than ``max_tokens`` is left to llama.cpp, which shortens the
+        generation to what fits."""
+        if prompt_tokens >= self.n_ctx:
             trained = llama._model.n_ctx_train()
-            raise BackendError(f"{self.name}: the prompt has {prompt_tokens} tokens{more}, more than the judge's "
-                               f"context window of {self.n_ctx}: raise it with --judge-opt n_ctx=N (this model "
-                               f"takes up to {trained}) or shorten the texts")
+            raise BackendError(f"{self.name}: the prompt has {prompt_tokens} tokens and the judge's context window "
+                               f"holds {self.n_ctx}: raise it with --judge-opt n_ctx=N (this model takes up to "
+                               f"{trained}) or shorten the texts")
 
     def _chat_prompt(self, llama: Any, messages: list[Message]) -> str:
         """The chat-templated prompt the model would generate its answer after."""
@@ -273,7 +274,7 @@ class LlamaCppBackend(JudgeBackend):
             self._cancel = cancel
             tokens = llama.tokenize(self._chat_prompt(llama, messages).encode("utf-8"), add_bos=False,
                                     special=True)
-            self._check_fits(llama, len(tokens), 0)
+            self._check_fits(llama, len(tokens))
             self._restore_best(llama, tokens)
             common = _common_prefix(list(llama._input_ids[: llama.n_tokens]), tokens)
             common = min(common, len(tokens) - 1)  # at least one token is evaluated: its logits are read
