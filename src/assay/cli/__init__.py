@@ -16,6 +16,7 @@ from rich.markup import escape
 from assay._version import __version__
 from assay.cli import (
     demo,
+    doctor,
     eval,
     export,
     injection,
@@ -34,7 +35,7 @@ from assay.cli._click import (
     is_option,
 )
 from assay.cli._common import err_console
-from assay.errors import AssayError, BudgetExhausted, ConfigError, JudgeUnreachable
+from assay.errors import AssayError, BudgetExhausted, ConfigError, JudgeCrashed, JudgeUnreachable
 from assay.registry import methods
 from assay.store import OPENED_STORES
 
@@ -76,6 +77,7 @@ app.command("export", rich_help_panel=INSPECT)(export.export)
 app.command("ui", rich_help_panel=INSPECT)(ui.ui)
 app.command("meta", rich_help_panel=COMPARE)(meta.meta)
 app.add_typer(model.app, name="model", rich_help_panel=TOOLS)
+app.command("doctor", rich_help_panel=TOOLS)(doctor.doctor)
 
 
 @app.command("version", rich_help_panel=TOOLS)
@@ -291,6 +293,8 @@ def main() -> None:
         _fail(f"{exc.format_message()}{hint}", EXIT_USAGE)
     except BudgetExhausted as exc:
         _fail(f"{exc}", EXIT_BUDGET)
+    except JudgeCrashed as exc:
+        _fail(f"{exc}; the run is saved: the same command continues it", EXIT_JUDGE)
     except JudgeUnreachable as exc:
         _fail(f"the judge is unreachable: {exc}", EXIT_JUDGE)
     except AssayError as exc:
