@@ -1,6 +1,9 @@
-"""Arize Phoenix both ways, through its client (``arize-phoenix-client``): traces in as items
-(``assay eval METHOD --from-phoenix URL --project NAME``) and verdicts back as span annotations
-(``--phoenix-annotate``, ``assay export RUN.db --phoenix URL``).
+"""Arize Phoenix both ways, through its REST API (the endpoints its Python client
+``arize-phoenix-client`` calls: ``GET /v1/projects/{project}/spans``, ``POST /v1/span_annotations``):
+traces in as items (``assay eval METHOD --from-phoenix URL --project NAME``) and verdicts back as
+span annotations (``--phoenix-annotate``, ``assay export RUN.db --phoenix URL``). assay talks to it
+with httpx rather than importing the client: with the Phoenix server installed beside it,
+``import phoenix.client`` loads the whole server first (15 s on 2 cores).
 
 Annotations on the evaluated span, each with ``metadata.assay_run_id`` (and the store and method),
 so a trace in Phoenix and the run in ``assay ui`` point at each other:
@@ -19,8 +22,10 @@ changes nothing; another run's are added beside them.
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import quote
 
 from assay.errors import ConfigError
 from assay.otel import _ids, failed_verdicts
@@ -31,13 +36,31 @@ ANNOTATION_BATCH = 100
 
 
 def _client(url: str) -> Any:
-    try:
-        from phoenix.client import Client
-    except ImportError:
-        raise ConfigError("Phoenix needs its client: pip install 'assay[otel]'") from None
+    import httpx
+
     if not url.startswith(("http://", "https://")):
         raise ConfigError(f"--from-phoenix / --phoenix {url!r}: a URL such as http://127.0.0.1:6006")
-    return Client(base_url=url)
+    headers = {"accept": "application/json"}
+    key = os.environ.get("PHOENIX_API_KEY")
+    if key:
+        headers["authorization"] = f"Bearer {key}"
+    return httpx.Client(base_url=url.rstrip("/") + "/", headers=headers, timeout=30.0)
+
+
+def _get_spans(client: Any, project: str, params: dict[str, Any], limit: int) -> list[dict[str, Any]]:
+    """Every page of ``GET /v1/projects/{project}/spans`` up to ``limit`` spans."""
+    spans: list[dict[str, Any]] = []
+    cursor = None
+    while len(spans) < limit:
+        page = {**params, "limit": min(1000, limit - len(spans)), **({"cursor": cursor} if cursor else {})}
+        response = client.get(f"v1/projects/{quote(project, safe='')}/spans", params=page)
+        response.raise_for_status()
+        body = response.json()
+        spans += body.get("data") or []
+        cursor = body.get("next_cursor")
+        if not cursor or not body.get("data"):
+            break
+    return spans[:limit]
 
 
 def _http_problem(exc: Exception, url: str, project: str | None = None) -> ConfigError:
@@ -72,17 +95,18 @@ def read_phoenix_spans(url: str, project: str, *, since: datetime | None = None,
     after ``since``: their root spans first, then every span of those traces."""
     import httpx
 
-    client = _client(url)
-    try:
-        roots = client.spans.get_spans(project_identifier=project, start_time=since, parent_id="null",
-                                       limit=limit or 1_000_000, timeout=30)
-        trace_ids = list(dict.fromkeys(r["context"]["trace_id"] for r in roots))
-        spans = []
-        for start in range(0, len(trace_ids), 50):
-            spans += client.spans.get_spans(project_identifier=project, trace_ids=trace_ids[start: start + 50],
-                                            limit=1_000_000, timeout=30)
-    except (httpx.HTTPError, OSError) as exc:
-        raise _http_problem(exc, url, project) from None
+    with _client(url) as client:
+        try:
+            params: dict[str, Any] = {"parent_id": "null"}
+            if since is not None:
+                params["start_time"] = since.isoformat()
+            roots = _get_spans(client, project, params, limit or 1_000_000)
+            trace_ids = list(dict.fromkeys(r["context"]["trace_id"] for r in roots))
+            spans = []
+            for start in range(0, len(trace_ids), 50):
+                spans += _get_spans(client, project, {"trace_id": trace_ids[start: start + 50]}, 1_000_000)
+        except (httpx.HTTPError, OSError, ValueError) as exc:
+            raise _http_problem(exc, url, project) from None
     return [span_from_phoenix(s) for s in spans]
 
 
@@ -135,11 +159,12 @@ def annotate_phoenix(store: Store, run_id: str, url: str, gates: dict[str, float
     annotations = annotations_for(store, run_id, gates)
     if not annotations:
         return 0, 0
-    client = _client(url)
-    try:
-        for start in range(0, len(annotations), ANNOTATION_BATCH):
-            client.spans.log_span_annotations(span_annotations=annotations[start: start + ANNOTATION_BATCH],
-                                              sync=True)
-    except (httpx.HTTPError, OSError) as exc:
-        raise _http_problem(exc, url) from None
+    with _client(url) as client:
+        try:
+            for start in range(0, len(annotations), ANNOTATION_BATCH):
+                response = client.post("v1/span_annotations", params={"sync": "true"},
+                                       json={"data": annotations[start: start + ANNOTATION_BATCH]})
+                response.raise_for_status()
+        except (httpx.HTTPError, OSError) as exc:
+            raise _http_problem(exc, url) from None
     return len(annotations), len({a["span_id"] for a in annotations})

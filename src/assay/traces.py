@@ -155,6 +155,12 @@ def response_of(span: Span) -> str:
 
 
 def _metadata(span: Span) -> dict[str, Any]:
+    """The OpenInference ``metadata`` attribute: a JSON object, or flattened (``metadata.KEY``,
+    as Phoenix's API gives it back)."""
+    flat = {key.removeprefix("metadata."): value for key, value in span.attributes.items()
+            if key.startswith("metadata.")}
+    if flat:
+        return flat
     raw = span.attributes.get("metadata")
     if isinstance(raw, dict):
         return raw
