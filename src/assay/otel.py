@@ -88,10 +88,13 @@ class ExportReport:
     spans: int = 0
     failures: list[str] = field(default_factory=list)
     skipped: int = 0
+    off: list[str] = field(default_factory=list)
+    """Signals switched off by the standard ``OTEL_TRACES_EXPORTER`` / ``OTEL_LOGS_EXPORTER=none``."""
 
     def line(self) -> str:
         sent = f"{self.events} evaluation event(s) and {self.spans} span(s)"
         skipped = f"; {self.skipped} unit(s) that are not single answers skipped" if self.skipped else ""
+        skipped += f"; not sent: {', '.join(self.off)}" if self.off else ""
         if not self.failures:
             return f"otel: sent {sent} to {self.endpoint}{skipped}"
         return f"otel: not all sent to {self.endpoint} ({'; '.join(self.failures)}); sent {sent}{skipped}"
@@ -359,8 +362,14 @@ def export_otel(store: Store, run_id: str, gates: dict[str, float] | None = None
     finished_spans = list(spans_memory.get_finished_spans())
     finished_logs = list(logs_memory.get_finished_logs())
     with _quiet_exporters():
-        report.spans = _send(span_exporter, finished_spans, "spans", report)
-        report.events = _send(log_exporter, finished_logs, "events", report)
+        if os.environ.get("OTEL_TRACES_EXPORTER", "").strip().lower() != "none":
+            report.spans = _send(span_exporter, finished_spans, "spans", report)
+        else:
+            report.off.append("spans (OTEL_TRACES_EXPORTER=none)")
+        if os.environ.get("OTEL_LOGS_EXPORTER", "").strip().lower() != "none":
+            report.events = _send(log_exporter, finished_logs, "events", report)
+        else:
+            report.off.append("events (OTEL_LOGS_EXPORTER=none)")
     span_exporter.shutdown()
     log_exporter.shutdown()
     tracer_provider.shutdown()
@@ -382,7 +391,9 @@ def _send(exporter: Any, records: list[Any], what: str, report: ExportReport) ->
             report.failures.append(f"{what}: {type(exc).__name__}: {_short(exc, 160)}")
             return sent
         if getattr(outcome, "name", "") != "SUCCESS":
-            report.failures.append(f"{what} refused or unreachable ({len(records) - sent} not sent)")
+            hint = (" — a traces-only backend such as Phoenix takes no OTLP logs: set OTEL_LOGS_EXPORTER=none and "
+                    "annotate with --phoenix" if what == "events" and report.spans else "")
+            report.failures.append(f"{what} refused or unreachable ({len(records) - sent} not sent){hint}")
             return sent
         sent += len(batch)
     return sent
