@@ -1,6 +1,6 @@
 """The Phoenix round trip against a real Arize Phoenix server (started here on 127.0.0.1 with its own
-SQLite in a temporary folder, stopped afterwards): a small RAG pipeline instrumented with the
-OpenInference conventions sends its traces to Phoenix, `assay eval --from-phoenix` reads them,
+SQLite in a temporary folder, stopped afterwards): the documented RAG pipeline instrumented with the
+OpenInference conventions (examples/phoenix_rag.py) sends its traces to Phoenix, `assay eval --from-phoenix` reads them,
 scores them (rougeL, and DeCE with the scripted judge), writes the verdicts back as span
 annotations and sends gen_ai.evaluation.result events to a real OTLP receiver; the test reads the
 annotations back through Phoenix's API and assay's spans from Phoenix's own OTLP receiver."""
@@ -35,18 +35,9 @@ pytestmark = [pytest.mark.integration,
 ASSAY = shutil.which("assay", path=str(Path(sys.executable).parent))
 PROJECT = "rag-demo"
 
-CORPUS = {
-    "kb-1": "The limitation period for negligence in New York is three years under CPLR 214(5).",
-    "kb-2": "A notice of claim against a municipality must be served within 90 days.",
-    "kb-3": "Hamlet was written by William Shakespeare around 1600.",
-}
-QUESTIONS = [  # (session, question, the pipeline's answer, the gold answer)
-    ("s-1", "What is the limitation period for negligence in New York?",
-     "It is three years under CPLR 214(5).", "Three years under CPLR 214(5)."),
-    ("s-1", "And against a city?", "You must serve a notice of claim within 90 days.",
-     "A notice of claim within 90 days."),
-    ("s-2", "Who wrote Hamlet?", "It was Christopher Marlowe.", "William Shakespeare wrote Hamlet."),
-]
+EXAMPLE = Path(__file__).parents[2] / "examples" / "phoenix_rag.py"
+"""The documented pipeline: three questions, two in session s-1, the third answered wrongly."""
+HAMLET, CITY = "Who wrote Hamlet?", "And against a city?"
 
 
 @pytest.fixture(scope="module")
@@ -82,48 +73,16 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         log.close()
 
 
-def rag_pipeline(url: str) -> list[dict[str, str]]:
-    """A small RAG pipeline instrumented by hand with the OpenInference conventions: a chain span
-    (question, answer, gold answer in its metadata, session id), a retriever span with its
-    documents and an LLM span with its messages. Returns the ids of each LLM span."""
-    from openinference.semconv.resource import ResourceAttributes
-    from openinference.semconv.trace import DocumentAttributes, MessageAttributes, SpanAttributes
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-
-    provider = TracerProvider(resource=Resource.create({ResourceAttributes.PROJECT_NAME: PROJECT}))
-    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"{url}/v1/traces")))
-    tracer = provider.get_tracer("rag-pipeline")
-    kind = SpanAttributes.OPENINFERENCE_SPAN_KIND
-    out = []
-    for session, question, answer, gold in QUESTIONS:
-        with tracer.start_as_current_span("rag") as chain:
-            chain.set_attributes({kind: "CHAIN", SpanAttributes.INPUT_VALUE: question,
-                                  SpanAttributes.SESSION_ID: session,
-                                  SpanAttributes.METADATA: json.dumps({"reference": gold, "tenant": "acme"})})
-            with tracer.start_as_current_span("retrieve") as retriever:
-                words = set(re.findall(r"\w+", question.lower()))
-                hits = [(k, t) for k, t in CORPUS.items() if words & set(re.findall(r"\w+", t.lower())) - {"the"}]
-                retriever.set_attributes({kind: "RETRIEVER", SpanAttributes.INPUT_VALUE: question})
-                for n, (doc_id, text) in enumerate(hits):
-                    prefix = f"{SpanAttributes.RETRIEVAL_DOCUMENTS}.{n}."
-                    retriever.set_attributes({prefix + DocumentAttributes.DOCUMENT_ID: doc_id,
-                                              prefix + DocumentAttributes.DOCUMENT_CONTENT: text})
-            with tracer.start_as_current_span("generate") as llm:
-                prompt = "Answer from the passages.\n" + "\n".join(t for _, t in hits) + f"\nQuestion: {question}"
-                llm.set_attributes({
-                    kind: "LLM", SpanAttributes.LLM_MODEL_NAME: "canned-1",
-                    f"{SpanAttributes.LLM_INPUT_MESSAGES}.0.{MessageAttributes.MESSAGE_ROLE}": "user",
-                    f"{SpanAttributes.LLM_INPUT_MESSAGES}.0.{MessageAttributes.MESSAGE_CONTENT}": prompt,
-                    f"{SpanAttributes.LLM_OUTPUT_MESSAGES}.0.{MessageAttributes.MESSAGE_ROLE}": "assistant",
-                    f"{SpanAttributes.LLM_OUTPUT_MESSAGES}.0.{MessageAttributes.MESSAGE_CONTENT}": answer})
-                out.append({"trace_id": f"{llm.get_span_context().trace_id:032x}",
-                            "span_id": f"{llm.get_span_context().span_id:016x}"})
-            chain.set_attribute(SpanAttributes.OUTPUT_VALUE, answer)
-    provider.shutdown()
-    return out
+def rag_pipeline(url: str) -> dict[str, dict[str, str]]:
+    """Run the documented example pipeline against Phoenix; its LLM spans by question, read back
+    from Phoenix."""
+    sent = subprocess.run([sys.executable, str(EXAMPLE), "--endpoint", url, "--project", PROJECT],
+                          capture_output=True, text=True, timeout=60)
+    assert sent.returncode == 0, sent.stderr
+    spans = wait_for_spans(url, PROJECT, 9)
+    assert len(spans) == 9
+    questions = {s["context"]["trace_id"]: s["attributes"]["input.value"] for s in spans if s["parent_id"] is None}
+    return {questions[s["context"]["trace_id"]]: s["context"] for s in spans if s["span_kind"] == "LLM"}
 
 
 def run(*args: object, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -152,8 +111,8 @@ def wait_for_spans(url: str, project: str, count: int) -> list[dict[str, Any]]:
 
 
 def test_phoenix_round_trip(phoenix: str, tmp_path: Path) -> None:
-    llm_spans = rag_pipeline(phoenix)
-    assert len(wait_for_spans(phoenix, PROJECT, 9)) == 9
+    by_question = rag_pipeline(phoenix)
+    llm_spans = list(by_question.values())
     span_ids = [s["span_id"] for s in llm_spans]
 
     # rougeL (no judge): read from Phoenix, annotate back, events to a real OTLP receiver
@@ -172,11 +131,12 @@ def test_phoenix_round_trip(phoenix: str, tmp_path: Path) -> None:
     for annotation in found.values():
         assert annotation["metadata"]["assay_run_id"] == run_id
         assert annotation["result"]["label"] == ("pass" if annotation["result"]["score"] >= 0.5 else "fail")
-    assert found[span_ids[2]]["result"]["label"] == "fail"  # Marlowe is not Shakespeare
+    assert found[by_question[HAMLET]["span_id"]]["result"]["label"] == "fail"  # Marlowe is not Shakespeare
     assert run("export", "run.db", "-o", "run.jsonl", cwd=tmp_path).returncode == 0
     rows = {r["query"]: r for r in map(json.loads, (tmp_path / "run.jsonl").read_text().splitlines())}
-    assert [t["content"] for t in rows["And against a city?"]["history"]] == list(QUESTIONS[0][1:3])  # one session
-    assert rows["Who wrote Hamlet?"]["contexts"] == [{"id": "kb-3", "text": CORPUS["kb-3"]}]
+    first = next(q for q in by_question if q not in (HAMLET, CITY))
+    assert [t["content"] for t in rows[CITY]["history"]] == [first, rows[first]["response"]]  # one session
+    assert [c["id"] for c in rows[HAMLET]["contexts"]] == ["kb-3"] and "history" not in rows[HAMLET]
 
     # DeCE with the scripted judge: criterion 2 is not met in each answer; each failed verdict goes back
     (tmp_path / "judge.json").write_text(json.dumps({"rules": dece_rules(["three years", "notice"],
@@ -186,7 +146,7 @@ def test_phoenix_round_trip(phoenix: str, tmp_path: Path) -> None:
     assert made.returncode == 0, made.stderr
     dece_run = re.search(r"\(run ([0-9a-f]+)\)", made.stdout).group(1)  # type: ignore[union-attr]
     verdicts = [a for a in annotations(phoenix, span_ids) if a["name"] == "assay.verdict"]
-    assert {v["span_id"] for v in verdicts} == set(span_ids[1:])  # the two latest traces
+    assert {v["span_id"] for v in verdicts} == {by_question[q]["span_id"] for q in (CITY, HAMLET)}  # the latest two
     assert {v["metadata"]["assay_run_id"] for v in verdicts} == {dece_run}
     notice = [v for v in verdicts if v["metadata"]["assay_path"] == "criteria[1]"]
     assert len(notice) == 2

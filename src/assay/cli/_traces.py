@@ -48,7 +48,10 @@ def load_items(data: Path | None, options: dict[str, Any], method: str, method_o
     if options["otel"]:
         check_protocol()
     sources = [s for s in (data, options["from_phoenix"], options["from_traces"]) if s is not None]
-    if len(sources) != 1:
+    if not sources:
+        raise ConfigError("Missing argument 'data': the answers to score (a file), or --from-phoenix URL, or "
+                          "--from-traces FILE")
+    if len(sources) > 1:
         raise ConfigError("give one source of answers: a DATA file, --from-phoenix URL or --from-traces FILE")
     if options["phoenix_annotate"] and not options["from_phoenix"]:
         raise ConfigError("--phoenix-annotate writes back to the Phoenix of --from-phoenix; for a saved run use "
