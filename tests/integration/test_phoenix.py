@@ -154,6 +154,16 @@ def test_phoenix_round_trip(phoenix: str, tmp_path: Path) -> None:
         assert verdict["result"]["label"] == "not met" and verdict["result"]["explanation"].startswith(
             "not met: notice — why: because 2 — quote: ")
 
+    # the documented filter finds the spans with a criterion not met (Phoenix's own span query)
+    project = next(p["id"] for p in httpx.get(f"{phoenix}/v1/projects", timeout=10).json()["data"]
+                   if p["name"] == PROJECT)
+    query = ("query($p: ID!, $c: String) { node(id: $p) { ... on Project { spans(filterCondition: $c, first: 50) "
+             "{ edges { node { spanId } } } } } }")
+    answer = httpx.post(f"{phoenix}/graphql", json={"query": query, "variables": {
+        "p": project, "c": "annotations['assay.verdict'].label == 'not met'"}}, timeout=10).json()
+    assert {e["node"]["spanId"] for e in answer["data"]["node"]["spans"]["edges"]} == {
+        by_question[q]["span_id"] for q in (CITY, HAMLET)}
+
     # assay's own spans into Phoenix's OTLP receiver (events off: Phoenix takes traces only)
     sent = run("export", "run.db", "--otel", cwd=tmp_path,
                env={"OTEL_EXPORTER_OTLP_ENDPOINT": phoenix, "OTEL_LOGS_EXPORTER": "none",

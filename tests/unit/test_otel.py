@@ -286,3 +286,8 @@ def test_grpc_protocol_is_refused_before_the_run(folder: Path) -> None:
                cwd=folder, env={"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"})
     assert made.returncode == 2 and "http/protobuf" in made.stderr
     assert not (folder / "grpc.db").exists()
+
+
+def test_the_documented_trace_file_is_this_tests_export() -> None:
+    shipped = Path(__file__).parents[2] / "src" / "assay" / "examples" / "traces.otlp.json"
+    assert json.loads(shipped.read_text()) == trace_export()
