@@ -1,4 +1,5 @@
-"""Exporting a run's results: JSONL, CSV, Parquet (SPEC §2.4)."""
+"""Exporting a run's results: JSON Lines, JSON, CSV, Parquet. The format follows the output
+file's extension; ``--format`` is needed only for a name without one it knows."""
 
 from __future__ import annotations
 
@@ -10,7 +11,30 @@ from assay._files import atomic_write, finite
 from assay.errors import ConfigError
 from assay.store import Store
 
-FORMATS = ("jsonl", "csv", "parquet")
+FORMATS = ("jsonl", "json", "csv", "parquet")
+EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet",
+              ".pq": "parquet"}
+"""Output extensions and the format each means."""
+
+
+def format_for(path: Path | None, fmt: str | None) -> str:
+    """The export format of ``path`` given ``--format`` (None: not given). The extension decides;
+    ``--format`` that contradicts it, an unknown format, or a name whose extension says nothing
+    without ``--format`` is one ConfigError line. No path: ``--format`` or jsonl."""
+    if fmt is not None and fmt not in FORMATS:
+        raise ConfigError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
+    if path is None:
+        return fmt or "jsonl"
+    implied = EXTENSIONS.get(path.suffix.lower())
+    if implied is None:
+        if fmt is None:
+            raise ConfigError(f"-o {path}: the extension does not say the format; name the file .csv, .jsonl, "
+                              ".json or .parquet, or pass --format")
+        return fmt
+    if fmt is not None and fmt != implied:
+        raise ConfigError(f"--format {fmt} contradicts -o {path} (a .{path.suffix.lower().lstrip('.')} file is "
+                          f"{implied}); drop --format or rename the file")
+    return implied
 
 
 def export_rows(store: Store, run_id: str, *, annotations: bool = False,
@@ -125,6 +149,9 @@ def export_run(store: Store, run_id: str, out: Path, fmt: str, compact: bool = F
         if fmt == "jsonl":
             for row in rows:
                 handle.write((json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8"))
+            return
+        if fmt == "json":  # an array of the rows (what RAGAS and DeepEval write; assay reads it back)
+            handle.write((json.dumps(rows, ensure_ascii=False, allow_nan=False, indent=1) + "\n").encode("utf-8"))
             return
         import pandas as pd
         flat = [{k: (json.dumps(v, ensure_ascii=False, allow_nan=False) if isinstance(v, list | dict) else v)
