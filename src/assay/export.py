@@ -18,19 +18,20 @@ EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "c
 
 
 def format_for(path: Path | None, fmt: str | None) -> str:
-    """The export format of ``path`` given ``--format`` (None: not given). The extension decides;
-    ``--format`` that contradicts it, an unknown format, or a name whose extension says nothing
-    without ``--format`` is one ConfigError line. No path: ``--format`` or jsonl."""
+    """The export format of ``path`` given ``--format`` (None: not given). A known extension
+    (.csv, .jsonl, .json, .parquet) decides, and ``--format`` contradicting it is one ConfigError
+    line; another extension takes ``--format`` or JSON Lines. A new file named like a store
+    (.db) is refused. No path: ``--format`` or jsonl."""
     if fmt is not None and fmt not in FORMATS:
         raise ConfigError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
     if path is None:
         return fmt or "jsonl"
     implied = EXTENSIONS.get(path.suffix.lower())
     if implied is None:
-        if fmt is None:
-            raise ConfigError(f"-o {path}: the extension does not say the format; name the file .csv, .jsonl, "
-                              ".json or .parquet, or pass --format")
-        return fmt
+        if path.suffix.lower() in (".db", ".sqlite", ".sqlite3") and not path.exists():
+            raise ConfigError(f"-o {path}: that is a run store's name; name the export .csv, .jsonl, .json or "
+                              ".parquet")
+        return fmt or "jsonl"  # another extension (.txt, none): JSON Lines unless --format says otherwise
     if fmt is not None and fmt != implied:
         raise ConfigError(f"--format {fmt} contradicts -o {path} (a .{path.suffix.lower().lstrip('.')} file is "
                           f"{implied}); drop --format or rename the file")

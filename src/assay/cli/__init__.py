@@ -241,14 +241,16 @@ def _deprecated(args: list[str]) -> list[str]:
         renames = {"--out": "--output"}
     elif command == "dece":
         renames = {"--cache": "--store"}
-    renames = {"--run-id": "--run", **renames}  # one name for a run id in every command
+    silent = {"--run-id": "--run"}  # one name for a run id in every command; the old one is a hidden alias
     out: list[str] = []
     for arg in args:
         name, eq, value = arg.partition("=")
         if arg == "--":
             out.extend(args[len(out):])
             break
-        if name in renames:
+        if name in silent:
+            arg = silent[name] + (eq + value if eq else "")
+        elif name in renames:
             err_console.print(f"note: {name} is now {renames[name]} (the old name goes in the next release)",
                               highlight=False)
             arg = renames[name] + (eq + value if eq else "")

@@ -118,11 +118,11 @@ def take_old_store_flag(run: dict[str, Any]) -> None:
     old = run.pop("out", None)
     if old is not None:
         err_console.print("note: --out is now --store (the run store); the old name goes in the next release",
-                          highlight=False)
+                          highlight=False, soft_wrap=True)
         run["store"] = old
     if run.pop("resume", False):
         err_console.print("note: --resume is no longer needed: the same command continues its run (--fresh "
-                          "starts it over)", highlight=False)
+                          "starts it over)", highlight=False, soft_wrap=True)
 
 
 def check_results_file(output: Path | None, *, data: Path, store: Path, force: bool) -> str | None:
@@ -320,8 +320,8 @@ def _run(items: list, method: str, options: dict, *, judge: str, judge_opt: list
     stats = result.client_stats
     assert stats is not None
     if result.was_finished:
-        console.print(f"run {result.run_id} in {out} was already finished: these are its stored results, no judge "
-                      "call made (--fresh scores it again)", soft_wrap=True)
+        console.print(f"run {result.run_id} in {out} was already finished: these are its stored results; 0 judge "
+                      "call(s) made (--fresh scores it again)", soft_wrap=True)
     else:
         if result.resumed_with is not None:
             console.print(f"resumed run {result.run_id}: {result.resumed_with} item(s) were already done")

@@ -29,6 +29,8 @@ def export(
                                                       "(never a store or an input)"),
 ) -> None:
     """Export one run's results, with the evidence behind every score."""
+    if output is not None:
+        check_output(output, inputs=[run], force=force)  # never onto the store or a file assay did not write
     chosen = format_for(output, fmt)
     store = Store(run, create=False)
     rid = store.resolve_run(run_id)

@@ -8,6 +8,7 @@ in full.
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import json
 from pathlib import Path
@@ -102,6 +103,13 @@ IGNORED: dict[str, dict[str, None]] = {}
 and evidence describe an earlier run, not the answer."""
 
 ITEM_FIELDS = frozenset(Item.model_fields)
+FIELD_NAMES = sorted(ITEM_FIELDS | set(ALIASES))
+"""The names a field of the input may have: assay's and the peers' (a misspelt one is named)."""
+
+PEER_FIELDS = frozenset({"reference_contexts", "multi_responses", "rubrics", "reference_tool_calls", "context",
+                         "additional_metadata", "name", "comments", "tools_called", "expected_tools", "tags",
+                         "reasoning"})
+"""Fields RAGAS and DeepEval write that assay does not use: kept, never taken for a misspelling."""
 
 RESULT_COLUMNS = frozenset({"run_id", "status", "unscored", "unscored_reason", "judge_calls", "annotations", "unit",
                             "round"})
@@ -184,7 +192,9 @@ def input_notes(source: str) -> list[str]:
     unused = list(UNUSED.get(source, {}))
     if unused:
         noun = "field" if len(unused) == 1 else "fields"
-        notes.append(f"kept {len(unused)} unused {noun} under metadata: {', '.join(unused)}")
+        named = [f"{u} (did you mean {close[0]}?)" if u not in PEER_FIELDS and
+                 (close := difflib.get_close_matches(u, FIELD_NAMES, 1, 0.8)) else u for u in unused]
+        notes.append(f"kept {len(unused)} unused {noun} under metadata: {', '.join(named)}")
     ignored = list(IGNORED.get(source, {}))
     if ignored:
         shown = ", ".join(ignored[:8]) + (f" and {len(ignored) - 8} more" if len(ignored) > 8 else "")
