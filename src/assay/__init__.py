@@ -15,7 +15,8 @@ from assay.store import Store
 from assay.types import Completion, GenerateConfig, Item, Message, Reference, Unscored
 
 __all__ = [
-    "AssayError", "Completion", "ConfigError", "EvalResult", "EvalResults", "GenerateConfig", "InputError", "InputNote", "Item",
+    "AssayError", "Completion", "ConfigError", "EvalResult", "EvalResults", "GenerateConfig", "InputError",
+    "InputNote", "Item",
     "JudgeBackend", "Message", "Reference", "RunnerConfig", "Store", "Unscored", "__version__", "aevaluate",
     "estimate", "evaluate", "get_backend", "load_items",
 ]

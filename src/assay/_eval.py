@@ -339,10 +339,10 @@ def evaluate(items: Iterable[Item | dict[str, Any]], method: str | Method = "dec
     Example: ``assay.evaluate(items, method="dece", judge="llamacpp/default", domain="legal")``.
     Options: ``store`` (a path or Store; default in memory), ``runner`` (:class:`RunnerConfig`),
     ``fresh`` (drop the stored run of this work and score it again; by default a run already in
-    the store is continued, or read back when finished), ``judge_options``, ``guard`` ("redact", the default: passages of an answer that
-    address the grader are removed before the judge sees them, :func:`guarded`; "flag": only
-    flagged), and the method's own options (e.g. DeCE's ``domain``, ``beta``,
-    ``seed``, ``criteria``).
+    the store is continued, or read back when finished), ``judge_options``, ``guard`` ("redact",
+    the default: passages of an answer that address the grader are removed before the judge sees
+    them, :func:`guarded`; "flag": only flagged), and the method's own options (e.g. DeCE's
+    ``domain``, ``beta``, ``seed``, ``criteria``).
     """
     return asyncio.run(aevaluate(items, method, judge, **options))
 

@@ -131,7 +131,8 @@ def evaluate(data: Any, method: str | Any = "dece", judge: Any = "llamacpp/defau
              methods: list[str] | None = None, **options: Any) -> EvalResult | EvalResults:
     """Score ``data`` with ``method`` (or each of ``methods``) and ``judge``; see the module
     docstring. Options: ``store`` (a path: cached, resumable), ``runner``
-    (:class:`assay.RunnerConfig`: budget, timeout, retries, concurrency), ``resume``, ``guard``
+    (:class:`assay.RunnerConfig`: budget, timeout, retries, concurrency), ``fresh`` (score again a
+    run the store already holds; by default the same call continues it, or reads it back), ``guard``
     and the method's own options (DeCE's ``domain``, ``beta``, ...)."""
     try:
         asyncio.get_running_loop()

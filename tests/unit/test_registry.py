@@ -9,7 +9,7 @@ import pytest
 
 import assay
 from assay._eval import aevaluate
-from assay.errors import ConfigError, StoreError
+from assay.errors import ConfigError
 from assay.methods.lexical import RougeL
 from assay.registry import build_method, method_class, methods, register_method
 from assay.runner import RunnerConfig

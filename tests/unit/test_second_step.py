@@ -69,7 +69,7 @@ def test_an_extra_dataframe_column_is_kept_and_a_users_metadata_is_merged() -> N
                            "team": "search", "metadata": {"jurisdiction": "NY"}}])
     with pytest.warns(assay.InputNote, match="kept 1 unused field under metadata: team"):
         result = assay.evaluate(frame, method="rougeL", runner=QUIET)
-    assert list(result)[0]["metadata"] == {"jurisdiction": "NY", "team": "search"}
+    assert next(iter(result))["metadata"] == {"jurisdiction": "NY", "team": "search"}
 
 
 @needs_cli
