@@ -30,7 +30,7 @@ def export(
 ) -> None:
     """Export one run's results, with the evidence behind every score."""
     if output is not None:
-        check_output(output, inputs=[run], force=force)  # never onto the store or a file assay did not write
+        check_output(output, inputs=[run], force=True)  # a store (or a directory) is refused before its name is read
     chosen = format_for(output, fmt)
     store = Store(run, create=False)
     rid = store.resolve_run(run_id)
