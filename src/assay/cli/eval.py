@@ -120,9 +120,7 @@ def take_old_store_flag(run: dict[str, Any]) -> None:
         err_console.print("note: --out is now --store (the run store); the old name goes in the next release",
                           highlight=False, soft_wrap=True)
         run["store"] = old
-    if run.pop("resume", False):
-        err_console.print("note: --resume is no longer needed: the same command continues its run (--fresh "
-                          "starts it over)", highlight=False, soft_wrap=True)
+    run.pop("resume", None)  # accepted for old scripts, changes nothing (its help says so)
 
 
 def check_results_file(output: Path | None, *, data: Path, store: Path, force: bool) -> str | None:
