@@ -47,7 +47,7 @@ def test_a_crash_of_the_judge_process_is_exit_4_with_one_line_and_the_run_resume
     status = con.execute("SELECT status FROM runs").fetchall()
     con.close()
     assert status and "failed" in status[0][0]
-    again = run(*args, "--resume")
+    again = run(*args)  # the same command continues the run
     assert again.returncode == 0, again.stderr
     con = sqlite3.connect(db)
     done = con.execute("SELECT count(*) FROM results WHERE status = 'scored'").fetchone()[0]

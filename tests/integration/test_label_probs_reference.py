@@ -7,7 +7,8 @@ restored snapshots), the child process, an OpenAI-compatible server (llama-cpp-p
 127.0.0.1, top 20 logprobs) and LiteLLM in front of that server — must give the reference's
 probabilities within 1e-3. A server returns only its top 20 tokens: a label variant outside them is
 missing from its mass, so the server paths are compared with the reference cut to its own top 20
-tokens (the server's logprobs equal the reference's to 1e-6 on the tokens both list). The same for the logprobs of generated tokens (soft verdicts, G-Eval).
+tokens (the server's logprobs equal the reference's to 1e-6 on the tokens both list). The same for
+the logprobs of generated tokens (soft verdicts, G-Eval).
 
 Why: with ``logits_all`` on, llama.cpp's logits buffer holds one row per token of the last batch,
 and a label call that read its first row read the wrong token's distribution (P(yes) 0.473 read as

@@ -42,7 +42,7 @@ from assay.store import OPENED_STORES
 EXIT_CODES = ("Exit status: 0 ok · 1 a gate or check failed · 2 bad input, option or configuration (one line on "
               "stderr names the file, line and field) · 3 the token budget stopped the run (resume with a larger "
               "--budget) · 4 the judge is unreachable or every judge call failed · 130 interrupted (Ctrl-C) · "
-              "143 terminated (SIGTERM). An interrupted run is marked so in its store; --resume continues it. "
+              "143 terminated (SIGTERM). An interrupted run is marked so in its store; the same command continues it. "
               "Add --debug (before the command) to see a traceback.")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUDGET, EXIT_JUDGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 3, 4, 130, 143
@@ -238,18 +238,21 @@ def _deprecated(args: list[str]) -> list[str]:
     command = words[0] if words else ""
     renames: dict[str, str] = {}
     if command in STORE_WAS_OUT:
-        renames = {"--out": "--store", "-o": "--store"}
+        renames = {"--out": "--store"}  # -o is the report written, as everywhere a file written
     elif command in OUTPUT_WAS_OUT:
         renames = {"--out": "--output"}
     elif command == "dece":
         renames = {"--cache": "--store"}
+    silent = {"--run-id": "--run"}  # one name for a run id in every command; the old one is a hidden alias
     out: list[str] = []
     for arg in args:
         name, eq, value = arg.partition("=")
         if arg == "--":
             out.extend(args[len(out):])
             break
-        if name in renames:
+        if name in silent:
+            arg = silent[name] + (eq + value if eq else "")
+        elif name in renames:
             err_console.print(f"note: {name} is now {renames[name]} (the old name goes in the next release)",
                               highlight=False)
             arg = renames[name] + (eq + value if eq else "")
@@ -272,10 +275,10 @@ def main() -> None:
             code = EXIT_INTERRUPTED
         if code == EXIT_INTERRUPTED:  # Typer turns KeyboardInterrupt into exit status 130
             if _Terminated.received:
-                err_console.print("terminated (SIGTERM); an unfinished run is marked interrupted — continue it "
-                                  "with --resume", soft_wrap=True)
+                err_console.print("terminated (SIGTERM); an unfinished run is marked interrupted — the same "
+                                  "command continues it", soft_wrap=True)
                 sys.exit(EXIT_TERMINATED)
-            err_console.print("interrupted; an unfinished run is marked interrupted — continue it with --resume",
+            err_console.print("interrupted; an unfinished run is marked interrupted — the same command continues it",
                               soft_wrap=True)
             sys.exit(EXIT_INTERRUPTED)
     except typer.Abort:

@@ -61,15 +61,26 @@ RUN_OPTIONS: list[tuple[str, Any, Any]] = [
     ("judge", str, JUDGE),
     ("judge_opt", list[str] | None, JUDGE_OPT),
     ("store", Path, STORE_OPT),
-    ("out", Path | None, typer.Option(None, "--out", "-o", hidden=True,
+    ("out", Path | None, typer.Option(None, "--out", hidden=True,
                                       help="the old name of --store (goes in the next release)")),
+    ("output", Path | None, typer.Option(None, "--output", "-o",
+                                         help="also write every score with its evidence to this file when the run "
+                                              "ends: .csv, .jsonl, .json or .parquet (as `assay export`); the run "
+                                              "itself is kept in --store")),
+    ("force", bool, typer.Option(False, "--force", help="replace an existing --output file that assay did not "
+                                                       "write (never a store or an input)")),
     ("concurrency", int | None, CONCURRENCY_OPT),
     ("budget", int | None, BUDGET_OPT),
     ("timeout", float, TIMEOUT_OPT),
     ("retries", int, RETRIES_OPT),
     ("limit", int | None, typer.Option(None, "--limit", min=1, help="evaluate only the first N items of the file")),
+    ("fresh", bool, typer.Option(False, "--fresh", envvar="ASSAY_FRESH",
+                                 help="drop this run's earlier results in --store and score it again (judge calls "
+                                      "already cached there are reused). Without it the same command continues "
+                                      "its run, or shows it when finished")),
     ("resume", bool, typer.Option(False, "--resume", envvar="ASSAY_RESUME",
-                                  help="continue the same run in --store (repeats no finished call)")),
+                                  help="no longer needed, kept for old scripts: the same command always continues "
+                                       "its run")),
     ("wait", bool, typer.Option(False, "--wait", envvar="ASSAY_WAIT",
                                 help="if another process is writing this run, wait for it instead of failing")),
     ("dry_run", bool, DRY_RUN_OPT),
@@ -102,12 +113,30 @@ JUDGE_FREE_DEFAULTS: dict[str, Any] = {"judge": "none/none", "judge_opt": None, 
 
 
 def take_old_store_flag(run: dict[str, Any]) -> None:
-    """``--out``/``-o`` named the store before ``--store`` did: still read, with a notice."""
+    """``--out`` named the store before ``--store`` did: still read, with a notice. (``-o`` is
+    ``--output`` now, the results file, as in every command.)"""
     old = run.pop("out", None)
     if old is not None:
-        err_console.print("note: --out/-o is now --store (the run store); the old name goes in the next release",
-                          highlight=False)
+        err_console.print("note: --out is now --store (the run store); the old name goes in the next release",
+                          highlight=False, soft_wrap=True)
         run["store"] = old
+    run.pop("resume", None)  # accepted for old scripts, changes nothing (its help says so)
+
+
+def check_results_file(output: Path | None, *, data: Path | None, store: Path, force: bool) -> str | None:
+    """The export format of ``eval -o FILE`` from its extension, checked before anything runs
+    (None without ``-o``). A store's extension is refused with the flag that names a store."""
+    if output is None:
+        return None
+    from assay._files import check_output, is_sqlite
+    from assay.export import format_for
+
+    if output.suffix.lower() in (".db", ".sqlite", ".sqlite3") or is_sqlite(output):
+        raise ConfigError(f"-o/--output {output}: -o is the results file written (.csv, .jsonl, .json or "
+                          f".parquet); the run store is --store {output}")
+    fmt = format_for(output, None)
+    check_output(output, inputs=[p for p in (data, store) if p is not None], force=force)
+    return fmt
 
 
 def user_help(text: str) -> str:
@@ -191,6 +220,7 @@ def make_command(cls: type[Method]) -> Any:
         run = {name: kwargs.pop(name) for name in list(kwargs) if name in _RUN_NAMES}
         run = {**JUDGE_FREE_DEFAULTS, **run}  # a method without a judge has no judge options
         take_old_store_flag(run)
+        results_format = check_results_file(run["output"], data=data, store=run["store"], force=run["force"])
         method_values = {k: v for k, v in kwargs.items() if v is not None or k not in extra_names}
         options = cls.options_from_cli(_coerce(cls, method_values))
         items, notes, source = load_items(data, tracing, cls.name, options, run["limit"])
@@ -206,9 +236,9 @@ def make_command(cls: type[Method]) -> Any:
         if run["guard"] not in ("redact", "flag"):
             raise typer.BadParameter(f"--guard {run['guard']!r}: redact or flag")
         run_id = _run(items, cls.name, options, judge=run["judge"], judge_opt=run["judge_opt"], out=run["store"],
-                      data=data if data is not None else source, resume=run["resume"], wait=run["wait"],
+                      data=data if data is not None else source, fresh=run["fresh"], wait=run["wait"],
                       runner=runner, executor={k: run[k] for k in ("executor", "workers", "ray_address", "guard")},
-                      notes=notes)
+                      notes=notes, output=run["output"], output_format=results_format)
         after_run(run["store"], run_id, tracing)
 
     data_help = ("the answers to score: .jsonl, .json (an array), .csv or .parquet; field names of RAGAS and "
@@ -265,13 +295,14 @@ def _dry_run(items: list, method: str, options: dict[str, Any], price_in: float 
 
 
 def _run(items: list, method: str, options: dict, *, judge: str, judge_opt: list[str] | None, out: Path,
-         data: Path | str, resume: bool, wait: bool, runner: RunnerConfig, executor: dict[str, Any] | None = None,
-         notes: list[str] | None = None) -> str:
+         data: Path | str, fresh: bool, wait: bool, runner: RunnerConfig, executor: dict[str, Any] | None = None,
+         notes: list[str] | None = None, output: Path | None = None, output_format: str | None = None) -> str:
     """Run, print the summary, and say where things are. Everything is validated (items,
-    options, judge) before the store is created or touched; a budget stop exits 3, an
-    unreachable judge 4 (both through :func:`assay.cli.main`)."""
+    options, judge, the -o file) before the store is created or touched; a budget stop exits 3,
+    an unreachable judge 4 (both through :func:`assay.cli.main`). The same command again
+    continues the run, or shows it with no judge call when it is finished."""
     try:
-        result = asyncio.run(aevaluate(items, method, judge, store=out, runner=runner, resume=resume,
+        result = asyncio.run(aevaluate(items, method, judge, store=out, runner=runner, fresh=fresh,
                                        judge_options=parse_options(judge_opt), data_source=str(data),
                                        wait_s=float("inf") if wait else None, input_notes=notes,
                                        **(executor or {}), **options))
@@ -280,21 +311,29 @@ def _run(items: list, method: str, options: dict, *, judge: str, judge_opt: list
             partial = EvalResult(Store(out, create=False), exc.run_id)
             print_summary(partial.summary(), partial.metrics)
         if isinstance(exc, BudgetExhausted):
-            console.print(f"[yellow]stopped: {exc}. Finished items are saved; continue with --resume "
-                          "and a larger --budget.[/yellow]")
+            console.print(f"[yellow]stopped: {exc}. Finished items are saved; the same command with a larger "
+                          "--budget continues the run.[/yellow]")
         raise
+    for note in result.notes:
+        err_console.print(f"note: {note}", highlight=False, soft_wrap=True)
     print_summary(result.summary(), result.metrics)
     stats = result.client_stats
     assert stats is not None
-    if result.resumed_with is not None:
-        console.print(f"resumed run {result.run_id}: {result.resumed_with} item(s) were already done")
-    elif resume:
-        console.print(f"--resume: {out} held no run with these items, options and judge; started run "
-                      f"{result.run_id}")
-    console.print(f"this invocation: {stats.calls} judge call(s) made, {stats.cache_hits} from cache, "
-                  f"{stats.retries} retries, {stats.failures} failed, {result.wall_s:.1f} s")
-    console.print(f"saved to {out} (run {result.run_id}). Next: assay export {out} --format jsonl · "
-                  f"assay report {out} -o report.html")
+    if result.was_finished:
+        console.print(f"run {result.run_id} in {out} was already finished: these are its stored results; 0 judge "
+                      "call(s) made (--fresh scores it again)", soft_wrap=True)
+    else:
+        if result.resumed_with is not None:
+            console.print(f"resumed run {result.run_id}: {result.resumed_with} item(s) were already done")
+        console.print(f"this invocation: {stats.calls} judge call(s) made, {stats.cache_hits} from cache, "
+                      f"{stats.retries} retries, {stats.failures} failed, {result.wall_s:.1f} s")
+    if output is not None and output_format is not None:
+        from assay.export import export_run
+
+        count = export_run(result.store, result.run_id, output, output_format)
+        console.print(f"wrote {count} row(s) to {output}")
+    console.print(f"saved to {out} (run {result.run_id}). Next: assay export {out} -o scores.csv · "
+                  f"assay report {out} -o report.html", soft_wrap=True)
     return result.run_id
 
 

@@ -60,7 +60,8 @@ def _rows(run: Path, run_id: str | None) -> list[dict]:
 
 def triage_command(
     run: Path = typer.Argument(..., help="a LeMAJ run: its store (.db) or an exported .jsonl"),
-    run_id: str | None = typer.Option(None, "--run-id", help="which run of the store (default: the latest)"),
+    run_id: str | None = typer.Option(None, "--run", help="which run of the store (an id or its prefix; "
+                                                                      "default: the latest)"),
     min_correctness: float = typer.Option(1.0, "--min-correctness", min=0.0, max=1.0,
                                           help="clear only answers with at least this correctness"),
     min_relevance: float = typer.Option(0.8, "--min-relevance", min=0.0, max=1.0,
