@@ -32,7 +32,7 @@ def test_an_entry_point_method_gets_a_command_runs_exports_and_reports(tmp_path:
     assert listed.returncode == 0 and "yesno" in listed.stdout and "Plug-in: does the answer" in listed.stdout
     helped = run("eval", "yesno", "--help", cwd=tmp_path)
     assert "--strictness" in helped.stdout and "How strictly to read" in helped.stdout
-    assert "ASSAY_STRICTNESS" in helped.stdout
+    assert "ASSAY_STRICTNESS" in run("eval", "yesno", "--help-all", cwd=tmp_path).stdout
 
     items = [{"id": "a", "query": "Capital of France?", "response": "Paris."},
              {"id": "b", "query": "Capital of Peru?", "response": "I like turtles."}]

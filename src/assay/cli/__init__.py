@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from assay._version import __version__
 from assay.cli import (
+    _help,
     demo,
     doctor,
     eval,
@@ -44,6 +45,8 @@ EXIT_CODES = ("Exit status: 0 ok · 1 a gate or check failed · 2 bad input, opt
               "--budget) · 4 the judge is unreachable or every judge call failed · 130 interrupted (Ctrl-C) · "
               "143 terminated (SIGTERM). An interrupted run is marked so in its store; the same command continues it. "
               "Add --debug (before the command) to see a traceback.")
+
+_help.install()
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUDGET, EXIT_JUDGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 3, 4, 130, 143
 
@@ -244,6 +247,8 @@ def _deprecated(args: list[str]) -> list[str]:
     elif command == "dece":
         renames = {"--cache": "--store"}
     silent = {"--run-id": "--run"}  # one name for a run id in every command; the old one is a hidden alias
+    if command == "rubric":
+        silent["--k"] = "--size"  # the rubric's size (tournament's --k, the Elo factor, is --elo-k)
     out: list[str] = []
     for arg in args:
         name, eq, value = arg.partition("=")

@@ -14,23 +14,25 @@ from assay.types import Item
 
 TRACE_OPTIONS: list[tuple[str, Any, Any]] = [
     ("from_phoenix", str | None, typer.Option(
-        None, "--from-phoenix", envvar="ASSAY_FROM_PHOENIX", metavar="URL",
+        None, "--from-phoenix", rich_help_panel="Traces", envvar="ASSAY_FROM_PHOENIX", metavar="URL",
         help="read the answers from the traces of an Arize Phoenix server (e.g. http://127.0.0.1:6006) instead "
              "of a file: one item per trace (query, response, retrieved passages, span ids); needs --project")),
-    ("project", str | None, typer.Option(None, "--project", envvar="ASSAY_PROJECT",
+    ("project", str | None, typer.Option(None, "--project", rich_help_panel="Traces", envvar="ASSAY_PROJECT",
                                          help="the Phoenix project to read (--from-phoenix)")),
-    ("since", str | None, typer.Option(None, "--since", help="only traces started since: an ISO time or a "
+    ("since", str | None, typer.Option(None, "--since", rich_help_panel="Traces",
+                                       help="only traces started since: an ISO time or a "
                                                              "duration back from now (30m, 6h, 2d)")),
-    ("from_traces", Path | None, typer.Option(None, "--from-traces", metavar="FILE",
+    ("from_traces", Path | None, typer.Option(None, "--from-traces", rich_help_panel="Traces", metavar="FILE",
                                               help="read the answers from an OTLP/JSON trace export (OpenInference "
                                                    "spans) instead of a data file")),
-    ("phoenix_annotate", bool, typer.Option(False, "--phoenix-annotate", envvar="ASSAY_PHOENIX_ANNOTATE",
+    ("phoenix_annotate", bool, typer.Option(False, "--phoenix-annotate", rich_help_panel="Traces",
+                                            envvar="ASSAY_PHOENIX_ANNOTATE",
                                             help="write each score and failed verdict back to the Phoenix of "
                                                  "--from-phoenix as span annotations")),
-    ("otel", bool, typer.Option(False, "--otel", envvar="ASSAY_OTEL",
+    ("otel", bool, typer.Option(False, "--otel", rich_help_panel="Traces", envvar="ASSAY_OTEL",
                                 help="send every verdict as an OpenTelemetry gen_ai.evaluation.result event (and "
                                      "assay's spans) to the OTLP/HTTP endpoint of OTEL_EXPORTER_OTLP_ENDPOINT")),
-    ("gate", list[str] | None, typer.Option(None, "--gate", metavar="METRIC=MIN",
+    ("gate", list[str] | None, typer.Option(None, "--gate", rich_help_panel="Traces", metavar="METRIC=MIN",
                                             help="label events and annotations pass/fail: the metric passes at or "
                                                  "above MIN (repeatable)")),
 ]

@@ -21,6 +21,7 @@ import typer
 
 from assay._eval import EvalResult, aevaluate, estimate
 from assay.cli._common import console, err_console, parse_options, print_summary
+from assay.cli._help import EXPERT, HELP_ALL_SEP, help_all_option
 from assay.cli._traces import TRACE_NAMES, TRACE_OPTIONS, after_run, load_items
 from assay.errors import BudgetExhausted, ConfigError, JudgeUnreachable
 from assay.methods import Method
@@ -30,22 +31,34 @@ from assay.store import Store
 
 app = typer.Typer(help="Evaluate a data file with a method.", no_args_is_help=True)
 
-JUDGE = typer.Option("llamacpp/default", "--judge", "-j", envvar="ASSAY_JUDGE",
-                     help="provider/model, e.g. llamacpp/default, openai/gpt-4o-mini, "
-                          "openai/qwen@http://127.0.0.1:8080/v1")
-JUDGE_OPT = typer.Option(None, "--judge-opt", envvar="ASSAY_JUDGE_OPT",
+JUDGE_PANEL, RUN_PANEL, OUTPUT_PANEL = "Judge", "Run", "Output"
+"""The help groups of the options every method's command shares."""
+
+JUDGE = typer.Option("llamacpp/default", "--judge", "-j", envvar="ASSAY_JUDGE", rich_help_panel=JUDGE_PANEL,
+                     metavar="PROVIDER/MODEL",
+                     help="the judge model: llamacpp/default (embedded), openai/gpt-4o-mini, "
+                          "openai/qwen@http://127.0.0.1:8080/v1 (any OpenAI-compatible server), scripted/...")
+JUDGE_OPT = typer.Option(None, "--judge-opt", envvar="ASSAY_JUDGE_OPT", rich_help_panel=EXPERT, hidden=True,
+                         metavar="KEY=VALUE",
                          help="backend option key=value (repeatable), e.g. schema_mode=json_object")
 
 STORE_OPT = typer.Option(Path("assay-run.db"), "--store", envvar=["ASSAY_STORE", "ASSAY_OUT"],
+                         rich_help_panel=RUN_PANEL, metavar="FILE.db",
                          help="the SQLite run store: every judge call is cached there and the run can be resumed")
 CONCURRENCY_OPT = typer.Option(None, "--concurrency", envvar="ASSAY_CONCURRENCY", min=1,
+                               rich_help_panel=JUDGE_PANEL,
                                help="judge calls in flight (default: the backend's limit)")
-BUDGET_OPT = typer.Option(None, "--budget", envvar="ASSAY_BUDGET", min=0,
+BUDGET_OPT = typer.Option(None, "--budget", envvar="ASSAY_BUDGET", min=0, rich_help_panel=JUDGE_PANEL,
                           help="stop making judge calls after this many tokens")
-TIMEOUT_OPT = typer.Option(600.0, "--timeout", envvar="ASSAY_TIMEOUT", min=0.001, help="seconds per judge call")
-RETRIES_OPT = typer.Option(4, "--retries", envvar="ASSAY_RETRIES", min=0, help="retries per judge call")
-DRY_RUN_OPT = typer.Option(False, "--dry-run", help="estimate the judge calls; call no judge, write nothing")
+TIMEOUT_OPT = typer.Option(600.0, "--timeout", envvar="ASSAY_TIMEOUT", min=0.001,
+                           rich_help_panel=EXPERT, hidden=True, help="seconds a judge call may take")
+RETRIES_OPT = typer.Option(4, "--retries", envvar="ASSAY_RETRIES", min=0,
+                           rich_help_panel=EXPERT, hidden=True,
+                           help="times a failed judge call is tried again")
+DRY_RUN_OPT = typer.Option(False, "--dry-run", rich_help_panel=RUN_PANEL,
+                           help="estimate the judge calls; call no judge, write nothing")
 PROGRESS_OPT = typer.Option(True, "--progress/--no-progress", envvar="ASSAY_PROGRESS",
+                            rich_help_panel=RUN_PANEL,
                             help="a progress bar on the terminal while judge calls run")
 
 
@@ -63,42 +76,47 @@ RUN_OPTIONS: list[tuple[str, Any, Any]] = [
     ("store", Path, STORE_OPT),
     ("out", Path | None, typer.Option(None, "--out", hidden=True,
                                       help="the old name of --store (goes in the next release)")),
-    ("output", Path | None, typer.Option(None, "--output", "-o",
+    ("output", Path | None, typer.Option(None, "--output", "-o", rich_help_panel=OUTPUT_PANEL,
                                          help="also write every score with its evidence to this file when the run "
                                               "ends: .csv, .jsonl, .json or .parquet (as `assay export`); the run "
                                               "itself is kept in --store")),
-    ("force", bool, typer.Option(False, "--force", help="replace an existing --output file that assay did not "
+    ("force", bool, typer.Option(False, "--force", rich_help_panel=OUTPUT_PANEL,
+                                 help="replace an existing --output file that assay did not "
                                                        "write (never a store or an input)")),
     ("concurrency", int | None, CONCURRENCY_OPT),
     ("budget", int | None, BUDGET_OPT),
     ("timeout", float, TIMEOUT_OPT),
     ("retries", int, RETRIES_OPT),
-    ("limit", int | None, typer.Option(None, "--limit", min=1, help="evaluate only the first N items of the file")),
-    ("fresh", bool, typer.Option(False, "--fresh", envvar="ASSAY_FRESH",
+    ("limit", int | None, typer.Option(None, "--limit", min=1, rich_help_panel=RUN_PANEL,
+                                       help="evaluate only the first N items of the file")),
+    ("fresh", bool, typer.Option(False, "--fresh", envvar="ASSAY_FRESH", rich_help_panel=RUN_PANEL,
                                  help="drop this run's earlier results in --store and score it again (judge calls "
                                       "already cached there are reused). Without it the same command continues "
                                       "its run, or shows it when finished")),
-    ("resume", bool, typer.Option(False, "--resume", envvar="ASSAY_RESUME",
+    ("resume", bool, typer.Option(False, "--resume", envvar="ASSAY_RESUME", hidden=True,
                                   help="no longer needed, kept for old scripts: the same command always continues "
                                        "its run")),
-    ("wait", bool, typer.Option(False, "--wait", envvar="ASSAY_WAIT",
+    ("wait", bool, typer.Option(False, "--wait", envvar="ASSAY_WAIT", rich_help_panel=RUN_PANEL,
                                 help="if another process is writing this run, wait for it instead of failing")),
     ("dry_run", bool, DRY_RUN_OPT),
-    ("price_in", float | None, typer.Option(None, "--price-in", envvar="ASSAY_PRICE_IN", min=0.0,
+    ("price_in", float | None, typer.Option(None, "--price-in", rich_help_panel=EXPERT, hidden=True,
+                                            envvar="ASSAY_PRICE_IN", min=0.0,
                                             help="USD per 1M prompt tokens, for --dry-run's cost (default: the "
                                                  "judge's list price, when known)")),
-    ("price_out", float | None, typer.Option(None, "--price-out", envvar="ASSAY_PRICE_OUT", min=0.0,
+    ("price_out", float | None, typer.Option(None, "--price-out", rich_help_panel=EXPERT, hidden=True,
+                                             envvar="ASSAY_PRICE_OUT", min=0.0,
                                              help="USD per 1M completion tokens, for --dry-run's cost")),
     ("progress", bool, PROGRESS_OPT),
-    ("executor", str, typer.Option("local", "--executor", envvar="ASSAY_EXECUTOR",
+    ("executor", str, typer.Option("local", "--executor", rich_help_panel=EXPERT, hidden=True, envvar="ASSAY_EXECUTOR",
                                    help="local, or ray: units go to Ray actors, each with its own judge "
                                         "(pip install 'assay[ray]')")),
-    ("workers", int, typer.Option(2, "--workers", envvar="ASSAY_WORKERS", min=1,
+    ("workers", int, typer.Option(2, "--workers", rich_help_panel=EXPERT, hidden=True, envvar="ASSAY_WORKERS", min=1,
                                   help="Ray actors (--executor ray)")),
-    ("ray_address", str | None, typer.Option(None, "--ray-address", envvar="ASSAY_RAY_ADDRESS",
+    ("ray_address", str | None, typer.Option(None, "--ray-address", rich_help_panel=EXPERT, hidden=True,
+                                             envvar="ASSAY_RAY_ADDRESS",
                                              help="Ray cluster: auto, ray://HOST:PORT, ... (default: start a "
                                                   "local one on 127.0.0.1)")),
-    ("guard", str, typer.Option("redact", "--guard", envvar="ASSAY_GUARD",
+    ("guard", str, typer.Option("redact", "--guard", rich_help_panel=EXPERT, hidden=True, envvar="ASSAY_GUARD",
                                 help="redact: passages of an answer aimed at the grader (orders, forged turns, "
                                      "delimiters, verdicts) are removed before judging and flagged; flag: only "
                                      "flagged")),
@@ -148,10 +166,6 @@ def user_help(text: str) -> str:
     return " ".join(text.split())
 
 
-def _flag(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
 def _cli_type(annotation: Any) -> tuple[Any, str]:
     """The command-line type of a config field, and a note for help: plain scalars keep their
     type; Literal choices, unions and containers are read as text (pydantic then validates it)."""
@@ -167,6 +181,67 @@ def _cli_type(annotation: Any) -> tuple[Any, str]:
     return str, ""
 
 
+FLAG_NAMES: dict[str, str] = {
+    "max_reasoning_chars": "max-reason-chars", "max_justification_chars": "max-reason-chars",
+    "k": "elo-k",
+}
+"""One flag per concept across methods: a config field whose name differs is given this flag, and
+the field's own spelling stays a hidden alias (old scripts keep working)."""
+
+COMMON_HELP: dict[str, str] = {
+    "seed": "sampling seed of the judge calls made at a temperature above 0",
+    "temperature": "sampling temperature of the judge calls (0: greedy)",
+    "max_reasks": "times the judge is asked again when its reply breaks the expected format",
+    "top_logprobs": "candidate tokens read at each verdict (soft verdicts)",
+    "max_reasoning_chars": "longest reason a verdict may give, in characters",
+    "max_reason_chars": "longest reason a verdict may give, in characters",
+    "max_justification_chars": "longest reason a verdict may give, in characters",
+    "domain": "domain pack of the prompts: general, legal, medical or financial",
+    "extraction_temperature": "sampling temperature when criteria and elements are extracted",
+    "verification_temperature": "sampling temperature of the verdicts (0: greedy)",
+    "max_claims": "most claims taken from one text",
+    "max_claim_chars": "longest claim, in characters",
+    "max_analysis_chars": "longest written comparison before a verdict, in characters",
+    "initial": "every system's starting Elo rating",
+}
+"""Help of config fields that carry no description of their own (shared names, no method named)."""
+
+SHORT_HELP: dict[str, str] = {
+    "domain": "domain pack of the prompts: general, legal, medical or financial",
+    "beta": "how much more recall counts than precision in the F-beta score (2: twice)",
+    "verdicts": "hard: the judge's 0/1 label; soft: its probability, from logprobs; direct: each verdict "
+                "asked alone, its label probability read in one forward pass (embedded judge, servers with "
+                "logprobs)",
+    "max_criteria": "most criteria taken from one gold answer",
+    "reasoning": "each verdict writes a short reason before its score (--no-reasoning: faster, the cited "
+                 "sentences only)",
+    "evidence": "each verdict cites the passage's sentences it rests on, with a short reason",
+    "samples": "judge each comparison this many times and take the majority",
+    "hierarchy": "the order in which the criteria of a comparison decide",
+    "stringency": "how strictly a point of the answer must match the reference to count",
+}
+"""Help of the main options in ``-h``, in a user's words; ``--help-all`` shows the full description."""
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _method_flag(cls: type[Method], name: str) -> str:
+    fields = cls.config_model.model_fields if cls.config_model is not None else {}
+    new = FLAG_NAMES.get(name)
+    if new is None or any(_flag(other) == "--" + new for other in fields if other != name):
+        return _flag(name)
+    return "--" + new
+
+
+def _panel(cls: type[Method], name: str) -> dict[str, Any]:
+    """Listed in ``-h`` (the method's main options) or an expert option (``--help-all``)."""
+    if cls.cli_main is None or name in cls.cli_main:
+        return {}
+    return {"rich_help_panel": EXPERT, "hidden": True}
+
+
 def _method_params(cls: type[Method]) -> list[inspect.Parameter]:
     params = []
     fields = cls.config_model.model_fields if cls.config_model is not None else {}
@@ -175,14 +250,25 @@ def _method_params(cls: type[Method]) -> list[inspect.Parameter]:
             raise TypeError(f"{cls.__name__}: option {name!r} clashes with a run option")
         kind, note = _cli_type(field.annotation)
         default = field.get_default(call_default_factory=True)
+        flag = _method_flag(cls, name)
+        described = user_help(field.description or COMMON_HELP.get(name, ""))
+        if name in SHORT_HELP and described != SHORT_HELP[name]:
+            described = SHORT_HELP[name] + HELP_ALL_SEP + described
         if kind is bool:
-            option = typer.Option(default, f"{_flag(name)}/--no-{name.replace('_', '-')}",
-                                  envvar=f"ASSAY_{name.upper()}", help=user_help(field.description or ""))
+            option = typer.Option(default, f"{flag}/--no-{flag[2:]}", envvar=f"ASSAY_{name.upper()}",
+                                  help=described, **_panel(cls, name))
         else:
             shown = default if isinstance(default, int | float | str) or default is None else json.dumps(default)
-            help_text = user_help(" ".join(x for x in (field.description or "", note) if x))
-            option = typer.Option(shown, _flag(name), envvar=f"ASSAY_{name.upper()}", help=help_text)
+            metavar = note.removeprefix("one of: ").replace(", ", "|") if note else None
+            if metavar is not None and len(metavar) > 24:
+                metavar, described = None, user_help(" ".join(x for x in (described, note) if x))
+            option = typer.Option(shown, flag, envvar=f"ASSAY_{name.upper()}", help=described, metavar=metavar,
+                                  **_panel(cls, name))
         params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=kind))
+        if flag != _flag(name) and kind is not bool:  # the field's own spelling, kept as a hidden alias
+            alias = typer.Option(None, _flag(name), hidden=True, help=f"the old name of {flag}")
+            params.append(inspect.Parameter(ALIAS_PREFIX + name, inspect.Parameter.KEYWORD_ONLY, default=alias,
+                                            annotation=kind | None))
     for extra in cls.cli_options():
         kinds = {"str": str | None, "path": Path | None, "float": float | None, "int": int | None, "bool": bool,
                  "list": list[str] | None}
@@ -190,10 +276,24 @@ def _method_params(cls: type[Method]) -> list[inspect.Parameter]:
         envvar = f"ASSAY_{extra.name.upper()}" if extra.env else None
         option = typer.Option(extra.default if extra.type != "bool" else bool(extra.default),
                               f"{flag}/--no-{extra.name.replace('_', '-')}" if extra.type == "bool" else flag,
-                              envvar=envvar, help=extra.help)
+                              envvar=envvar, help=extra.help, **_panel(cls, extra.name))
         params.append(inspect.Parameter(extra.name, inspect.Parameter.KEYWORD_ONLY, default=option,
                                         annotation=kinds[extra.type]))
+    params.append(inspect.Parameter("help_all", inspect.Parameter.KEYWORD_ONLY, default=help_all_option(),
+                                    annotation=bool))
     return params
+
+
+ALIAS_PREFIX = "alias__"
+
+
+def take_aliases(values: dict[str, Any]) -> dict[str, Any]:
+    """The values given under a field's old flag spelling, moved to the field."""
+    out = {k: v for k, v in values.items() if not k.startswith(ALIAS_PREFIX) and k != "help_all"}
+    for key, value in values.items():
+        if key.startswith(ALIAS_PREFIX) and value is not None:
+            out[key.removeprefix(ALIAS_PREFIX)] = value
+    return out
 
 
 def _coerce(cls: type[Method], values: dict[str, Any]) -> dict[str, Any]:
@@ -221,7 +321,7 @@ def make_command(cls: type[Method]) -> Any:
         run = {**JUDGE_FREE_DEFAULTS, **run}  # a method without a judge has no judge options
         take_old_store_flag(run)
         results_format = check_results_file(run["output"], data=data, store=run["store"], force=run["force"])
-        method_values = {k: v for k, v in kwargs.items() if v is not None or k not in extra_names}
+        method_values = {k: v for k, v in take_aliases(kwargs).items() if v is not None or k not in extra_names}
         options = cls.options_from_cli(_coerce(cls, method_values))
         items, notes, source = load_items(data, tracing, cls.name, options, run["limit"])
         if notes:
@@ -244,7 +344,7 @@ def make_command(cls: type[Method]) -> Any:
     data_help = ("the answers to score: .jsonl, .json (an array), .csv or .parquet; field names of RAGAS and "
                  "DeepEval are read too")
     data_param = inspect.Parameter("data", inspect.Parameter.KEYWORD_ONLY, annotation=Path | None,
-                                   default=typer.Argument(None, help=data_help + " (or --from-phoenix, "
+                                   default=typer.Argument(None, metavar="DATA", help=data_help + " (or --from-phoenix, "
                                                                                  "--from-traces)"))
     run_params = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation)
                   for name, annotation, option in RUN_OPTIONS

@@ -31,7 +31,8 @@ def meta(
     kind: str = typer.Argument(..., help=f"dataset adapter: {', '.join(sorted(adapters()))}"),
     path: Path = typer.Argument(..., help="the labelled file, in its source's own format"),
     method: list[str] = typer.Option(..., "--method", "-m", help=f"repeatable: {', '.join(item_methods())}"),
-    judge: str = typer.Option("llamacpp/default", "--judge", "-j", envvar="ASSAY_JUDGE"),
+    judge: str = typer.Option("llamacpp/default", "--judge", "-j", envvar="ASSAY_JUDGE",
+                              help="the judge model, e.g. llamacpp/default or openai/gpt-4o-mini"),
     judge_opt: list[str] | None = typer.Option(None, "--judge-opt", help="backend option key=value (repeatable)"),
     method_opt: list[str] | None = typer.Option(None, "--method-opt", help="METHOD.key=value (repeatable), e.g. "
                                                 "dece.domain=legal, dece.beta=1, geval.weighting=none"),
@@ -55,10 +56,10 @@ def meta(
     verdict_delta: float = typer.Option(0.15, "--verdict-delta", min=0.0, max=1.0,
                                         help="on a pairwise set, a pointwise metric also gives verdicts: Tie when "
                                              "the two answers' scores differ by less than this share of the "
-                                             "metric's range (DICE §4.2's thresholded-scalar baseline)"),
+                                             "metric's range"),
     force: bool = typer.Option(False, "--force", help="replace an existing --output file that assay did not write"),
 ) -> None:
-    """Run methods on a human-labelled set and print a Table-2-style comparison: correlation of
+    """Run methods on a human-labelled set and print how well each agrees with people: correlation of
     each automatic score with each human label, with CIs, p-values, n and unscored counts."""
     unknown = [m for m in method if m not in item_methods()]
     if unknown:

@@ -110,6 +110,10 @@ class Method(ABC):
     rubric audit): it is not run over items, so ``eval``, ``meta`` and ``injection`` leave it out;
     the store's readers (export, report, UI) use its hooks like any method's."""
 
+    cli_main: ClassVar[tuple[str, ...] | None] = None
+    """The config fields (and :meth:`cli_options`) that ``assay eval NAME -h`` lists; the others
+    are expert options, listed by ``--help-all``. None: every option is listed."""
+
     annotation_labels: ClassVar[dict[str, tuple[str, ...]]] = {}
     """Per field name of the evidence (``tag``), the labels a reviewer's override may take."""
 

@@ -104,8 +104,8 @@ class PointwiseConfig(BaselineConfig):
 
     reference_free: bool = False
     """Grade each answer against the question alone (no gold answer; a reference, if given, is
-    not shown). For sets without references, e.g. PandaLM's pairs, where the scores feed DICE
-    §4.2's thresholded-scalar verdicts."""
+    not shown). For sets without references, e.g. PandaLM's pairs, where the scores of a pair
+    give a verdict."""
     verdicts: Literal["hard", "soft", "direct"] = "hard"
     """"soft": the grade is the expected grade over 0–4 under the judge's probabilities at its
     score (read from the logprobs, as G-Eval weighs 1–5); the greedy grade stays in
@@ -128,12 +128,13 @@ class PointwiseOutput(BaseModel):
 
 @register_method
 class Pointwise(_Baseline):
-    """Baseline: pointwise 0–4 grade against the reference (DeCE App. C.1–C.3)."""
+    """Baseline: pointwise 0–4 grade against the reference (the DeCE paper's rubric)."""
 
     name: ClassVar[str] = "pointwise"
     metrics: ClassVar[tuple[str, ...]] = ("pointwise",)
     metric_ranges: ClassVar[dict[str, tuple[float, float]]] = {"pointwise": (0.0, 4.0)}
     config_model: ClassVar[type[BaseModel] | None] = PointwiseConfig
+    cli_main: ClassVar[tuple[str, ...] | None] = ('domain', 'reference_free', 'verdicts')
     primary_metric: ClassVar[str | None] = "pointwise"
     prompt_names: ClassVar[tuple[str, ...]] = ("pointwise",)
     answer_fence: ClassVar[str] = "sealed-sha256-12"
@@ -246,6 +247,7 @@ class GEval(_Baseline):
     name: ClassVar[str] = "geval"
     metrics: ClassVar[tuple[str, ...]] = ("precision", "recall", "f_beta")
     config_model: ClassVar[type[BaseModel] | None] = GEvalConfig
+    cli_main: ClassVar[tuple[str, ...] | None] = ('domain', 'weighting', 'beta')
     primary_metric: ClassVar[str | None] = "f_beta"
     prompt_names: ClassVar[tuple[str, ...]] = ("geval",)
     answer_fence: ClassVar[str] = "sealed-sha256-12"
@@ -349,6 +351,7 @@ class Claims(_Baseline):
     """2: with ``evidence``, cited sentence numbers are constrained to the passage's sentences
     (version 1 checked them only after generation, and left answers Unscored)."""
     config_model: ClassVar[type[BaseModel] | None] = ClaimsConfig
+    cli_main: ClassVar[tuple[str, ...] | None] = ('domain', 'max_claims', 'evidence', 'verdicts')
     primary_metric: ClassVar[str | None] = "f1"
     prompt_names: ClassVar[tuple[str, ...]] = ("claims_extraction", "claims_checking")
     added_options: ClassVar[dict[str, Any]] = {"verdicts": "hard", "top_logprobs": 5}

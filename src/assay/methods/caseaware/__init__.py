@@ -274,6 +274,7 @@ class CaseAware(Method):
     metrics: ClassVar[tuple[str, ...]] = (*(f"{m}_score" for m in METRICS), "s_final")
     version: ClassVar[str] = "1"
     config_model: ClassVar[type[BaseModel] | None] = CaseAwareConfig
+    cli_main: ClassVar[tuple[str, ...] | None] = ('weight', 'identifier_check', 'verdicts')
     primary_metric: ClassVar[str | None] = "s_final"
     compact_columns: ClassVar[tuple[str, ...]] = ("conversation_id", "case", "contexts", "s_final")
 

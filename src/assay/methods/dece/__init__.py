@@ -330,6 +330,7 @@ class DeCE(Method):
     metrics: ClassVar[tuple[str, ...]] = ("precision", "recall", "f_beta")
     version: ClassVar[str] = "2"
     config_model: ClassVar[type[BaseModel] | None] = DeCEConfig
+    cli_main: ClassVar[tuple[str, ...] | None] = ('domain', 'beta', 'max_criteria', 'reasoning', 'verdicts', 'criteria')
     primary_metric: ClassVar[str | None] = "f_beta"
     meta_reference: ClassVar[bool] = True
     compact_columns: ClassVar[tuple[str, ...]] = ("f_beta",)

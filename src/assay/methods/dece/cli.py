@@ -40,8 +40,9 @@ def extract(
     output: Path = typer.Option(..., "--output", "-o", help="criteria JSONL to write"),
     judge: str = JUDGE,
     judge_opt: list[str] | None = JUDGE_OPT,
-    domain: str = typer.Option("general", "--domain", envvar="ASSAY_DOMAIN"),
-    seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED"),
+    domain: str = typer.Option("general", "--domain", envvar="ASSAY_DOMAIN",
+                               help="domain pack of the prompts: general, legal, medical or financial"),
+    seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED", help="sampling seed of the extraction"),
     cache: Path = typer.Option(Path("assay-run.db"), "--store", envvar=["ASSAY_STORE", "ASSAY_OUT"],
                                help="the run store: the judge-call cache and the stage's record (a killed "
                                     "extraction resumes from it)"),

@@ -159,6 +159,7 @@ class Dice(Method):
     metrics: ClassVar[tuple[str, ...]] = ("score_a", "score_b")
     version: ClassVar[str] = "1"
     config_model: ClassVar[type[BaseModel] | None] = DiceConfig
+    cli_main: ClassVar[tuple[str, ...] | None] = ('domain', 'swap', 'hierarchy', 'samples', 'verdicts')
     primary_metric: ClassVar[str | None] = "score_a"
     compact_columns: ClassVar[tuple[str, ...]] = ("system_a", "system_b", "verdict", "p_a", "p_b", "p_tie",
                                                   "score_a", "score_b", "decision", "decided_by")

@@ -114,7 +114,7 @@ class LeMAJConfig(BaseModel):
     beta: float = Field(default=1.0, gt=0, allow_inf_nan=False)
     """Relevance = F_beta of precision and recall; beta > 1 weighs omissions more (1: the paper's F1)."""
     stringency: Literal["lenient", "standard", "strict"] = "standard"
-    """How strictly relevance is judged (§3.2: the prompt's knob)."""
+    """How strictly relevance is judged (a knob of the prompt)."""
     max_document_chars: int = Field(default=6000, ge=500)
     """Document characters shown to the judge (the embedded judge has a 4,096-token context)."""
     without_document: Literal["refuse", "knowledge"] = "refuse"
@@ -125,11 +125,11 @@ class LeMAJConfig(BaseModel):
     paragraph_chars: int = Field(default=700, ge=100)
     """Longest paragraph shown as one numbered unit (longer ones are cut at sentence ends)."""
     samples: int = Field(default=1, ge=1, le=15)
-    """Jurors: >1 samples the judge that many times and aggregates per LDP (App. E.4)."""
+    """Jurors: >1 samples the judge that many times and aggregates per data point."""
     sample_temperature: float = Field(default=0.7, gt=0, le=2)
     """Temperature of the jurors' samples."""
     aggregate: Literal["majority", "rule", "majority+rule"] = "majority+rule"
-    """Per-LDP jury aggregation (Table 16's best: majority+rule)."""
+    """How the jurors' tags of one data point are combined (majority+rule did best in the paper)."""
     matcher: Literal["embeddings", "lexical"] = "embeddings"
     """How LDPs of different jurors are matched: sentence embeddings, or TF-IDF cosine."""
     match_threshold: float | None = Field(default=None, ge=0, le=1)
@@ -137,7 +137,9 @@ class LeMAJConfig(BaseModel):
     temperature: float = Field(default=0.0, ge=0, le=2)
     max_reason_chars: int = Field(default=160, ge=20)
     max_quote_chars: int = Field(default=300, ge=20)
+    """Longest quote of the answer or the document a data point may carry, in characters."""
     max_missing: int = Field(default=5, ge=0, le=20)
+    """Most points the answer missed that one call may list."""
     seed: int = 0
     max_reasks: int = Field(default=2, ge=0)
     evidence_check: Literal["require", "flag"] = "require"
@@ -150,7 +152,7 @@ class LeMAJConfig(BaseModel):
     with logprobs (llamacpp with logits_all=true, openai). "direct": the points are still listed
     by the tagging call, then each point's two checks are asked on their own (the document first,
     so the calls share their prefix), each label read from one forward pass; the tag follows from
-    those answers by §3.2's order, and the figure and name checks apply as with hard verdicts."""
+    those answers (unsupported first), and the figure and name checks apply as with hard verdicts."""
     top_logprobs: int = Field(default=5, ge=2, le=20)
 
 
@@ -356,6 +358,8 @@ class LeMAJ(Method):
     metrics: ClassVar[tuple[str, ...]] = ("correctness", "precision", "recall", "f1", "relevance")
     version: ClassVar[str] = "1"
     config_model: ClassVar[type[BaseModel] | None] = LeMAJConfig
+    cli_main: ClassVar[tuple[str, ...] | None] = ('domain', 'beta', 'stringency',
+                                                  'without_document', 'long_documents', 'samples', 'verdicts')
     primary_metric: ClassVar[str | None] = "relevance"
     supports_jury: ClassVar[bool] = True
     annotation_labels: ClassVar[dict[str, tuple[str, ...]]] = {"tag": TAGS, "judge_tag": TAGS}

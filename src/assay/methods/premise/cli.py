@@ -46,7 +46,9 @@ VOTES_OPT = typer.Option(5, "--votes", help="fit: verdicts per pair, majority (1
 RUNS_OPT = typer.Option(5, "--runs", help="reliability: re-runs at the temperature for the flip rate")
 PARA_OPT = typer.Option(5, "--paraphrases", help="reliability: rewordings per criterion (0: skip)")
 FIT_PARTS_OPT = typer.Option(",".join(FIT_PARTS), "--fit-parts",
-                             help="fit: accuracy (F.10), applicability (F.11), scores (EffDim, |ρ|, BT)")
+                             help="fit: what to measure: accuracy (does the rubric pick the preferred answer), "
+                                  "applicability (how often criteria fire), scores (effective dimension, |ρ|, "
+                                  "Bradley–Terry)")
 LIMIT_OPT = typer.Option(None, "--limit", help="use the first N pairs (and out-of-domain pairs)")
 ATTACKS_OPT = typer.Option(6, "--attacks", help="adversarial: attempts per criterion (6 strategies rotate)")
 TAU_OPT = typer.Option(7.0, "--tau", help="adversarial: a score ≥ τ (of 10) goes to the verifier")
@@ -59,17 +61,17 @@ def discover(
     pairs: Path = typer.Argument(..., help="preference pairs: HaluQuestQA TSV, pairwise JSONL "
                                            "(a/b with human.winner) or JSONL with prompt/chosen/rejected"),
     output: Path = typer.Option(..., "--output", "-o", help="rubric to write (.yaml, or .json)"),
-    k: int = typer.Option(20, "--k", help="target rubric size K"),
+    k: int = typer.Option(20, "--size", help="criteria in the rubric written (the old --k still works)"),
     cluster_size: int = typer.Option(8, "--cluster-size", help="target cluster size T"),
     min_support: int = typer.Option(2, "--min-support", help="n_min: raw candidates a criterion must consolidate"),
     min_sources: int = typer.Option(2, "--min-sources", help="genericity: distinct pairs a criterion must come from"),
     diversity: float = typer.Option(0.5, "--diversity", help="MMR diversity weight λ"),
-    max_levels: int = typer.Option(10, "--max-levels"),
+    max_levels: int = typer.Option(10, "--max-levels", help="most rounds of merging clusters of criteria"),
     limit: int | None = typer.Option(None, "--limit", help="use the first N pairs"),
     matcher: str = typer.Option("embeddings", "--matcher", help="embeddings (sentence-transformers) or lexical"),
     judge: str = JUDGE,
     judge_opt: list[str] | None = JUDGE_OPT,
-    seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED"),
+    seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED", help="sampling seed of the judge calls"),
     store_path: Path = typer.Option(Path("assay-run.db"), "--store", envvar=["ASSAY_STORE", "ASSAY_OUT"],
                                     help="store: the judge-call cache and the stages (a killed discovery resumes)"),
     trace: Path | None = typer.Option(None, "--trace", help="write the discovery trace (pool per level) as JSON"),
@@ -81,7 +83,7 @@ def discover(
     progress: bool = PROGRESS_OPT,
     force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write"),
 ) -> None:
-    """Discover a K-criterion policy rubric from preference pairs (PReMISE Algorithm 1)."""
+    """Discover a policy rubric (--size criteria) from preference pairs (PReMISE)."""
     check_output(output, inputs=[pairs, store_path], force=force)
     if trace is not None:
         check_output(trace, inputs=[pairs, store_path, output], force=force)
@@ -152,7 +154,7 @@ def audit(
     verifier: str | None = VERIFIER_OPT,
     judge: str = JUDGE,
     judge_opt: list[str] | None = JUDGE_OPT,
-    seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED"),
+    seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED", help="sampling seed of the judge calls"),
     store_path: Path = typer.Option(Path("assay-run.db"), "--store", envvar=["ASSAY_STORE", "ASSAY_OUT"],
                                     help="store: the judge-call cache (a re-run makes no call) and the audit's run "
                                          "(one unit per criterion, for export, report and ui)"),
@@ -165,8 +167,8 @@ def audit(
     progress: bool = PROGRESS_OPT,
     force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write"),
 ) -> None:
-    """Audit a rubric set: structural adequacy (F.9), reliability (F.4, F.5), preference fit (F.10, F.11,
-    B.1.3) and adversarial robustness (F.6–F.8, VFR)."""
+    """Audit a rubric set: structure of each criterion, reliability (flip rate over re-runs and
+    rewordings), fit to human preferences, and robustness to answers written to fool it."""
     chosen, parts = _check_axes(axes, fit_parts, pairs)
     if out is not None:
         check_output(out, inputs=[rubric_path, store_path, *([pairs] if pairs else []),
@@ -205,7 +207,7 @@ def compare(
     verifier: str | None = VERIFIER_OPT,
     judge: str = JUDGE,
     judge_opt: list[str] | None = JUDGE_OPT,
-    seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED"),
+    seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED", help="sampling seed of the judge calls"),
     store_path: Path = typer.Option(Path("assay-run.db"), "--store", envvar=["ASSAY_STORE", "ASSAY_OUT"],
                                     help="store: the judge-call cache shared by every source"),
     out: Path | None = typer.Option(None, "--output", "-o", help="write the side-by-side table as JSON"),
@@ -217,7 +219,7 @@ def compare(
     progress: bool = PROGRESS_OPT,
     force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write"),
 ) -> None:
-    """Lay several rubric sources side by side (a Table-1 row each): every rubric is audited on the same
+    """Lay several rubric sources side by side (one row each): every rubric is audited on the same
     pairs, judge and axes; an audit JSON is read as it is."""
     if len(sources) < 2:
         raise ConfigError(f"compare needs at least two sources, got {len(sources)}")
@@ -443,8 +445,8 @@ def repair(
     rubric_path: Path = typer.Argument(..., help="rubric set (.yaml or .json)"),
     pairs: Path = typer.Option(..., "--pairs", help="preference pairs (those the rubric was discovered from)"),
     output: Path = typer.Option(..., "--output", "-o", help="repaired rubric to write (.yaml, or .json)"),
-    mode: str = typer.Option("pref", "--mode", help="pref: preference-rank selection (§3.3); vfr: reliability-"
-                                                    "constrained refinement (Algorithm 2)"),
+    mode: str = typer.Option("pref", "--mode", help="pref: keep the criteria the human preferences agree with; vfr: "
+                                                    "rewrite criteria until fewer adversarial answers fool them"),
     eta: float = typer.Option(0.6, "--eta", help="pref: keep a criterion when the preferred answer wins on ≥ η "
                                                  "of the pairs it applies to"),
     delta: str = typer.Option("0", "--delta", help="vfr: reliability slack; 0 constrained, inf unconstrained"),
@@ -452,7 +454,7 @@ def repair(
     depth: int = typer.Option(2, "--depth", help="vfr: operator subsets up to this size"),
     beam: int = typer.Option(3, "--beam", help="vfr: candidates measured on the held-out pairs"),
     operators: str = typer.Option(",".join(OPERATORS), "--operators",
-                                  help="vfr: a subset of the Table 8 library: " + ", ".join(OPERATORS)),
+                                  help="vfr: the edits it may make, a subset of: " + ", ".join(OPERATORS)),
     holdout: float = typer.Option(0.5, "--holdout", help="vfr: share of the pairs held out for measuring"),
     attacks: int = typer.Option(6, "--attacks", help="vfr: attacks per measurement (6 strategies rotate)"),
     runs: int = typer.Option(5, "--runs", help="vfr: re-runs for the flip rate"),
@@ -465,7 +467,7 @@ def repair(
     limit: int | None = typer.Option(None, "--limit", help="use the first N pairs"),
     judge: str = JUDGE,
     judge_opt: list[str] | None = JUDGE_OPT,
-    seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED"),
+    seed: int = typer.Option(0, "--seed", envvar="ASSAY_SEED", help="sampling seed of the judge calls"),
     store_path: Path = typer.Option(Path("assay-run.db"), "--store", envvar=["ASSAY_STORE", "ASSAY_OUT"],
                                     help="store: the judge-call cache (an audited rubric's scores are re-used)"),
     report: Path | None = typer.Option(None, "--report", help="write each criterion's decision as JSON"),
@@ -478,7 +480,7 @@ def repair(
     force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write"),
 ) -> None:
     """Repair a rubric set: preference-rank selection keeps the criteria the human preference agrees with;
-    vfr refinement edits criteria with the Table 8 operators to lower the verified fool rate."""
+    vfr refinement edits criteria (gate, do-not-reward, ...) to lower the verified fool rate."""
     if mode not in ("pref", "vfr"):
         raise ConfigError(f"--mode must be pref or vfr, got {mode!r}")
     if mode == "vfr":
@@ -620,8 +622,8 @@ def report_(
     output: Path = typer.Option(..., "--output", "-o", help="the HTML page to write"),
     force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write"),
 ) -> None:
-    """The PReMISE report: audit table, applicability map (Fig. 4a), refinement cost/benefit (Fig. 5),
-    rubrics with their support — one self-contained HTML page."""
+    """The PReMISE report: audit table, applicability map, refinement cost/benefit, rubrics with
+    their support — one self-contained HTML page."""
     from assay.methods.premise.report import render_rubric_report
 
     check_output(output, inputs=[*audits, *refines, *rubrics], force=force)

@@ -51,7 +51,7 @@ class TournamentConfig(DiceConfig):
     rounds: int | None = Field(default=None, ge=1)
     """Swiss rounds (default ⌈log2 N⌉ + 1 for N systems)."""
     k: float = Field(default=32.0, gt=0, allow_inf_nan=False)
-    """Elo K-factor (eq. 5)."""
+    """Elo K-factor: how far one match moves a rating."""
     upset_weight: float = Field(default=0.0, ge=0, allow_inf_nan=False)
     """w > 0 amplifies K for an upset: K · (1 + w · min(1, |ΔR| / 400)); 0 is the plain update."""
     initial: float = Field(default=1500.0, allow_inf_nan=False)
@@ -68,7 +68,7 @@ class TournamentConfig(DiceConfig):
 
     rank_by: Literal["bt", "elo"] = "bt"
     """Order of the final ranking: bt (Bradley–Terry over every judged comparison, order-free) or
-    elo (the sequential rating after the last round, as in the paper's Algorithm 1). Elo drives
+    elo (the sequential rating after the last round, as in the DICE paper). Elo drives
     the Swiss pairing either way. On synthetic systems (benchmarks/swiss_sim.py) BT over the Swiss
     matches ranks much closer to the round-robin than the sequential Elo does."""
 
@@ -145,6 +145,8 @@ class Tournament(Dice):
 
     name: ClassVar[str] = "tournament"
     config_model: ClassVar[type[BaseModel] | None] = TournamentConfig
+    cli_main: ClassVar[tuple[str, ...] | None] = ('domain', 'swap', 'verdicts', 'mode',
+                                                  'tiers', 'rounds', 'k', 'rank_by')
     config: TournamentConfig
     eval_command: ClassVar[bool] = False  # `assay tournament` is its command
 

@@ -13,7 +13,7 @@ from rich.table import Table
 from assay._eval import _as_result, aevaluate, check_items
 from assay._files import check_output, write_json
 from assay.cli._common import console, parse_options
-from assay.cli.eval import RUN_OPTIONS, _coerce, _dry_run, _method_params
+from assay.cli.eval import RUN_OPTIONS, _coerce, _dry_run, _method_params, take_aliases
 from assay.datasets import read_items
 from assay.errors import ConfigError, InputError
 from assay.registry import build_method, method_class
@@ -88,7 +88,7 @@ def make_tournament_command() -> Any:
         run = {name: kwargs.pop(name) for name in list(kwargs) if name in {n for n, _, _ in RUN_OPTIONS}}
         run.pop("out", None)  # -o is the ranking's JSON here (--output)
         run.pop("resume", None)  # a tournament always continues (every judged match is re-used)
-        options = cls.options_from_cli(_coerce(cls, kwargs))
+        options = cls.options_from_cli(_coerce(cls, take_aliases(kwargs)))
         tiers = parse_baselines(baselines_spec) if baselines_spec else []
         if tiers:
             if options.get("mode", "swiss") not in ("swiss", "baselines"):
