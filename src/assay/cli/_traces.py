@@ -15,8 +15,7 @@ from assay.types import Item
 TRACE_OPTIONS: list[tuple[str, Any, Any]] = [
     ("from_phoenix", str | None, typer.Option(
         None, "--from-phoenix", rich_help_panel="Traces", envvar="ASSAY_FROM_PHOENIX", metavar="URL",
-        help="read the answers from the traces of an Arize Phoenix server (e.g. http://127.0.0.1:6006) instead "
-             "of a file: one item per trace (query, response, retrieved passages, span ids); needs --project")),
+        help="read the answers from the traces of this Arize Phoenix server instead of a file (with --project)")),
     ("project", str | None, typer.Option(None, "--project", rich_help_panel="Traces", envvar="ASSAY_PROJECT",
                                          help="the Phoenix project to read (--from-phoenix)")),
     ("since", str | None, typer.Option(None, "--since", rich_help_panel="Traces",
@@ -30,8 +29,7 @@ TRACE_OPTIONS: list[tuple[str, Any, Any]] = [
                                             help="write each score and failed verdict back to the Phoenix of "
                                                  "--from-phoenix as span annotations")),
     ("otel", bool, typer.Option(False, "--otel", rich_help_panel="Traces", envvar="ASSAY_OTEL",
-                                help="send every verdict as an OpenTelemetry gen_ai.evaluation.result event (and "
-                                     "assay's spans) to the OTLP/HTTP endpoint of OTEL_EXPORTER_OTLP_ENDPOINT")),
+                                help="send every verdict as an OpenTelemetry event to OTEL_EXPORTER_OTLP_ENDPOINT")),
     ("gate", list[str] | None, typer.Option(None, "--gate", rich_help_panel="Traces", metavar="METRIC=MIN",
                                             help="label events and annotations pass/fail: the metric passes at or "
                                                  "above MIN (repeatable)")),

@@ -36,15 +36,15 @@ JUDGE_PANEL, RUN_PANEL, OUTPUT_PANEL = "Judge", "Run", "Output"
 
 JUDGE = typer.Option("llamacpp/default", "--judge", "-j", envvar="ASSAY_JUDGE", rich_help_panel=JUDGE_PANEL,
                      metavar="PROVIDER/MODEL",
-                     help="the judge model: llamacpp/default (embedded), openai/gpt-4o-mini, "
-                          "openai/qwen@http://127.0.0.1:8080/v1 (any OpenAI-compatible server), scripted/...")
+                     help="the judge model: llamacpp/default (embedded), openai/gpt-4o-mini, or any "
+                          "OpenAI-compatible server: openai/NAME@http://HOST:PORT/v1")
 JUDGE_OPT = typer.Option(None, "--judge-opt", envvar="ASSAY_JUDGE_OPT", rich_help_panel=EXPERT, hidden=True,
                          metavar="KEY=VALUE",
                          help="backend option key=value (repeatable), e.g. schema_mode=json_object")
 
 STORE_OPT = typer.Option(Path("assay-run.db"), "--store", envvar=["ASSAY_STORE", "ASSAY_OUT"],
                          rich_help_panel=RUN_PANEL, metavar="FILE.db",
-                         help="the SQLite run store: every judge call is cached there and the run can be resumed")
+                         help="the run store (SQLite): results and every judge call, cached")
 CONCURRENCY_OPT = typer.Option(None, "--concurrency", envvar="ASSAY_CONCURRENCY", min=1,
                                rich_help_panel=JUDGE_PANEL,
                                help="judge calls in flight (default: the backend's limit)")
@@ -77,9 +77,8 @@ RUN_OPTIONS: list[tuple[str, Any, Any]] = [
     ("out", Path | None, typer.Option(None, "--out", hidden=True,
                                       help="the old name of --store (goes in the next release)")),
     ("output", Path | None, typer.Option(None, "--output", "-o", rich_help_panel=OUTPUT_PANEL,
-                                         help="also write every score with its evidence to this file when the run "
-                                              "ends: .csv, .jsonl, .json or .parquet (as `assay export`); the run "
-                                              "itself is kept in --store")),
+                                         help="also write the scores and their evidence to this file: .csv, "
+                                              ".jsonl, .json or .parquet (as assay export)")),
     ("force", bool, typer.Option(False, "--force", rich_help_panel=OUTPUT_PANEL,
                                  help="replace an existing --output file that assay did not "
                                                        "write (never a store or an input)")),
@@ -90,9 +89,8 @@ RUN_OPTIONS: list[tuple[str, Any, Any]] = [
     ("limit", int | None, typer.Option(None, "--limit", min=1, rich_help_panel=RUN_PANEL,
                                        help="evaluate only the first N items of the file")),
     ("fresh", bool, typer.Option(False, "--fresh", envvar="ASSAY_FRESH", rich_help_panel=RUN_PANEL,
-                                 help="drop this run's earlier results in --store and score it again (judge calls "
-                                      "already cached there are reused). Without it the same command continues "
-                                      "its run, or shows it when finished")),
+                                 help="score the run again (cached judge calls are reused); without it the same "
+                                      "command continues its run, or shows it when finished")),
     ("resume", bool, typer.Option(False, "--resume", envvar="ASSAY_RESUME", hidden=True,
                                   help="no longer needed, kept for old scripts: the same command always continues "
                                        "its run")),
@@ -216,9 +214,11 @@ SHORT_HELP: dict[str, str] = {
     "reasoning": "each verdict writes a short reason before its score (--no-reasoning: faster, the cited "
                  "sentences only)",
     "evidence": "each verdict cites the passage's sentences it rests on, with a short reason",
-    "samples": "judge each comparison this many times and take the majority",
+    "samples": "ask the judge this many times and take the majority",
     "hierarchy": "the order in which the criteria of a comparison decide",
-    "stringency": "how strictly a point of the answer must match the reference to count",
+    "stringency": "how strictly the judge counts a point of the answer as relevant",
+    "without_document": "an item with no document: refuse it, or judge against the gold answer and knowledge",
+    "long_documents": "a document too long for the judge: keep its most relevant paragraphs, or refuse it",
 }
 """Help of the main options in ``-h``, in a user's words; ``--help-all`` shows the full description."""
 
