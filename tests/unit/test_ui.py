@@ -134,3 +134,24 @@ def test_the_ui_reads_a_store_while_a_run_writes_to_it(tmp_path: Path) -> None:
         seen.append(page.text.count("<tr>"))
     run.join()
     assert client.get("/").text.count("pointwise") >= 2 and len(seen) >= 2
+
+
+def test_pages_say_what_a_run_was_and_show_the_answers_and_contexts(tmp_path: Path) -> None:
+    items = [Item(id="q1", query="What is the refund window?", response="30 days from delivery.",
+                  reference="Refunds are accepted within 30 days of purchase.",
+                  contexts=[{"id": "1", "text": "Refund policy: purchases can be refunded within 30 days."}]),
+             Item(id="q2", query="Do you ship to Canada?", response="No, we only ship within the EU.",
+                  reference="Yes, we ship to Canada and the US.")]
+    (tmp_path / "answers.jsonl").write_text("\n".join(i.model_dump_json() for i in items), encoding="utf-8")
+    run = assay.evaluate(items, "rougeL", store=tmp_path / "r.db", runner=RunnerConfig(progress=False),
+                         data_source=str(tmp_path / "answers.jsonl"))
+    client = TestClient(create_app(tmp_path / "r.db", TOKEN, author="ann", allowed_hosts=("testserver",)))
+    client.cookies.set("assay_token", TOKEN)
+    runs = client.get("/").text
+    assert "answers.jsonl" in runs and "rougeL <b>" in runs and "none (no judge)" in runs and " UTC" in runs
+    assert "reviewer reviewer" not in runs and "signed in as" in runs
+    page = client.get(f"/run/{run.run_id}").text
+    assert "What is the refund window?" in page and "we only ship within the EU" in page
+    assert 'id="distribution"' in page and 'class="hist"' in page
+    item = client.get(f"/run/{run.run_id}/item/0").text
+    assert "Retrieved contexts (1)" in item and "Refund policy: purchases can be refunded" in item

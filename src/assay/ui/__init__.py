@@ -1,4 +1,4 @@
-"""`assay ui RUN.db`: a browser app to review and annotate any run (SPEC §4), served by uvicorn.
+"""`assay ui RUN.db`: a browser app to review and annotate any run, served by uvicorn.
 
 Pages: the runs of a store; a run's items with filters (system, status, a metric's range) and
 the reviewers' agreement (LeMAJ Table 4) once two have annotated; an item with its query,
@@ -54,6 +54,53 @@ def _env() -> Environment:
     env.filters["tojson_pretty"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False, sort_keys=True)
     env.filters["when"] = lambda t: dt.datetime.fromtimestamp(float(t), tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     return env
+
+
+def _judge_name(manifest: dict[str, Any]) -> str:
+    judge = str(manifest.get("judge") or "—")
+    return "none (no judge)" if judge in ("none", "none/none") else judge
+
+
+def _means(records: list[Any]) -> dict[str, float | None]:
+    """The mean of each metric over a run's scored results."""
+    sums: dict[str, list[float]] = {}
+    for record in records:
+        for metric, value in record.scores.items():
+            sums.setdefault(metric, [])
+            if isinstance(value, int | float):
+                sums[metric].append(float(value))
+    return {m: (sum(v) / len(v) if v else None) for m, v in sums.items()}
+
+
+def _failed(cls: Any, row: dict[str, Any], record: Any) -> str:
+    """Why an answer failed, in one line: the unscored reason, else the method's explanation of the
+    verdicts that failed (its first line)."""
+    if row.get("unscored_reason"):
+        return f"unscored: {row['unscored_reason']}"
+    if cls is None:
+        return ""
+    try:
+        lines = cls.explain(record.scores, record.details)
+    except Exception:  # a method's explanation must not take the page down
+        return ""
+    failed = [line.strip() for line in lines if not line.lstrip().startswith("✓")]
+    return "; ".join(failed[:2])
+
+
+def _histogram(values: list[Any], cls: Any, metric: str | None, bins: int = 10) -> dict[str, Any] | None:
+    """Counts of a metric's values in equal bins over its range (0–1 unless the method says)."""
+    numbers = [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    if metric is None or not numbers:
+        return None
+    low, high = (cls.metric_ranges.get(metric, (0.0, 1.0)) if cls is not None else (0.0, 1.0))
+    counts = [0] * bins
+    for v in numbers:
+        at = int((v - low) / (high - low) * bins) if high > low else 0
+        counts[min(max(at, 0), bins - 1)] += 1
+    top = max(counts) or 1
+    return {"metric": metric, "low": low, "high": high, "n": len(numbers), "unscored": len(values) - len(numbers),
+            "bars": [{"from": low + (high - low) * i / bins, "to": low + (high - low) * (i + 1) / bins, "count": c,
+                      "height": round(100 * c / top)} for i, c in enumerate(counts)]}
 
 
 def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowed_hosts: tuple[str, ...] = ()
@@ -113,8 +160,12 @@ def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowe
             return refused
         listed = []
         for run in store.list_runs():
-            listed.append({"run": run, "units": len(store.results(run.run_id)), "planned": len(store.units(run.run_id)),
-                           "annotations": len(store.annotations(run.run_id))})
+            results = store.results(run.run_id)
+            listed.append({"run": run, "units": len(results), "planned": len(store.units(run.run_id)),
+                           "annotations": len(store.annotations(run.run_id)), "means": _means(results),
+                           "data": Path(str(run.manifest.get("data_source") or "—")).name,
+                           "data_path": str(run.manifest.get("data_source") or ""),
+                           "judge": _judge_name(run.manifest)})
         return page("runs.html.j2", runs=listed, store=store_path.name)
 
     async def run_page(request: Request) -> Response:
@@ -153,9 +204,16 @@ def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowe
         annotated = {a.unit_key for a in annotations}
         cls = methods().get(run.method)
         iaa = cls.agreement(rows, annotations) if cls is not None else None
+        for row, record in zip(rows, records, strict=True):
+            row["failed"] = _failed(cls, row, record)
+        main_metric = (cls.primary_metric if cls is not None and cls.primary_metric in metrics else None) or (
+            metrics[0] if metrics else None)
         return page("run.html.j2", run=run, rows=shown, total=len(rows), metrics=metrics, systems=systems,
                     query=dict(q), annotated=annotated, iaa=iaa,
-                    authors=sorted({a.author for a in annotations}))
+                    authors=sorted({a.author for a in annotations}), means=_means(records),
+                    histogram=_histogram([r.get(main_metric) for r in rows] if main_metric else [], cls, main_metric),
+                    main_metric=main_metric, judge=_judge_name(run.manifest),
+                    data=Path(str(run.manifest.get("data_source") or "—")).name)
 
     async def item_page(request: Request) -> Response:
         nonlocal report_env
