@@ -69,7 +69,7 @@ def parse_json(text: str, source: str, line: int | None = None) -> Any:
         where = line if line is not None else exc.lineno
         raise InputError(f"malformed JSON: {exc.msg} (column {exc.colno})", source=source, line=where) from None
     except RecursionError:
-        raise InputError("malformed JSON: nested too deeply", source=source, line=line) from None
+        raise InputError("JSON nested too deeply", source=source, line=line) from None
     except ValueError as exc:  # NaN / Infinity, or an integer with too many digits
         raise InputError(f"malformed JSON: {str(exc).splitlines()[0][:160]}", source=source, line=line) from None
 

@@ -195,6 +195,29 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _plain(error: Any) -> str:
+    """A pydantic error as the rest of a sentence that starts with the option's name."""
+    kind, ctx = error["type"], error.get("ctx") or {}
+    if kind in ("int_parsing", "int_type", "int_from_float"):
+        return "takes a whole number"
+    if kind in ("float_parsing", "float_type", "finite_number"):
+        return "takes a finite number"
+    if kind in ("bool_parsing", "bool_type"):
+        return "takes true or false"
+    if kind in ("string_type",):
+        return "takes text"
+    if kind == "literal_error":
+        return f"takes one of: {ctx.get('expected', '')}".replace("'", "")
+    bounds = {"greater_than_equal": ("ge", "{} or more"), "greater_than": ("gt", "more than {}"),
+              "less_than_equal": ("le", "{} or less"), "less_than": ("lt", "less than {}")}
+    if kind in bounds:
+        name, form = bounds[kind]
+        return "must be " + form.format(ctx.get(name))
+    message = " ".join(str(error["msg"]).split()).removeprefix("Value error, ")
+    key = str(error["loc"][0]) if error["loc"] else ""
+    return message.removeprefix(key + " ") if key and message.startswith(key + " ") else "is wrong: " + message
+
+
 def validate_options(provider: str, model: type[BackendOptions], options: dict[str, Any],
                      what: str = "--judge-opt") -> dict[str, Any]:
     """``options`` parsed against ``model``; returns the keys that were given, typed. Raises
@@ -212,7 +235,6 @@ def validate_options(provider: str, model: type[BackendOptions], options: dict[s
         error = exc.errors()[0]
         key = str(error["loc"][0]) if error["loc"] else "?"
         value = options.get(key, error.get("input"))
-        message = " ".join(str(error["msg"]).split()).removeprefix("Value error, ")
         shown = "<hidden>" if key == "api_key" else _shown(value)
-        raise ConfigError(f"{what} {key}={shown}: {message} ({provider} judge; see: assay judges)") from None
+        raise ConfigError(f"{what} {key} {_plain(error)}, got {shown} ({provider} judge; see: assay judges)") from None
     return {key: getattr(parsed, key) for key in parsed.model_fields_set}
