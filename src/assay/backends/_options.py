@@ -169,13 +169,17 @@ def describe_range(field: Any) -> str:
                 high, high_open = value, name == "lt"
     if low is None and high is None:
         return ""
+
+    def show(value: Any) -> str:
+        return str(value) if isinstance(value, int) else f"{value:g}"
+
     if low is not None and high is not None and not low_open and not high_open:
-        return f"{low:g}..{high:g}"
+        return f"{show(low)}..{show(high)}"
     parts = []
     if low is not None:
-        parts.append(f"{'>' if low_open else '>='} {low:g}")
+        parts.append(f"{'>' if low_open else '>='} {show(low)}")
     if high is not None:
-        parts.append(f"{'<' if high_open else '<='} {high:g}")
+        parts.append(f"{'<' if high_open else '<='} {show(high)}")
     return ", ".join(parts)
 
 
