@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 import platform
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -266,11 +267,18 @@ async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeB
 
             def job(index: int, units: list[Unit] = units) -> Any:
                 async def run() -> ItemResult:
-                    if pool is not None:
-                        from assay._ray import evaluate_on_ray
-                        return await evaluate_on_ray(pool, method_obj, units[index], store_obj, backend, runner_cfg,
-                                                     identity, client.stats)
-                    return await method_obj.evaluate_unit(units[index], client)
+                    try:
+                        if pool is not None:
+                            from assay._ray import evaluate_on_ray
+                            result = await evaluate_on_ray(pool, method_obj, units[index], store_obj, backend,
+                                                           runner_cfg, identity, client.stats)
+                        else:
+                            result = await method_obj.evaluate_unit(units[index], client)
+                    except (ValueError, ArithmeticError) as exc:
+                        # a number derived from the judge's answer left its range (a probability
+                        # outside [0, 1], ...): this unit is Unscored with the reason, the run goes on
+                        return out_of_range(method_obj.metrics, exc)
+                    return finite_scores(result)
                 return run
 
             def finished(position: int, result: ItemResult, pending: list[int] = pending,
@@ -330,6 +338,23 @@ async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeB
     result.notes = notes
     result.wall_s = time.perf_counter() - started
     return result
+
+
+def out_of_range(metrics: Sequence[str], exc: BaseException) -> ItemResult:
+    """Every metric of a unit Unscored: a number derived from the judge's answer was out of range."""
+    reason = " ".join(f"a number derived from the judge's answer is out of range ({exc})".split())[:300]
+    return ItemResult(scores={m: None for m in metrics}, unscored=[Unscored(reason=reason, metric=m) for m in metrics])
+
+
+def finite_scores(result: ItemResult) -> ItemResult:
+    """A result whose NaN or infinite scores are made Unscored with the reason (never stored)."""
+    bad = [m for m, v in result.scores.items() if v is not None and not math.isfinite(v)]
+    if not bad:
+        return result
+    return result.model_copy(update={
+        "scores": {m: (None if m in bad else v) for m, v in result.scores.items()},
+        "unscored": [*result.unscored, *(Unscored(reason=f"the score derived from the judge's answer is "
+                                                  f"{result.scores[m]!r}, not a number", metric=m) for m in bad)]})
 
 
 def evaluate(items: Iterable[Item | dict[str, Any]], method: str | Method = "dece",

@@ -404,12 +404,5 @@ def _read_logprobs(llama: Any, ids: list[int], prompt_tokens: int, top: int) -> 
 
 
 def factory(model: str, options: dict[str, Any]) -> JudgeBackend:
-    for key in ("n_ctx", "n_threads", "state_slots"):
-        if key in options:
-            try:
-                options[key] = int(options[key])
-            except (TypeError, ValueError):
-                raise ConfigError(f"--judge-opt {key} takes a whole number, got {options[key]!r}") from None
-    if "logits_all" in options:
-        options["logits_all"] = str(options["logits_all"]).lower() in ("1", "true", "yes")
+    """``options`` arrive parsed against :class:`~assay.backends._options.LlamaCppOptions`."""
     return LlamaCppBackend(model or "default", **options)

@@ -6,7 +6,6 @@ import os
 import signal
 import sqlite3
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -20,6 +19,7 @@ from assay.cli import (
     eval,
     export,
     injection,
+    judges,
     meta,
     model,
     report,
@@ -78,6 +78,7 @@ app.command("ui", rich_help_panel=INSPECT)(ui.ui)
 app.command("meta", rich_help_panel=COMPARE)(meta.meta)
 app.add_typer(model.app, name="model", rich_help_panel=TOOLS)
 app.command("doctor", rich_help_panel=TOOLS)(doctor.doctor)
+app.command("judges", rich_help_panel=TOOLS)(judges.judges)
 
 
 @app.command("version", rich_help_panel=TOOLS)
@@ -115,12 +116,9 @@ def load_config(path: Path | None = None) -> dict[str, Any]:
             return {}
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
-    try:
-        config = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot be read: {exc}") from exc
+    from assay._load import load_toml
+
+    config = load_toml(path)  # one line naming the file and line: unreadable, not UTF-8, not TOML
     check_config(config, str(path))
     return config
 

@@ -20,6 +20,8 @@ from typing import Any
 import typer
 
 from assay._eval import EvalResult, aevaluate, estimate
+from assay._files import same_file
+from assay.backends import parse_judge_options
 from assay.cli._common import console, err_console, parse_options, print_summary
 from assay.cli._traces import TRACE_NAMES, TRACE_OPTIONS, after_run, load_items
 from assay.errors import BudgetExhausted, ConfigError, JudgeUnreachable
@@ -220,9 +222,14 @@ def make_command(cls: type[Method]) -> Any:
         run = {name: kwargs.pop(name) for name in list(kwargs) if name in _RUN_NAMES}
         run = {**JUDGE_FREE_DEFAULTS, **run}  # a method without a judge has no judge options
         take_old_store_flag(run)
+        if data is not None and same_file(run["store"], data):  # the store would be written over the answers
+            raise ConfigError(f"--store {run['store']}: that is the data file this command reads; choose another "
+                              "store path")
         results_format = check_results_file(run["output"], data=data, store=run["store"], force=run["force"])
         method_values = {k: v for k, v in kwargs.items() if v is not None or k not in extra_names}
         options = cls.options_from_cli(_coerce(cls, method_values))
+        if cls.needs_judge and not run["dry_run"]:  # --judge-opt against the judge's options, before reading data
+            parse_judge_options(run["judge"], parse_options(run["judge_opt"]))
         items, notes, source = load_items(data, tracing, cls.name, options, run["limit"])
         if notes:
             err_console.print(f"reading {source}: " + "; ".join(notes), highlight=False, soft_wrap=True)
