@@ -163,8 +163,9 @@ def test_an_edited_plugin_prompt_file_makes_a_new_run(tmp_path: Path) -> None:
 
     assert evaluate().returncode == 0
     (first,) = runs()
-    again = evaluate()  # unchanged prompt: the same run, which the store already holds
-    assert again.returncode == 2 and f"already holds this run ({first}" in again.stderr
+    again = evaluate()  # unchanged prompt: the same run, finished: shown again with no judge call
+    assert again.returncode == 0 and f"run {first} in run.db was already finished" in again.stdout, again.stdout
+    assert runs() == [first]
     prompt = copy / "assay_yesno" / "prompts" / "ask.md"
     prompt.write_text(prompt.read_text().replace("You decide", "You carefully decide"))
     edited = evaluate()
