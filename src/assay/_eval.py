@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import platform
 import re
@@ -132,7 +131,7 @@ def check_items(method: Method, items: list[Item], source: str | None = None, *,
 ITEM_WINDOW = 4
 
 
-async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method = "dece",
+async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method,
                     judge: str | JudgeBackend = "llamacpp/default", *, store: Store | str | Path | None = None,
                     runner: RunnerConfig | None = None, resume: bool = False,
                     judge_options: dict[str, Any] | None = None, data_source: str | None = None,
@@ -140,7 +139,14 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
                     ray_address: str | None = None, guard: str = "redact", version_check: bool = True,
                     on_result: Callable[[Unit, ItemResult], None] | None = None,
                     input_notes: list[str] | None = None, **method_options: Any) -> EvalResult:
-    """Evaluate items with a method and a judge; see :func:`evaluate`. ``version_check=False``
+    """Evaluate items with a method and a judge: the engine under :func:`assay.evaluate`, the
+    command line, meta-evaluation, the injection audit and the tournament. The method is always
+    named by the caller: the engine has no default method (the public API keeps a documented
+    default, see :mod:`assay.api`). Options: ``store`` (a path or Store; default in memory),
+    ``runner`` (:class:`RunnerConfig`), ``resume``, ``judge_options``, ``guard`` ("redact", the
+    default: passages of an answer that address the grader are removed before the judge sees
+    them, :func:`guarded`; "flag": only flagged), and the method's own options (e.g. DeCE's
+    ``domain``, ``beta``, ``seed``, ``criteria``). ``version_check=False``
     (meta-evaluations, audits: callers whose ``resume`` means "re-use the run if it is there")
     starts this version's run without refusing because another version's run of the same work
     is in the store; the two runs have different ids and never mix."""
@@ -321,22 +327,7 @@ async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeB
     return result
 
 
-def evaluate(items: Iterable[Item | dict[str, Any]], method: str | Method = "dece",
-             judge: str | JudgeBackend = "llamacpp/default", **options: Any) -> EvalResult:
-    """Evaluate ``items`` with ``method`` using ``judge`` and return an :class:`EvalResult`.
-
-    Example: ``assay.evaluate(items, method="dece", judge="llamacpp/default", domain="legal")``.
-    Options: ``store`` (a path or Store; default in memory), ``runner`` (:class:`RunnerConfig`),
-    ``resume``, ``judge_options``, ``guard`` ("redact", the default: passages of an answer that
-    address the grader are removed before the judge sees them, :func:`guarded`; "flag": only
-    flagged), and the method's own options (e.g. DeCE's ``domain``, ``beta``,
-    ``seed``, ``criteria``).
-    """
-    return asyncio.run(aevaluate(items, method, judge, **options))
-
-
-def estimate(items: Iterable[Item | dict[str, Any]], method: str | Method = "dece",
-             **method_options: Any) -> CallEstimate:
+def estimate(items: Iterable[Item | dict[str, Any]], method: str | Method, **method_options: Any) -> CallEstimate:
     """Dry run: estimated judge calls and tokens, without calling any judge."""
     item_list = [i if isinstance(i, Item) else Item.model_validate(i) for i in items]
     method_obj = method if isinstance(method, Method) else build_method(method, **method_options)
