@@ -80,11 +80,15 @@ def check_version(store: Store, method: Method, judge_identity: dict[str, Any], 
                              "run without --resume (or in another --out) to evaluate with this version")
 
 
-def _as_result(row: ResultRecord | None) -> ItemResult | None:
+def as_result(row: ResultRecord | None) -> ItemResult | None:
+    """A stored result as the :class:`ItemResult` a method's scheduling reads (``next_units``)."""
     if row is None:
         return None
     return ItemResult(scores=row.scores, unscored=[Unscored.model_validate(u) for u in row.unscored],
                       details=row.details, call_keys=row.call_keys)
+
+
+_as_result = as_result  # its old, private name
 
 
 def guarded(item: Item) -> Item:
@@ -253,7 +257,7 @@ async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeB
                              key=lambda i: (method_obj.order_key(units[i].item), i))
             if not pending:
                 stored = {r.idx: r for r in store_obj.results(run_id)}
-                history = [(unit, _as_result(stored.get(i))) for i, unit in enumerate(units)]
+                history = [(unit, as_result(stored.get(i))) for i, unit in enumerate(units)]
                 batch = method_obj.next_units(item_list, history)
                 if not batch:
                     return

@@ -143,10 +143,10 @@ class Tournament(Dice):
     eval_command: ClassVar[bool] = False  # `assay tournament` is its command
 
     @classmethod
-    def register_commands(cls, app: Any, panels: dict[str, str]) -> None:
+    def register_commands(cls, app: Any, kit: Any) -> None:
         from assay.methods.tournament import cli
 
-        app.command("tournament", rich_help_panel=panels["compare"])(cli.make_tournament_command())
+        app.command("tournament", rich_help_panel=kit.panels["compare"])(cli.make_tournament_command())
 
     def __init__(self, config: TournamentConfig | None = None) -> None:
         super().__init__(config or TournamentConfig())
