@@ -71,6 +71,17 @@ def test_an_entry_point_method_gets_a_command_runs_exports_and_reports(tmp_path:
     assert '<p class="yesno-summary">1 of 2 answers address their question.</p>' in html
 
 
+def test_a_plugin_adds_its_own_commands_with_the_kit(tmp_path: Path) -> None:
+    """``register_commands(app, kit)``: the plug-in's command takes kit.JUDGE (with its
+    ASSAY_JUDGE variable) and prints with kit.console; a hook written when the second argument
+    was the panels dict still works."""
+    listed = run("--help", cwd=tmp_path)
+    assert listed.returncode == 0 and "yesno-judge" in listed.stdout and "duel-rounds" in listed.stdout
+    asked = run("yesno-judge", "--judge", "alwaysyes/x", cwd=tmp_path)
+    assert asked.returncode == 0 and "yesno would ask alwaysyes/x" in asked.stdout, asked.stderr
+    assert run("duel-rounds", cwd=tmp_path).stdout.strip() == "3"
+
+
 def test_a_broken_plugin_is_named_and_does_not_break_other_commands(tmp_path: Path) -> None:
     broken = tmp_path / "plugins"
     shutil.copytree(FIXTURE, broken)
