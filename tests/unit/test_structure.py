@@ -166,6 +166,17 @@ def test_every_module_imports_on_its_own() -> None:
     assert set(results) == set(names)
 
 
+def test_importing_the_command_line_builds_nothing() -> None:
+    """``import assay.cli`` and ``import assay.clikit`` load no method (no plug-in either): the
+    command tree is built when the command runs or ``assay.cli.app`` is first read."""
+    code = ("import sys, assay.cli, assay.clikit, assay.cli.eval\n"
+            "loaded = sorted(m for m in sys.modules if m.startswith('assay.methods.') and m != 'assay.methods._base')\n"
+            "assert not loaded, loaded\n"
+            "assert assay.cli.app.registered_groups and 'assay.methods.dece' in sys.modules\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
 def commands() -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = []
 
