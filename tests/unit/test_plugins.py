@@ -88,7 +88,7 @@ def test_a_broken_plugin_is_named_and_does_not_break_other_commands(tmp_path: Pa
     (broken / "assay_yesno-0.1.dist-info" / "entry_points.txt").write_text(
         "[assay.methods]\nyesno = assay_yesno:DoesNotExist\n")  # (and no backends group)
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
-    env["PYTHONPATH"] = str(broken)
+    env["PYTHONPATH"] = os.pathsep.join([str(broken), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     assert ASSAY is not None
     proc = subprocess.run([ASSAY, "eval", "--help"], cwd=tmp_path, capture_output=True, text=True, env=env)
     assert proc.returncode == 0 and "dece" in proc.stdout and "yesno" not in proc.stdout
@@ -123,7 +123,7 @@ def test_a_pairwise_run_killed_mid_round_resumes_to_the_uninterrupted_result(tmp
 
     assert ASSAY is not None
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
-    env["PYTHONPATH"] = str(FIXTURE)
+    env["PYTHONPATH"] = os.pathsep.join([str(FIXTURE), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     log = tmp_path / "calls.log"
     slow = ["--judge", "longer/v1", "--judge-opt", "latency=0.15", "--judge-opt", f"log={log}"]
     proc = subprocess.Popen([ASSAY, *base, *slow, "--out", "killed.db"], cwd=tmp_path, env=env,
@@ -163,7 +163,7 @@ def test_an_edited_plugin_prompt_file_makes_a_new_run(tmp_path: Path) -> None:
 
     def evaluate() -> subprocess.CompletedProcess:
         env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
-        env["PYTHONPATH"] = str(copy)
+        env["PYTHONPATH"] = os.pathsep.join([str(copy), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
         assert ASSAY is not None
         return subprocess.run([ASSAY, "eval", "yesno", "items.jsonl", "--judge", "scripted/judge.json", "--store",
                                "run.db", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, env=env,
