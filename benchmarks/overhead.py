@@ -103,7 +103,7 @@ SCHEMA = {"type": "object", "additionalProperties": False, "required": ["reasoni
 
 
 def embedded_overhead(k_calls: int, rounds: int) -> dict[str, object]:
-    backend = LlamaCppBackend("default", n_ctx=2048)
+    backend = LlamaCppBackend("default", n_ctx=2048, process="inline")  # bare calls use .load()
     llama = backend.load()
     prompts = [[{"role": "system", "content": "You grade claims. Reply in JSON with reasoning and score."},
                 {"role": "user", "content": f"Claim {i}: {i} + {i} = {2 * i + (i % 2)}. Is it correct?"}]
@@ -118,9 +118,11 @@ def embedded_overhead(k_calls: int, rounds: int) -> dict[str, object]:
                                          grammar=json_schema_grammar(SCHEMA))
         return time.perf_counter() - start
 
-    def through_assay() -> float:
+    child = LlamaCppBackend("default", n_ctx=2048)  # the default: the model in a child process
+
+    def through_assay(judge: LlamaCppBackend = backend) -> float:
         with tempfile.TemporaryDirectory() as tmp:
-            client = JudgeClient(backend, Store(Path(tmp) / "s.db"), RunnerConfig(progress=False))
+            client = JudgeClient(judge, Store(Path(tmp) / "s.db"), RunnerConfig(progress=False))
 
             async def run() -> None:
                 for messages in prompts:
@@ -133,14 +135,19 @@ def embedded_overhead(k_calls: int, rounds: int) -> dict[str, object]:
             return wall
 
     direct()  # warm-up: page the weights in
-    direct_walls, assay_walls = [], []
+    through_assay(child)  # warm-up: start the child and load the model there
+    direct_walls, assay_walls, child_walls = [], [], []
     for _ in range(rounds):
         direct_walls.append(direct())
         assay_walls.append(through_assay())
-    d, a = statistics.median(direct_walls), statistics.median(assay_walls)
+        child_walls.append(through_assay(child))
+    asyncio.run(child.aclose())
+    d, a, c = statistics.median(direct_walls), statistics.median(assay_walls), statistics.median(child_walls)
     return {"calls_per_round": k_calls, "rounds": rounds, "direct_wall_s": direct_walls,
             "assay_wall_s": assay_walls, "median_direct_s": d, "median_assay_s": a,
-            "overhead_fraction": (a - d) / d, "overhead_ms_per_call": 1000 * (a - d) / k_calls}
+            "overhead_fraction": (a - d) / d, "overhead_ms_per_call": 1000 * (a - d) / k_calls,
+            "assay_child_wall_s": child_walls, "median_assay_child_s": c,
+            "child_overhead_fraction": (c - d) / d, "child_overhead_ms_per_call": 1000 * (c - d) / k_calls}
 
 
 def main() -> None:

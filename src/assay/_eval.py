@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import platform
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from assay._version import __version__
 from assay.backends import JudgeBackend, get_backend
-from assay.errors import BudgetExhausted, ConfigError, InputError, JudgeUnreachable, StoreError
+from assay.errors import BudgetExhausted, ConfigError, InputError, JudgeUnreachable
 from assay.grader_text import grader_directed, redact
 from assay.methods._base import CallEstimate, ItemResult, Method
 from assay.records import ResultRecord
@@ -44,14 +45,14 @@ def lineage_of(method_name: str, manifest: dict[str, Any], judge_identity: dict[
                items: list[dict[str, Any]]) -> str:
     """What a run evaluates, whatever the method's version: method, options, prompts, judge and
     items. Two runs of one lineage and different versions are the same work done by different
-    code; ``--resume`` refuses to continue one with the other."""
+    code; the same command continues neither with the other."""
     payload = _lineage_payload(method_name, manifest, judge_identity, items)
     return hashlib.sha256(canonical_json(payload).encode()).hexdigest()[:16]
 
 
 def run_id_for(method: Method, judge_identity: dict[str, Any], items: list[Item]) -> str:
     """Same method version, options, prompts, judge and items give the same run id: that is
-    what lets ``--resume`` find a run. Version "1" is left out of the hash, so runs stored
+    what lets the same command find its run again. Version "1" is left out of the hash, so runs stored
     before methods had versions keep their ids."""
     payload: dict[str, Any] = _lineage_payload(method.name, method.manifest(), judge_identity,
                                                [item.model_dump(mode="json") for item in items])
@@ -60,9 +61,11 @@ def run_id_for(method: Method, judge_identity: dict[str, Any], items: list[Item]
     return hashlib.sha256(canonical_json(payload).encode()).hexdigest()[:16]
 
 
-def check_version(store: Store, method: Method, judge_identity: dict[str, Any], items: list[Item]) -> None:
-    """Refuse to resume work that another version of the method started: a run of the same
-    lineage (method, options, prompts, judge, items) but another version is in the store."""
+def check_version(store: Store, method: Method, judge_identity: dict[str, Any], items: list[Item]) -> str | None:
+    """What to tell the user when another version of the method already did this work: a run of
+    the same lineage (method, options, prompts, judge, items) but another version is in the store.
+    That run is not continued (its scores were made differently); this version starts its own
+    run, with another id, and the note says so. None when there is no such run."""
     mine = lineage_of(method.name, method.manifest(), judge_identity, [i.model_dump(mode="json") for i in items])
     for run in store.list_runs():
         if run.method != method.name:
@@ -75,9 +78,10 @@ def check_version(store: Store, method: Method, judge_identity: dict[str, Any], 
                                                         manifest.get("judge_identity", {}),
                                                         store.items(run.run_id))
         if lineage == mine:
-            raise StoreError(f"{store.path}: run {run.run_id} of these items was made by {method.name} version "
-                             f"{version}; this is version {method.version}, which scores differently. Start a new "
-                             "run without --resume (or in another --out) to evaluate with this version")
+            return (f"{store.path}: run {run.run_id} of these items was made by {method.name} version {version}; "
+                    f"this is version {method.version}, which scores differently, so a new run starts (the old one "
+                    "is kept; cached judge calls are reused)")
+    return None
 
 
 def as_result(row: ResultRecord | None) -> ItemResult | None:
@@ -137,7 +141,7 @@ ITEM_WINDOW = 4
 
 async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method,
                     judge: str | JudgeBackend = "llamacpp/default", *, store: Store | str | Path | None = None,
-                    runner: RunnerConfig | None = None, resume: bool = False,
+                    runner: RunnerConfig | None = None, resume: bool = True, fresh: bool = False,
                     judge_options: dict[str, Any] | None = None, data_source: str | None = None,
                     wait_s: float | None = None, executor: str = "local", workers: int = 2,
                     ray_address: str | None = None, guard: str = "redact", version_check: bool = True,
@@ -147,13 +151,16 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
     command line, meta-evaluation, the injection audit and the tournament. The method is always
     named by the caller: the engine has no default method (the public API keeps a documented
     default, see :mod:`assay.api`). Options: ``store`` (a path or Store; default in memory),
-    ``runner`` (:class:`RunnerConfig`), ``resume``, ``judge_options``, ``guard`` ("redact", the
+    ``runner`` (:class:`RunnerConfig`), ``fresh``, ``judge_options``, ``guard`` ("redact", the
     default: passages of an answer that address the grader are removed before the judge sees
     them, :func:`guarded`; "flag": only flagged), and the method's own options (e.g. DeCE's
-    ``domain``, ``beta``, ``seed``, ``criteria``). ``version_check=False``
-    (meta-evaluations, audits: callers whose ``resume`` means "re-use the run if it is there")
-    starts this version's run without refusing because another version's run of the same work
-    is in the store; the two runs have different ids and never mix."""
+    ``domain``, ``beta``, ``seed``, ``criteria``). The same work (method, options, prompts,
+    judge, items) is the same run: if the store holds it, it is continued (a finished run is
+    read back with no judge call); ``fresh=True`` drops its results first and scores it again.
+    ``resume`` is accepted for old callers and changes nothing. ``version_check=False``
+    (meta-evaluations, audits) leaves out the note about another version's run of the same
+    work; the two runs have different ids and never mix."""
+    del resume  # the same work always continues its run; kept so old callers' resume=True still works
     if executor not in ("local", "ray"):
         raise ConfigError(f"executor must be local or ray, not {executor!r}")
     if guard not in ("redact", "flag"):
@@ -194,7 +201,7 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
         ray = {"workers": workers, "address": ray_address, "judge_options": judge_options or {}} \
             if executor == "ray" else None
         return await _run_locked(item_list, method_obj, backend, judge, store_obj, runner_cfg, run_id, identity,
-                                 resume=resume, data_source=data_source, ray=ray, version_check=version_check,
+                                 fresh=fresh, data_source=data_source, ray=ray, version_check=version_check,
                                  on_result=on_result, input_notes=input_notes)
     finally:
         store_obj.release_run(run_id)
@@ -202,18 +209,21 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
 
 async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeBackend, judge: str | JudgeBackend,
                       store_obj: Store, runner_cfg: RunnerConfig, run_id: str, identity: dict[str, Any], *,
-                      resume: bool, data_source: str | None, ray: dict[str, Any] | None = None,
+                      fresh: bool, data_source: str | None, ray: dict[str, Any] | None = None,
                       version_check: bool = True, on_result: Callable[[Unit, ItemResult], None] | None = None,
                       input_notes: list[str] | None = None) -> EvalResult:
     existing = store_obj.get_run(run_id)
-    if existing is None and resume and version_check:
-        check_version(store_obj, method_obj, identity, item_list)
-    if existing is not None and not resume:
-        if not isinstance(judge, JudgeBackend):
-            await backend.aclose()
-        already = len(store_obj.done_indices(run_id))
-        raise StoreError(f"{store_obj.path} already holds this run ({run_id}, {already}/{len(item_list)} "
-                         "items done); pass --resume (resume=True) to continue it")
+    notes: list[str] = []
+    if existing is not None and fresh:
+        store_obj.drop_run(run_id)
+        notes.append(f"dropped the earlier results of run {run_id} (fresh); scoring it again")
+        existing = None
+    if existing is None and version_check:
+        note = check_version(store_obj, method_obj, identity, item_list)
+        if note:
+            notes.append(note)
+    was_finished = existing is not None and existing.status == "finished" and \
+        not (set(range(len(store_obj.units(run_id)))) - store_obj.done_indices(run_id, retry_failed_calls=True))
     if existing is None:
         manifest = {
             "assay_version": __version__, "method": method_obj.name, "method_version": method_obj.version,
@@ -248,7 +258,7 @@ async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeB
         batch; stop when it proposes none. A resumed run re-derives each proposal from the stored
         results, so it continues exactly where it stopped. A unit is evaluated at most once per
         invocation: one whose judge call failed (after its retries) keeps its typed failure and is
-        tried again only by ``--resume``, never in a loop here."""
+        tried again only by the next invocation, never in a loop here."""
         attempted: set[int] = set()
         while True:
             units = store_obj.units(run_id)
@@ -267,11 +277,18 @@ async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeB
 
             def job(index: int, units: list[Unit] = units) -> Any:
                 async def run() -> ItemResult:
-                    if pool is not None:
-                        from assay._ray import evaluate_on_ray
-                        return await evaluate_on_ray(pool, method_obj, units[index], store_obj, backend, runner_cfg,
-                                                     identity, client.stats)
-                    return await method_obj.evaluate_unit(units[index], client)
+                    try:
+                        if pool is not None:
+                            from assay._ray import evaluate_on_ray
+                            result = await evaluate_on_ray(pool, method_obj, units[index], store_obj, backend,
+                                                           runner_cfg, identity, client.stats)
+                        else:
+                            result = await method_obj.evaluate_unit(units[index], client)
+                    except (ValueError, ArithmeticError) as exc:
+                        # a number derived from the judge's answer left its range (a probability
+                        # outside [0, 1], ...): this unit is Unscored with the reason, the run goes on
+                        return out_of_range(method_obj.metrics, exc)
+                    return finite_scores(result)
                 return run
 
             def finished(position: int, result: ItemResult, pending: list[int] = pending,
@@ -322,13 +339,32 @@ async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeB
     store_obj.set_status(run_id, status)
     if status != "finished":
         # Not one call of this invocation reached the judge: report it as such instead of a
-        # finished run of Unscored items. --resume evaluates the failed items again.
+        # finished run of Unscored items. Running it again evaluates the failed items again.
         raise unreachable(client.stats, run_id)
     result = EvalResult(store_obj, run_id)
     result.client_stats = client.stats
     result.resumed_with = resumed_with
+    result.was_finished = was_finished
+    result.notes = notes
     result.wall_s = time.perf_counter() - started
     return result
+
+
+def out_of_range(metrics: Sequence[str], exc: BaseException) -> ItemResult:
+    """Every metric of a unit Unscored: a number derived from the judge's answer was out of range."""
+    reason = " ".join(f"a number derived from the judge's answer is out of range ({exc})".split())[:300]
+    return ItemResult(scores={m: None for m in metrics}, unscored=[Unscored(reason=reason, metric=m) for m in metrics])
+
+
+def finite_scores(result: ItemResult) -> ItemResult:
+    """A result whose NaN or infinite scores are made Unscored with the reason (never stored)."""
+    bad = [m for m, v in result.scores.items() if v is not None and not math.isfinite(v)]
+    if not bad:
+        return result
+    return result.model_copy(update={
+        "scores": {m: (None if m in bad else v) for m, v in result.scores.items()},
+        "unscored": [*result.unscored, *(Unscored(reason=f"the score derived from the judge's answer is "
+                                                  f"{result.scores[m]!r}, not a number", metric=m) for m in bad)]})
 
 
 def estimate(items: Iterable[Item | dict[str, Any]], method: str | Method, **method_options: Any) -> CallEstimate:

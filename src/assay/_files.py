@@ -81,6 +81,8 @@ def written_by_assay(path: Path) -> bool:
         whole = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, OSError):
         return False
+    if isinstance(whole, list):  # a JSON export: an array of rows, each with its run id
+        return bool(whole) and all(isinstance(row, dict) and "run_id" in row for row in whole)
     return isinstance(whole, dict) and ("signature" in whole or ("rows" in whole and "unpaired" in whole))
 
 

@@ -21,12 +21,13 @@ default lives only at these user-facing doors.
 from __future__ import annotations
 
 import asyncio
+import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from assay import _eval
-from assay.datasets._io import _items_from, input_notes, read_dataframe, read_items
+from assay.datasets._io import _items_from, input_notes, read_dataframe, read_items, reset_notes
 from assay.errors import AssayError, ConfigError, InputError
 from assay.methods._base import CallEstimate
 from assay.results import EvalResult
@@ -35,15 +36,31 @@ from assay.types import Item
 
 def load_items(data: Any) -> tuple[list[Item], str, list[str]]:
     """Items from a path, a DataFrame or an iterable of dicts / Items; their source's name and
-    how they were read (the peers' field names)."""
+    how they were read (the peers' field names, the fields kept under ``metadata``, the columns
+    of an earlier result left out). Those notes are also given once as a :class:`InputNote`
+    warning."""
+    items, source = _load(data)
+    notes = input_notes(source)
+    if notes:
+        warnings.warn(f"reading {source}: " + "; ".join(notes), InputNote, stacklevel=2)
+    return items, source, notes
+
+
+class InputNote(UserWarning):
+    """How assay read the data: the peers' field names, unused fields kept under ``metadata``."""
+
+
+def _load(data: Any) -> tuple[list[Item], str]:
     if isinstance(data, str | Path):
-        return read_items(data), str(data), input_notes(str(data))
+        return read_items(data), str(data)
     if hasattr(data, "to_dict") and hasattr(data, "columns"):  # a pandas DataFrame
-        return read_dataframe(data, source="DataFrame"), "DataFrame", input_notes("DataFrame")
+        reset_notes("DataFrame")
+        return read_dataframe(data, source="DataFrame"), "DataFrame"
     if isinstance(data, dict):
         raise InputError("data is one record; give a list of records, a DataFrame or a file path")
     if not isinstance(data, Iterable):
         raise InputError(f"data must be a file path, a list of records or a DataFrame, not {type(data).__name__}")
+    reset_notes("data")
     items: list[Item] = []
     for number, record in enumerate(data, 1):
         if isinstance(record, Item):
@@ -52,12 +69,18 @@ def load_items(data: Any) -> tuple[list[Item], str, list[str]]:
             items.extend(_items_from(record, "data", number))
     if not items:
         raise InputError("no items", source="data")
-    return items, "data", input_notes("data")
+    return items, "data"
+
+
+ITEM_COLUMNS = ("id", "system", "query", "response", "reference", "contexts", "history", "case", "document",
+                "metadata", "human")
+"""The columns of an answer itself, shown once in the wide frame of several methods."""
 
 
 class EvalResults:
     """The results of several methods on the same data: ``results["dece"]`` is one method's
-    :class:`EvalResult`; ``to_pandas()`` stacks them with a ``method`` column."""
+    :class:`EvalResult`; ``to_pandas()`` is one wide row per answer (RAGAS's shape); iterating
+    gives one dict per method and answer, with a ``method`` key."""
 
     def __init__(self, results: dict[str, EvalResult]) -> None:
         self.results = results
@@ -80,9 +103,21 @@ class EvalResults:
         return {method: result.summary() for method, result in self.results.items()}
 
     def to_pandas(self) -> Any:
+        """One row per answer: its fields once, then each method's columns prefixed with the
+        method's name (``dece.recall``, ``dece.criteria``, ``bleu.status``); a metric named as
+        its method keeps that name (``rougeL``, ``bleu``). ``assay.evaluate`` reads the frame back
+        (the method columns are left out)."""
         import pandas as pd
 
-        return pd.DataFrame(list(self))
+        rows: dict[tuple[Any, Any], dict[str, Any]] = {}
+        for method, result in self.results.items():
+            for record in result.records():
+                row = rows.setdefault((record["id"], record.get("system")),
+                                      {k: record[k] for k in ITEM_COLUMNS if k in record})
+                for column, value in record.items():
+                    if column not in ITEM_COLUMNS:
+                        row[method if column == method else f"{method}.{column}"] = value
+        return pd.DataFrame(list(rows.values()))
 
 
 async def aevaluate(data: Any, method: str | Any = "dece", judge: Any = "llamacpp/default", *,
@@ -110,7 +145,8 @@ def evaluate(data: Any, method: str | Any = "dece", judge: Any = "llamacpp/defau
              methods: list[str] | None = None, **options: Any) -> EvalResult | EvalResults:
     """Score ``data`` with ``method`` (or each of ``methods``) and ``judge``; see the module
     docstring. Options: ``store`` (a path: cached, resumable), ``runner``
-    (:class:`assay.RunnerConfig`: budget, timeout, retries, concurrency), ``resume``, ``guard``
+    (:class:`assay.RunnerConfig`: budget, timeout, retries, concurrency), ``fresh`` (score again a
+    run the store already holds; by default the same call continues it, or reads it back), ``guard``
     and the method's own options (DeCE's ``domain``, ``beta``, ...)."""
     try:
         asyncio.get_running_loop()

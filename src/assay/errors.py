@@ -9,6 +9,7 @@ The tree::
     ├── StoreError            the run store refuses an operation (e.g. run exists, no --resume)
     ├── BudgetExhausted       the token budget of a run is spent; resume with a larger one
     ├── JudgeUnreachable      no judge call of a run succeeded: every one failed after its retries
+    │   └── JudgeCrashed      the embedded judge's process died (a signal from native code)
     └── BackendError          a judge call failed
         ├── TransientBackendError   worth retrying (timeouts, 5xx, connection resets)
         │   └── RateLimited         HTTP 429; carries ``retry_after`` seconds when the server sent it
@@ -69,6 +70,11 @@ class JudgeUnreachable(AssayError):
     failed are evaluated again by ``--resume``."""
 
     run_id: str | None = None
+
+
+class JudgeCrashed(JudgeUnreachable):
+    """The process running the embedded judge died (e.g. SIGILL from an instruction the CPU
+    refuses). The run stops like an unreachable judge (exit 4), its store intact and resumable."""
 
 
 class BackendError(AssayError):

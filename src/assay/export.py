@@ -1,4 +1,5 @@
-"""Exporting a run's results: JSONL, CSV, Parquet (SPEC §2.4)."""
+"""Exporting a run's results: JSON Lines, JSON, CSV, Parquet. The format follows the output
+file's extension; ``--format`` is needed only for a name without one it knows."""
 
 from __future__ import annotations
 
@@ -10,7 +11,31 @@ from assay._files import atomic_write, finite
 from assay.errors import ConfigError
 from assay.store import Store
 
-FORMATS = ("jsonl", "csv", "parquet")
+FORMATS = ("jsonl", "json", "csv", "parquet")
+EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet",
+              ".pq": "parquet"}
+"""Output extensions and the format each means."""
+
+
+def format_for(path: Path | None, fmt: str | None) -> str:
+    """The export format of ``path`` given ``--format`` (None: not given). A known extension
+    (.csv, .jsonl, .json, .parquet) decides, and ``--format`` contradicting it is one ConfigError
+    line; another extension takes ``--format`` or JSON Lines. A new file named like a store
+    (.db) is refused. No path: ``--format`` or jsonl."""
+    if fmt is not None and fmt not in FORMATS:
+        raise ConfigError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
+    if path is None:
+        return fmt or "jsonl"
+    implied = EXTENSIONS.get(path.suffix.lower())
+    if implied is None:
+        if path.suffix.lower() in (".db", ".sqlite", ".sqlite3") and not path.exists():
+            raise ConfigError(f"-o {path}: that is a run store's name; name the export .csv, .jsonl, .json or "
+                              ".parquet")
+        return fmt or "jsonl"  # another extension (.txt, none): JSON Lines unless --format says otherwise
+    if fmt is not None and fmt != implied:
+        raise ConfigError(f"--format {fmt} contradicts -o {path} (a .{path.suffix.lower().lstrip('.')} file is "
+                          f"{implied}); drop --format or rename the file")
+    return implied
 
 
 def export_rows(store: Store, run_id: str, *, annotations: bool = False,
@@ -125,6 +150,9 @@ def export_run(store: Store, run_id: str, out: Path, fmt: str, compact: bool = F
         if fmt == "jsonl":
             for row in rows:
                 handle.write((json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8"))
+            return
+        if fmt == "json":  # an array of the rows (what RAGAS and DeepEval write; assay reads it back)
+            handle.write((json.dumps(rows, ensure_ascii=False, allow_nan=False, indent=1) + "\n").encode("utf-8"))
             return
         import pandas as pd
         flat = [{k: (json.dumps(v, ensure_ascii=False, allow_nan=False) if isinstance(v, list | dict) else v)

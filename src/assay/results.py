@@ -63,6 +63,11 @@ class EvalResult:
         self.resumed_with: int | None = None
         """Items already done when this invocation resumed the run; None for a new run."""
         self.wall_s: float | None = None
+        self.was_finished = False
+        """Whether the run was already finished in the store before this invocation (it made no call)."""
+        self.notes: list[str] = []
+        """What this invocation did that the user should know (a run dropped by ``fresh``, another
+        version's run of the same work)."""
 
     def __len__(self) -> int:
         return len(self.rows)

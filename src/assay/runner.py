@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
 from assay.backends import JudgeBackend
+from assay.backends._answer import check_completion
 from assay.errors import (
     AssayError,
     BackendError,
@@ -190,7 +191,8 @@ class JudgeClient:
             if per_endpoint is not None:
                 timeout = per_endpoint(self.config.timeout_s)
             try:
-                return await asyncio.wait_for(self.backend.generate(messages, config), timeout=timeout)
+                completion = await asyncio.wait_for(self.backend.generate(messages, config), timeout=timeout)
+                return check_completion(completion, self.backend.name)
             except (AssayError, TimeoutError, asyncio.CancelledError):
                 raise
             except Exception as exc:  # a backend's bug or a body it cannot read: this call failed, typed

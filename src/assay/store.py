@@ -406,6 +406,15 @@ class Store:
             self.db.execute("DELETE FROM run_locks WHERE run_id = ? AND pid = ? AND host = ?",
                             (run_id, os.getpid(), socket.gethostname()))
 
+    def drop_run(self, run_id: str) -> None:
+        """Delete a run, its units and its results in one transaction (``--fresh``). The judge-call
+        cache and the reviewers' annotations (append-only) are kept: a new run of the same work
+        gets the same id, so the annotations stay attached to its units."""
+        with self.transaction():
+            self.db.execute("DELETE FROM results WHERE run_id = ?", (run_id,))
+            self.db.execute("DELETE FROM items WHERE run_id = ?", (run_id,))
+            self.db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))
+
     def set_status(self, run_id: str, status: str) -> None:
         with self.transaction():
             self.db.execute("UPDATE runs SET status = ?, finished_at = ? WHERE run_id = ?",

@@ -58,14 +58,52 @@ def test_eval_export_report_round_trip(tmp_path: Path, data: Path, judge: str) -
     assert "Run manifest" in html and "criteria_satisfaction" in html
 
 
-def test_rerun_needs_resume_and_then_makes_no_call(tmp_path: Path, data: Path, judge: str) -> None:
+def test_the_same_command_twice_shows_the_finished_run_with_no_judge_call(tmp_path: Path, data: Path,
+                                                                           judge: str) -> None:
+    out = tmp_path / "run.db"
+    first = invoke("eval", "dece", data, "--judge", judge, "--store", out, "--no-progress")
+    assert first.exit_code == 0, first.output
+    again = invoke("eval", "dece", data, "--judge", judge, "--store", out, "--no-progress")
+    assert again.exit_code == 0, again.output
+    assert "already finished" in again.output and "0 judge call(s) made" in again.output
+    assert "0.500" in again.output  # its results are printed
+    assert "resume=True" not in again.output and "--resume" not in again.output
+    # the old flag is still accepted and changes nothing
+    old = invoke("eval", "dece", data, "--judge", judge, "--store", out, "--resume", "--no-progress")
+    assert old.exit_code == 0 and "already finished" in old.output
+    runs = [r[0] for r in __import__("sqlite3").connect(out).execute("SELECT run_id FROM runs")]
+    assert len(runs) == 1
+
+
+def test_fresh_drops_the_run_and_scores_it_again(tmp_path: Path, data: Path, judge: str) -> None:
+    import sqlite3
+
     out = tmp_path / "run.db"
     assert invoke("eval", "dece", data, "--judge", judge, "--store", out, "--no-progress").exit_code == 0
-    with pytest.raises(Exception, match="already holds this run"):
-        invoke("eval", "dece", data, "--judge", judge, "--store", out, "--no-progress")
-    again = invoke("eval", "dece", data, "--judge", judge, "--store", out, "--resume", "--no-progress")
-    assert again.exit_code == 0
-    assert "0 judge call(s) made" in again.output
+    (run_id,) = [r[0] for r in sqlite3.connect(out).execute("SELECT run_id FROM runs")]
+    created = sqlite3.connect(out).execute("SELECT created_at FROM runs").fetchone()[0]
+    fresh = invoke("eval", "dece", data, "--judge", judge, "--store", out, "--fresh", "--no-progress")
+    assert fresh.exit_code == 0, fresh.output
+    assert "already finished" not in fresh.output and "this invocation:" in fresh.output
+    rows = sqlite3.connect(out).execute("SELECT run_id, created_at FROM runs").fetchall()
+    assert [r[0] for r in rows] == [run_id] and rows[0][1] > created  # the same run id, made anew
+    assert len(sqlite3.connect(out).execute("SELECT * FROM results").fetchall()) == 2
+
+
+def test_an_unfinished_run_is_continued_by_the_same_command(tmp_path: Path, data: Path, judge: str) -> None:
+    import sqlite3
+
+    out = tmp_path / "run.db"
+    assert invoke("eval", "dece", data, "--judge", judge, "--store", out, "--no-progress").exit_code == 0
+    db = sqlite3.connect(out)
+    db.execute("DELETE FROM results WHERE idx = 1")
+    db.execute("UPDATE runs SET status = 'interrupted'")
+    db.commit()
+    again = invoke("eval", "dece", data, "--judge", judge, "--store", out, "--no-progress")
+    assert again.exit_code == 0, again.output
+    assert "resumed run" in again.output and "1 item(s) were already done" in again.output
+    assert db.execute("SELECT status FROM runs").fetchone()[0] == "finished"
+    assert len(db.execute("SELECT * FROM results").fetchall()) == 2
 
 
 def test_dry_run_calls_nothing(tmp_path: Path, data: Path) -> None:

@@ -32,7 +32,6 @@ def test_reads_jsonl_and_plain_string_reference(tmp_path: Path) -> None:
     ('{"id": "a", "query": "q", "response": "r"}\n{"id": "b", "query": "q"\n', "line 2: malformed JSON"),
     ('{"id": "a", "query": "q"}\n', "line 1, field 'response': required field is missing"),
     ('{"id": "a", "query": "q", "response": 5}\n', "line 1, field 'response': Input should be a valid string"),
-    ('{"id": "a", "query": "q", "response": "r", "refrence": "x"}\n', "field 'refrence': unknown field"),
     ('["a"]\n', "line 1: expected a JSON object"),
     ("\n\n", "the file holds no items"),
     (b'{"id": "a", "query": "q", "response": "r"}\n{"id": "b", "query": "\xff", "response": "r"}\n',
@@ -44,6 +43,15 @@ def test_bad_jsonl_gives_one_clear_error(tmp_path: Path, content: str | bytes, m
         read_items(path)
     assert str(path) in str(info.value)
     assert message in str(info.value)
+
+
+def test_a_misspelt_field_is_kept_under_metadata_and_named_with_the_field_it_resembles(tmp_path: Path) -> None:
+    from assay.datasets import input_notes
+
+    path = write(tmp_path / "d.jsonl", '{"id": "a", "query": "q", "response": "r", "refrence": "x"}\n')
+    (item,) = read_items(path)
+    assert item.reference is None and item.metadata == {"refrence": "x"}
+    assert input_notes(str(path)) == ["kept 1 unused field under metadata: refrence (did you mean reference?)"]
 
 
 def test_reads_csv_with_json_cells_and_reference_columns(tmp_path: Path) -> None:

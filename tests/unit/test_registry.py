@@ -9,7 +9,7 @@ import pytest
 
 import assay
 from assay._eval import aevaluate
-from assay.errors import ConfigError, StoreError
+from assay.errors import ConfigError
 from assay.methods.lexical import RougeL
 from assay.registry import build_method, method_class, methods, register_method
 from assay.runner import RunnerConfig
@@ -47,18 +47,22 @@ def test_a_bad_declaration_is_refused() -> None:
         register_method(Nameless)
 
 
-def test_resuming_a_run_of_another_method_version_is_refused(tmp_path) -> None:
+def test_another_method_version_starts_its_own_run_and_says_so(tmp_path) -> None:
+    """The same work done by another version of the method is not continued (it scored
+    differently): this version starts its own run, and the result's notes say why."""
     store = Store(tmp_path / "run.db")
     first = assay.evaluate([ITEM], RougeL(), "scripted/none", store=store, runner=QUIET)
 
     class RougeL3(RougeL):
         version: ClassVar[str] = "3"
 
-    with pytest.raises(StoreError, match="made by rougeL version 2; this is version 3"):
-        assay.evaluate([ITEM], RougeL3(), "scripted/none", store=store, runner=QUIET, resume=True)
-    again = assay.evaluate([ITEM], RougeL3(), "scripted/none", store=store, runner=QUIET)  # a new run is fine
-    assert again.run_id != first.run_id
+    again = assay.evaluate([ITEM], RougeL3(), "scripted/none", store=store, runner=QUIET)
+    assert again.run_id != first.run_id and not again.was_finished
+    assert any("made by rougeL version 2; this is version 3" in note for note in again.notes)
     assert store.run(again.run_id).manifest["method_version"] == "3"
+    assert store.run(first.run_id).status == "finished"  # the old run is kept as it was
+    third = assay.evaluate([ITEM], RougeL3(), "scripted/none", store=store, runner=QUIET)
+    assert third.run_id == again.run_id and third.was_finished and not third.notes
 
 
 def test_a_caller_that_reuses_runs_starts_the_new_version_beside_the_old(tmp_path) -> None:

@@ -16,6 +16,11 @@ prefix gives the same logits as evaluating the prompt in two steps at that point
 timeout, Ctrl-C, SIGTERM) stops its generation at the next token; reading the prompt itself
 cannot be interrupted.
 
+The model runs in a child process by default (``process="child"``, see :mod:`assay.backends._child`):
+a crash in native code (an instruction the CPU refuses) fails the run with a message instead of
+killing assay, and a cancelled call can be stopped by killing the child. ``--judge-opt
+process=inline`` runs it in assay's own process (what the child itself does).
+
 JSON-schema output is constrained by a grammar built in :mod:`assay.backends._fastgrammar`
 (strings cannot hold raw control characters, unlike llama-cpp-python's own) and sampled there
 too (the grammar checks the chosen token first instead of the whole vocabulary: same greedy
@@ -51,9 +56,19 @@ class LlamaCppBackend(JudgeBackend):
 
     def __init__(self, model: str = "default", *, model_path: str | None = None, n_ctx: int = 8192,
                  n_threads: int | None = None, logits_all: bool = False,
-                 grammar_sampling: str = "check-first", state_slots: int = 6) -> None:
+                 grammar_sampling: str = "check-first", state_slots: int = 6, process: str = "child") -> None:
         if grammar_sampling not in ("check-first", "stock"):
             raise ConfigError(f"grammar_sampling must be check-first or stock, got {grammar_sampling!r}")
+        if process not in ("child", "inline"):
+            raise ConfigError(f"process must be child or inline, got {process!r}")
+        self.process = process
+        self._child: Any = None
+        if process == "child":
+            from assay.backends._child import ChildProcess
+
+            self._child = ChildProcess(f"llamacpp-{model}", {
+                "model": model, "model_path": model_path, "n_ctx": n_ctx, "n_threads": n_threads,
+                "logits_all": logits_all, "grammar_sampling": grammar_sampling, "state_slots": state_slots})
         self.grammar_sampling = grammar_sampling
         self.model = model
         self.name = f"llamacpp/{model}"
@@ -282,7 +297,7 @@ class LlamaCppBackend(JudgeBackend):
             llama.eval(tokens[common:])
             llama._requires_eval = True  # the next generate() must not take these logits for its own
             self._snapshot(llama)
-            logits = np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),)).astype(np.float64)
+            logits = _last_token_logits(llama)
             ids = self.label_token_ids(llama, labels)
         peak = logits.max()
         weights = np.exp(logits - peak)
@@ -299,6 +314,11 @@ class LlamaCppBackend(JudgeBackend):
     async def generate(self, messages: list[Message], config: GenerateConfig) -> Completion:
         cancel = threading.Event()
         try:
+            if self._child is not None:
+                request = (("label", messages, list(config.labels)) if config.labels
+                           else ("generate", messages, config))
+                completion: Completion = await asyncio.to_thread(self._child.call, request, cancel)
+                return completion
             if config.labels:
                 return await asyncio.to_thread(self._label_probs_sync, messages, list(config.labels), cancel)
             return await asyncio.to_thread(self._generate_sync, messages, config, cancel)
@@ -309,7 +329,17 @@ class LlamaCppBackend(JudgeBackend):
             cancel.set()
             raise
 
+    def check(self) -> None:
+        """Load the model where the calls will run (the child process by default); raises
+        :class:`~assay.errors.JudgeCrashed` if loading it kills that process."""
+        if self._child is not None:
+            self._child.call(("load",))
+        else:
+            self.load()
+
     async def aclose(self) -> None:
+        if self._child is not None:
+            await asyncio.to_thread(self._child.close)
         with self._lock:
             self._states.clear()
             if self._llama is not None:
@@ -330,6 +360,22 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
             break
         n += 1
     return n
+
+
+def _last_token_logits(llama: Any) -> Any:
+    """The next-token logits after the last evaluated token, as float64.
+
+    ``llama_get_logits`` points at the first row of the last batch's outputs: with ``logits_all``
+    off that batch has one output (its last token), with ``logits_all`` on it has one row per token
+    and row 0 is the batch's *first* token. ``llama_get_logits_ith(ctx, -1)`` is the last output
+    whichever way the context was made, so a label's probability does not depend on the option."""
+    import llama_cpp
+    import numpy as np
+
+    pointer = llama_cpp.llama_get_logits_ith(llama._ctx.ctx, -1)
+    if not pointer:
+        raise BackendError("llama.cpp returned no logits for the last prompt token")
+    return np.ctypeslib.as_array(pointer, shape=(llama.n_vocab(),)).astype(np.float64)
 
 
 def _read_logprobs(llama: Any, ids: list[int], prompt_tokens: int, top: int) -> list[TokenLogprob]:
@@ -358,12 +404,5 @@ def _read_logprobs(llama: Any, ids: list[int], prompt_tokens: int, top: int) -> 
 
 
 def factory(model: str, options: dict[str, Any]) -> JudgeBackend:
-    for key in ("n_ctx", "n_threads", "state_slots"):
-        if key in options:
-            try:
-                options[key] = int(options[key])
-            except (TypeError, ValueError):
-                raise ConfigError(f"--judge-opt {key} takes a whole number, got {options[key]!r}") from None
-    if "logits_all" in options:
-        options["logits_all"] = str(options["logits_all"]).lower() in ("1", "true", "yes")
+    """``options`` arrive parsed against :class:`~assay.backends._options.LlamaCppOptions`."""
     return LlamaCppBackend(model or "default", **options)

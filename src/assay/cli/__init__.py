@@ -6,7 +6,6 @@ import os
 import signal
 import sqlite3
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -24,7 +23,7 @@ from assay.cli._click import (
     is_option,
 )
 from assay.clikit import COMPARE, EVALUATE, INSPECT, KIT, PANELS, RUBRICS, TOOLS, err_console
-from assay.errors import AssayError, BudgetExhausted, ConfigError, JudgeUnreachable
+from assay.errors import AssayError, BudgetExhausted, ConfigError, JudgeCrashed, JudgeUnreachable
 from assay.store import OPENED_STORES
 
 __all__ = ["COMPARE", "EVALUATE", "EXIT_CODES", "INSPECT", "PANELS", "RUBRICS", "TOOLS", "app", "build_app",
@@ -33,7 +32,7 @@ __all__ = ["COMPARE", "EVALUATE", "EXIT_CODES", "INSPECT", "PANELS", "RUBRICS", 
 EXIT_CODES = ("Exit status: 0 ok · 1 a gate or check failed · 2 bad input, option or configuration (one line on "
               "stderr names the file, line and field) · 3 the token budget stopped the run (resume with a larger "
               "--budget) · 4 the judge is unreachable or every judge call failed · 130 interrupted (Ctrl-C) · "
-              "143 terminated (SIGTERM). An interrupted run is marked so in its store; --resume continues it. "
+              "143 terminated (SIGTERM). An interrupted run is marked so in its store; the same command continues it. "
               "Add --debug (before the command) to see a traceback.")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUDGET, EXIT_JUDGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 3, 4, 130, 143
@@ -75,7 +74,7 @@ def build_app() -> typer.Typer:
     if _built:
         return _app
     _built = True
-    from assay.cli import demo, eval, export, injection, meta, model, report, ui
+    from assay.cli import demo, doctor, eval, export, injection, judges, meta, model, report, ui
     from assay.registry import methods
 
     _app.add_typer(eval.app, name="eval", rich_help_panel=EVALUATE)
@@ -86,6 +85,8 @@ def build_app() -> typer.Typer:
     _app.command("ui", rich_help_panel=INSPECT)(ui.ui)
     _app.command("meta", rich_help_panel=COMPARE)(meta.meta)
     _app.add_typer(model.app, name="model", rich_help_panel=TOOLS)
+    _app.command("doctor", rich_help_panel=TOOLS)(doctor.doctor)
+    _app.command("judges", rich_help_panel=TOOLS)(judges.judges)
     _app.command("version", rich_help_panel=TOOLS)(version)
     eval.register_eval_commands(eval.app)
     for method in methods().values():
@@ -121,12 +122,9 @@ def load_config(path: Path | None = None) -> dict[str, Any]:
             return {}
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
-    try:
-        config = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot be read: {exc}") from exc
+    from assay._load import load_toml
+
+    config = load_toml(path)  # one line naming the file and line: unreadable, not UTF-8, not TOML
     check_config(config, str(path))
     return config
 
@@ -244,18 +242,21 @@ def _deprecated(args: list[str]) -> list[str]:
     command = words[0] if words else ""
     renames: dict[str, str] = {}
     if command in STORE_WAS_OUT:
-        renames = {"--out": "--store", "-o": "--store"}
+        renames = {"--out": "--store"}  # -o is the report written, as everywhere a file written
     elif command in OUTPUT_WAS_OUT:
         renames = {"--out": "--output"}
     elif command == "dece":
         renames = {"--cache": "--store"}
+    silent = {"--run-id": "--run"}  # one name for a run id in every command; the old one is a hidden alias
     out: list[str] = []
     for arg in args:
         name, eq, value = arg.partition("=")
         if arg == "--":
             out.extend(args[len(out):])
             break
-        if name in renames:
+        if name in silent:
+            arg = silent[name] + (eq + value if eq else "")
+        elif name in renames:
             err_console.print(f"note: {name} is now {renames[name]} (the old name goes in the next release)",
                               highlight=False)
             arg = renames[name] + (eq + value if eq else "")
@@ -278,10 +279,10 @@ def main() -> None:
             code = EXIT_INTERRUPTED
         if code == EXIT_INTERRUPTED:  # Typer turns KeyboardInterrupt into exit status 130
             if _Terminated.received:
-                err_console.print("terminated (SIGTERM); an unfinished run is marked interrupted — continue it "
-                                  "with --resume", soft_wrap=True)
+                err_console.print("terminated (SIGTERM); an unfinished run is marked interrupted — the same "
+                                  "command continues it", soft_wrap=True)
                 sys.exit(EXIT_TERMINATED)
-            err_console.print("interrupted; an unfinished run is marked interrupted — continue it with --resume",
+            err_console.print("interrupted; an unfinished run is marked interrupted — the same command continues it",
                               soft_wrap=True)
             sys.exit(EXIT_INTERRUPTED)
     except typer.Abort:
@@ -299,6 +300,8 @@ def main() -> None:
         _fail(f"{exc.format_message()}{hint}", EXIT_USAGE)
     except BudgetExhausted as exc:
         _fail(f"{exc}", EXIT_BUDGET)
+    except JudgeCrashed as exc:
+        _fail(f"{exc}; the run is saved: the same command continues it", EXIT_JUDGE)
     except JudgeUnreachable as exc:
         _fail(f"the judge is unreachable: {exc}", EXIT_JUDGE)
     except AssayError as exc:

@@ -1,6 +1,6 @@
 """`assay eval METHOD DATA`: one command per registered method, generated from its config model.
 
-Every method gets the same run options (judge, store, concurrency, budget, resume, dry run, ...)
+Every method gets the same run options (judge, store, concurrency, budget, fresh, dry run, ...)
 and one option per field of its config model: ``--field-name`` with the field's docstring as
 help, an ``ASSAY_FIELD_NAME`` variable and the TOML key ``field_name`` in ``[eval.METHOD]``.
 Nothing here names a method; a plug-in's method gets its command the same way.
@@ -30,6 +30,7 @@ from assay.clikit import (
     RUN_OPTIONS,
     STORE_OPT,
     TIMEOUT_OPT,
+    check_results_file,
     make_command,
     runner_config,
     take_old_store_flag,
@@ -46,7 +47,8 @@ _RUN_NAMES = RUN_NAMES
 __all__ = ["BUDGET_OPT", "CONCURRENCY_OPT", "DRY_RUN_OPT", "EMBEDDED_SPEED", "JUDGE", "JUDGE_FREE_DEFAULTS",
            "JUDGE_ONLY", "JUDGE_OPT", "PRICES_PER_MILLION", "PROGRESS_OPT", "RETRIES_OPT", "RUN_NAMES", "RUN_OPTIONS",
            "STORE_OPT", "TIMEOUT_OPT", "_RUN_NAMES", "_coerce", "_dry_run", "_method_params", "_run", "app",
-           "make_command", "register_eval_commands", "runner_config", "take_old_store_flag", "user_help"]
+           "check_results_file", "make_command", "register_eval_commands", "runner_config", "take_old_store_flag",
+           "user_help"]
 
 app = typer.Typer(help="Evaluate a data file with a method.", no_args_is_help=True)
 

@@ -8,16 +8,18 @@ import typer
 
 from assay._files import check_output
 from assay.cli._common import console
-from assay.errors import ConfigError
-from assay.export import FORMATS, default_output, export_run
+from assay.export import default_output, export_run, format_for
 from assay.store import Store
 
 
 def export(
     run: Path = typer.Argument(..., help="run store (.db) written by `assay eval`"),
-    fmt: str = typer.Option("jsonl", "--format", "-f", help="jsonl, csv or parquet"),
-    output: Path | None = typer.Option(None, "--output", "-o", help="default: RUN-<run id>.<format> beside the store"),
-    run_id: str | None = typer.Option(None, "--run", "--run-id",
+    fmt: str | None = typer.Option(None, "--format", "-f", help="jsonl, json, csv or parquet (default: from the "
+                                                                "--output file's extension; jsonl without -o)"),
+    output: Path | None = typer.Option(None, "--output", "-o", help="the file to write, e.g. scores.csv (default: "
+                                                                    "the store's name, the run id and the format, "
+                                                                    "beside the store)"),
+    run_id: str | None = typer.Option(None, "--run",
                                       help="which run of the store (an id or its prefix; default: the latest)"),
     compact: bool = typer.Option(False, "--compact", help="only case fields, query, response, contexts and the "
                                                           "aggregate score (dashboards); default: everything"),
@@ -25,14 +27,31 @@ def export(
                                                                   "(latest value per reviewer and address)"),
     force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write "
                                                       "(never a store or an input)"),
+    otel: bool = typer.Option(False, "--otel", help="send the run's verdicts as OpenTelemetry gen_ai.evaluation.result "
+                                                    "events (and assay's spans) to OTEL_EXPORTER_OTLP_ENDPOINT; "
+                                                    "no file unless --output is given"),
+    phoenix: str | None = typer.Option(None, "--phoenix", metavar="URL",
+                                       help="write the scores and failed verdicts as span annotations to this "
+                                            "Phoenix server (items read from its traces); no file unless --output"),
+    gate: list[str] | None = typer.Option(None, "--gate", metavar="METRIC=MIN",
+                                          help="label events and annotations pass/fail: the metric passes at or "
+                                               "above MIN (repeatable)"),
 ) -> None:
     """Export one run's results, with the evidence behind every score."""
-    if fmt not in FORMATS:
-        raise ConfigError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
+    if output is not None:
+        check_output(output, inputs=[run], force=True)  # a store (or a directory) is refused before its name is read
+    chosen = format_for(output, fmt)
     store = Store(run, create=False)
     rid = store.resolve_run(run_id)
-    out = output or default_output(run, rid, fmt)
+    if otel or phoenix:
+        from assay.cli._traces import send_run
+
+        if not send_run(store, run, rid, otel=otel, phoenix=phoenix, gate=gate):
+            raise typer.Exit(1)
+        if output is None:
+            return
+    out = output or default_output(run, rid, chosen)
     source = store.run(rid).manifest.get("data_source")
     check_output(out, inputs=[run, source], force=force)
-    count = export_run(store, rid, out, fmt, compact=compact, annotations=annotations)
+    count = export_run(store, rid, out, chosen, compact=compact, annotations=annotations)
     console.print(f"wrote {count} row(s) of run {rid} to {out}")

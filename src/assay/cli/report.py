@@ -16,7 +16,7 @@ from assay.store import Store
 def report(
     run: Path = typer.Argument(..., help="run store (.db)"),
     output: Path = typer.Option(Path("report.html"), "--output", "-o"),
-    run_id: str | None = typer.Option(None, "--run", "--run-id", help="which run of the store (an id or its prefix; "
+    run_id: str | None = typer.Option(None, "--run", help="which run of the store (an id or its prefix; "
                                                                      "default: the latest; the report lists them all)"),
     meta: Path | None = typer.Option(None, "--meta", help="meta.json from assay meta: add its agreement tables"),
     force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write "

@@ -8,6 +8,7 @@ in full.
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import json
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from assay._load import decode, jsonl_records, load_json, read_bytes
 from assay.errors import InputError
 from assay.types import Item
 
@@ -93,6 +95,46 @@ ALIASES: dict[str, str] = {
 NOTES: dict[str, set[str]] = {}
 """Per source, what was read under another name or filled in (reported in the run's manifest)."""
 
+UNUSED: dict[str, dict[str, None]] = {}
+"""Per source, the fields assay does not use, in the order met: kept under ``metadata``."""
+
+IGNORED: dict[str, dict[str, None]] = {}
+"""Per source, the columns of assay's own output (an export, ``to_pandas()``: a row with
+``run_id``, ``status``, ``dece.recall``, ...) left out when it is read back as input: the scores
+and evidence describe an earlier run, not the answer."""
+
+ITEM_FIELDS = frozenset(Item.model_fields)
+FIELD_NAMES = sorted(ITEM_FIELDS | set(ALIASES))
+"""The names a field of the input may have: assay's and the peers' (a misspelt one is named)."""
+
+PEER_FIELDS = frozenset({"reference_contexts", "multi_responses", "rubrics", "reference_tool_calls", "context",
+                         "additional_metadata", "name", "comments", "tools_called", "expected_tools", "tags",
+                         "reasoning"})
+"""Fields RAGAS and DeepEval write that assay does not use: kept, never taken for a misspelling."""
+
+RESULT_COLUMNS = frozenset({"run_id", "status", "unscored", "unscored_reason", "judge_calls", "annotations", "unit",
+                            "round"})
+"""Columns assay's export adds to an item's fields (never an input field of the peers' formats)."""
+
+
+def _is_result_column(name: str) -> bool:
+    """A column of assay's own output: an engine column, or one of a method's columns in the wide
+    frame of several methods (``dece.recall``, ``bleu``'s ``bleu.status``)."""
+    if name in RESULT_COLUMNS:
+        return True
+    prefix, dot, _ = name.partition(".")
+    if dot:
+        from assay.registry import methods
+
+        return prefix in methods()
+    return False
+
+
+def reset_notes(source: str) -> None:
+    """Forget what an earlier read of ``source`` noted (a DataFrame read twice in one session)."""
+    for table in (NOTES, UNUSED, IGNORED):
+        table.pop(source, None)
+
 
 def _normalise(data: dict[str, Any], source: str, line: int) -> dict[str, Any]:
     """The peers' conventions in assay's shape: aliased field names, contexts as plain strings,
@@ -109,6 +151,27 @@ def _normalise(data: dict[str, Any], source: str, line: int) -> dict[str, Any]:
     if "ground_truths" in out and "reference" not in out and isinstance(out["ground_truths"], list):
         out["reference"] = "\n".join(str(t) for t in out.pop("ground_truths"))
         notes.add("read 'ground_truths' (joined) as reference")
+    unknown = [k for k in out if k not in ITEM_FIELDS]
+    if unknown:
+        metadata = out.get("metadata")
+        if metadata is None or metadata == {}:
+            metadata = {}
+        if not isinstance(metadata, dict):
+            raise InputError(f"expected an object, got {type(metadata).__name__}", source=source, line=line,
+                             field="metadata")
+        metadata = dict(metadata)
+        # a row of assay's own output (an export, to_pandas()): its scores and evidence describe an
+        # earlier run, not the answer, and are left out; anything else is the user's, kept
+        earlier_result = any(_is_result_column(str(k)) for k in unknown)
+        for key in unknown:
+            value = out.pop(key)
+            if earlier_result:
+                IGNORED.setdefault(source, {})[str(key)] = None
+            else:
+                metadata.setdefault(str(key), value)
+                UNUSED.setdefault(source, {})[str(key)] = None
+        if metadata:
+            out["metadata"] = metadata
     contexts = out.get("contexts")
     if isinstance(contexts, str):
         contexts = [contexts]
@@ -124,8 +187,20 @@ def _normalise(data: dict[str, Any], source: str, line: int) -> dict[str, Any]:
 
 
 def input_notes(source: str) -> list[str]:
-    """What reading ``source`` took from the peers' conventions, for the manifest and the user."""
-    return sorted(NOTES.get(source, ()))
+    """What reading ``source`` took from the peers' conventions, for the manifest and the user:
+    the peers' names, the fields kept under ``metadata``, the columns of an earlier result."""
+    notes = sorted(NOTES.get(source, ()))
+    unused = list(UNUSED.get(source, {}))
+    if unused:
+        noun = "field" if len(unused) == 1 else "fields"
+        named = [f"{u} (did you mean {close[0]}?)" if u not in PEER_FIELDS and
+                 (close := difflib.get_close_matches(u, FIELD_NAMES, 1, 0.8)) else u for u in unused]
+        notes.append(f"kept {len(unused)} unused {noun} under metadata: {', '.join(named)}")
+    ignored = list(IGNORED.get(source, {}))
+    if ignored:
+        shown = ", ".join(ignored[:8]) + (f" and {len(ignored) - 8} more" if len(ignored) > 8 else "")
+        notes.append(f"left out {len(ignored)} column(s) of an earlier assay result: {shown}")
+    return notes
 
 
 def _item_from(data: Any, source: str, line: int) -> Item:
@@ -156,38 +231,15 @@ def _item_from(data: Any, source: str, line: int) -> Item:
         raise InputError(message + more, source=source, line=line, field=loc) from exc
 
 
-def _decode(raw: bytes, source: str) -> str:
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise InputError(f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", source=source, line=line) from exc
-
-
-def _read_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot be read: {exc.strerror or exc}", source=str(path)) from exc
+_decode = decode
+_read_bytes = read_bytes
 
 
 def read_jsonl(path: str | Path) -> list[Item]:
     path = Path(path)
     source = str(path)
-    text = _decode(_read_bytes(path), source)
     items = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line, parse_constant=_reject_constant)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"malformed JSON: {exc.msg} (column {exc.colno})", source=source,
-                             line=number) from exc
-        except RecursionError:
-            raise InputError("JSON nested too deeply", source=source, line=number) from None
-        except ValueError as exc:
-            raise InputError(f"malformed JSON: {exc}", source=source, line=number) from exc
+    for number, data in jsonl_records(path, None):
         items.extend(_items_from(data, source, number))
     return items
 
@@ -201,10 +253,13 @@ def _row_to_dict(row: dict[str, Any], source: str, line: int) -> dict[str, Any]:
             continue  # empty cell: field absent
         if key in _JSON_COLUMNS and isinstance(value, str) and value.strip()[:1] in ("{", "["):
             try:
-                value = json.loads(value)
+                value = json.loads(value, parse_constant=_reject_constant)
             except json.JSONDecodeError as exc:
                 raise InputError(f"cell is not valid JSON: {exc.msg}", source=source, line=line,
                                  field=key) from exc
+            except (ValueError, RecursionError) as exc:
+                raise InputError(f"cell is not valid JSON: {str(exc)[:120]}", source=source, line=line,
+                                 field=key) from None
         if key.startswith("reference_") and key in ("reference_required", "reference_helpful"):
             data.setdefault("reference", {})[key.removeprefix("reference_")] = value
             continue
@@ -269,15 +324,7 @@ def read_json(path: str | Path) -> list[Item]:
     object whose one list-valued field holds them; errors name the record's position as its line."""
     path = Path(path)
     source = str(path)
-    text = _decode(_read_bytes(path), source)
-    try:
-        data = json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON: {exc.msg} (column {exc.colno})", source=source, line=exc.lineno) from exc
-    except RecursionError:
-        raise InputError("JSON nested too deeply", source=source) from None
-    except ValueError as exc:
-        raise InputError(f"malformed JSON: {exc}", source=source) from exc
+    data = load_json(path, None)
     if isinstance(data, dict):
         lists = [v for v in data.values() if isinstance(v, list)]
         if len(lists) != 1:
@@ -299,6 +346,7 @@ def read_items(path: str | Path) -> list[Item]:
     """Read items from a .jsonl, .json (an array), .csv or .parquet file."""
     path = Path(path)
     source = str(path)
+    reset_notes(source)
     if not path.exists():
         raise InputError("no such file", source=source)
     if not path.is_file():

@@ -86,6 +86,7 @@ def make_tournament_command() -> Any:
         force: bool = kwargs.pop("force")
         run = {name: kwargs.pop(name) for name in list(kwargs) if name in {n for n, _, _ in RUN_OPTIONS}}
         run.pop("out", None)  # -o is the ranking's JSON here (--output)
+        run.pop("resume", None)  # a tournament always continues (every judged match is re-used)
         options = cls.options_from_cli(coerce(cls, kwargs))
         tiers = parse_baselines(baselines_spec) if baselines_spec else []
         if tiers:
@@ -164,7 +165,7 @@ def make_tournament_command() -> Any:
                                 default=typer.Argument(..., help="answers of several systems to the same questions"))]
     params += method_params(cls)
     for name, annotation, option in RUN_OPTIONS:  # the same run options as every method's command
-        if name == "out":
+        if name in ("out", "output", "force", "fresh"):  # -o/--output and --force are the ranking file's here
             continue
         params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation))
     params += [

@@ -1,0 +1,188 @@
+"""The embedded judge in a child process: a crash in native code is a typed failure, not a dead CLI.
+
+llama.cpp is native code: an instruction the CPU (or its hypervisor) refuses kills the process
+that runs it with a signal, with no Python exception and no message. So the embedded judge runs
+in a child process (``multiprocessing``, spawn) that owns the model; the parent sends each call
+over a pipe and waits for the answer while watching the child. If the child dies, the call fails
+with :class:`~assay.errors.JudgeCrashed` naming the signal; the engine stops the run (exit 4) with
+the store intact, and ``--resume`` (or the same command again) continues it.
+
+The child also gives a hard cancel: a cancelled call (the run's timeout, Ctrl-C, SIGTERM) first
+asks the child to stop at its next token; if it has not answered within :data:`HARD_CANCEL_S`
+(llama.cpp cannot interrupt the reading of a prompt), the child is killed and the next call starts
+a new one.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from typing import Any
+
+from assay.errors import AssayError, BackendError, JudgeCrashed
+
+HARD_CANCEL_S = 1.0
+"""How long a cancelled call may take to stop before its child process is killed."""
+
+POLL_S = 0.05
+
+
+def signal_text(exitcode: int | None) -> str:
+    """``signal 4, illegal instruction`` for a child killed by SIGILL; ``exit status 1`` else."""
+    if exitcode is None:
+        return "no exit status"
+    if exitcode < 0:
+        number = -exitcode
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            return f"signal {number}"
+        described = signal.strsignal(number) or name
+        return f"signal {number}, {described.lower()}"
+    return f"exit status {exitcode}"
+
+
+def _child_main(conn: Any, cancel: Any, options: dict[str, Any]) -> None:
+    """The child's loop: build the in-process backend, answer calls until told to stop or the
+    parent goes away (EOF on the pipe)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    from assay.backends._llamacpp import CallCancelled, LlamaCppBackend
+
+    backend = LlamaCppBackend(**options, process="inline")
+    # Fault injection for assay's own tests (a CPU that refuses an instruction cannot be summoned on
+    # demand): ASSAY_EMBEDDED_FAULT=SIGILL makes the child die by that signal on its first call.
+    fault = os.environ.get("ASSAY_EMBEDDED_FAULT")
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            return
+        kind = request[0]
+        if kind == "close":
+            return
+        if fault and kind != "load":
+            os.kill(os.getpid(), getattr(signal, fault))
+        try:
+            if kind == "load":
+                backend.load()
+                answer: Any = ("ok", None)
+            elif kind == "label":
+                answer = ("ok", backend._label_probs_sync(request[1], request[2], cancel))
+            else:
+                answer = ("ok", backend._generate_sync(request[1], request[2], cancel))
+        except CallCancelled:
+            answer = ("cancelled", None)
+        except AssayError as exc:
+            answer = ("error", type(exc).__name__, str(exc))
+        except Exception as exc:  # a llama.cpp failure we did not foresee: this call failed, typed
+            answer = ("error", "BackendError", f"{type(exc).__name__}: {exc}")
+        try:
+            conn.send(answer)
+        except (BrokenPipeError, OSError):
+            return
+
+
+class ChildProcess:
+    """One child process holding the model; started on the first call, restarted after a kill."""
+
+    def __init__(self, name: str, options: dict[str, Any]) -> None:
+        self.name = name
+        self.options = options
+        self._context = multiprocessing.get_context("spawn")
+        self._process: Any = None
+        self._conn: Any = None
+        self._cancel: Any = None
+        self._lock = threading.Lock()
+        self.calls = 0
+
+    def _start(self) -> None:
+        parent, child = self._context.Pipe()
+        self._cancel = self._context.Event()
+        process = self._context.Process(target=_child_main, args=(child, self._cancel, self.options),
+                                        name=f"assay-{self.name}", daemon=True)
+        process.start()
+        child.close()
+        self._process, self._conn = process, parent
+
+    def _crashed(self) -> JudgeCrashed:
+        process = self._process
+        process.join(timeout=1.0)
+        when = "on its first call" if self.calls == 0 else f"after {self.calls} call(s)"
+        self._process = self._conn = None
+        return JudgeCrashed(f"the embedded judge crashed ({signal_text(process.exitcode)}) {when}; run `assay doctor`")
+
+    def _kill(self) -> None:
+        process, self._process, self._conn = self._process, None, None
+        if process is not None and process.is_alive():
+            process.kill()
+            process.join(timeout=2.0)
+
+    def call(self, request: tuple[Any, ...], cancel: threading.Event | None = None) -> Any:
+        """Send one request and wait for its answer (blocking: run it in a worker thread)."""
+        with self._lock:
+            if self._process is None or not self._process.is_alive():
+                self._start()
+            self._cancel.clear()
+            try:
+                self._conn.send(request)
+            except (BrokenPipeError, OSError):
+                raise self._crashed() from None
+            cancelled_at: float | None = None
+            while True:
+                if cancel is not None and cancel.is_set():
+                    if cancelled_at is None:
+                        cancelled_at = time.monotonic()
+                        self._cancel.set()  # stop at the next token
+                    elif time.monotonic() - cancelled_at > HARD_CANCEL_S:
+                        self._kill()  # still reading its prompt: the next call starts a new child
+                        from assay.backends._llamacpp import CallCancelled
+
+                        raise CallCancelled("the call was cancelled")
+                try:
+                    ready = self._conn.poll(POLL_S)
+                except (EOFError, OSError):
+                    raise self._crashed() from None
+                if ready:
+                    try:
+                        answer = self._conn.recv()
+                    except (EOFError, OSError):
+                        raise self._crashed() from None
+                    break
+                if not self._process.is_alive():
+                    raise self._crashed()
+            status = answer[0]
+            if status == "ok":
+                self.calls += request[0] != "load"
+                return answer[1]
+            if status == "cancelled":
+                from assay.backends._llamacpp import CallCancelled
+
+                raise CallCancelled("the call was cancelled")
+            raise _rebuild_error(answer[1], answer[2])
+
+    def close(self) -> None:
+        with self._lock:
+            if self._process is None:
+                return
+            try:
+                self._conn.send(("close",))
+                self._process.join(timeout=2.0)
+            except (BrokenPipeError, OSError):
+                pass
+            self._kill()
+
+
+def _rebuild_error(kind: str, message: str) -> AssayError:
+    """The child's exception, as the same assay error type in the parent."""
+    from assay import errors
+
+    cls = getattr(errors, kind, None)
+    if isinstance(cls, type) and issubclass(cls, AssayError) and cls is not errors.InputError:
+        try:
+            return cls(message)
+        except TypeError:
+            pass
+    return BackendError(message)

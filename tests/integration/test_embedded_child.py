@@ -1,0 +1,90 @@
+"""The embedded judge runs in a child process: a crash in native code ends the run with exit 4 and
+one line, the store intact and resumable; `assay doctor` proves the model runs here; the installed
+llama.cpp holds no AMX instruction. Real executable, real model (SmolLM2 for speed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+ASSAY = str(Path(sys.executable).with_name("assay"))
+
+
+def run(*args: str | Path, env: dict[str, str] | None = None, cwd: Path | None = None,
+        timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([ASSAY, *map(str, args)], capture_output=True, text=True, timeout=timeout, cwd=cwd,
+                          env={**os.environ, "ASSAY_PROGRESS": "0", **(env or {})})
+
+
+def items(tmp_path: Path, n: int = 2) -> Path:
+    path = tmp_path / "items.jsonl"
+    rows = [{"id": f"q{i}", "query": "How long is the notice period?", "response": f"Thirty days, answer {i}.",
+             "reference": "The tenant gives thirty days of written notice."} for i in range(n)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def test_a_crash_of_the_judge_process_is_exit_4_with_one_line_and_the_run_resumes(tmp_path: Path) -> None:
+    data, db = items(tmp_path, n=1), tmp_path / "run.db"
+    args = ("eval", "claims", data, "--judge", "llamacpp/smollm2", "--verdicts", "direct", "--store", db,
+            "--judge-opt", "n_ctx=1024")
+    crashed = run(*args, env={"ASSAY_EMBEDDED_FAULT": "SIGILL"})
+    assert crashed.returncode == 4, crashed.stderr
+    lines = [line for line in crashed.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, crashed.stderr
+    assert "crashed (signal 4, illegal instruction) on its first call" in lines[0]
+    assert "assay doctor" in lines[0] and "Traceback" not in crashed.stderr
+    con = sqlite3.connect(db)  # the store is intact: the run is there, marked failed
+    status = con.execute("SELECT status FROM runs").fetchall()
+    con.close()
+    assert status and "failed" in status[0][0]
+    again = run(*args)  # the same command continues the run
+    assert again.returncode == 0, again.stderr
+    con = sqlite3.connect(db)
+    done = con.execute("SELECT count(*) FROM results WHERE status = 'scored'").fetchone()[0]
+    con.close()
+    assert done == 1, again.stdout
+
+
+def test_doctor_runs_a_forward_pass_and_reports_the_build(tmp_path: Path) -> None:
+    result = run("doctor", "--model", "smollm2")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "llama-cpp-python 0.3.36" in out and "cpu " in out
+    assert "forward" in out and "ok" in out
+    tokens = int(out.split("forward")[1].split("prompt tokens")[0])
+    assert tokens >= 64
+
+
+def test_doctor_says_what_happened_when_the_model_cannot_run(tmp_path: Path) -> None:
+    result = run("doctor", "--model", "smollm2", env={"ASSAY_EMBEDDED_FAULT": "SIGILL"})
+    assert result.returncode == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip() and not line.startswith("warning")]
+    assert len(lines) == 1, result.stderr
+    assert "signal 4, illegal instruction" in lines[0]
+    assert 'CMAKE_ARGS="-DGGML_NATIVE=OFF' in lines[0] and "--no-cache-dir" in lines[0]
+
+
+def test_the_installed_llama_cpp_holds_no_amx_instruction() -> None:
+    import llama_cpp
+
+    objdump = shutil.which("objdump")
+    assert objdump is not None, "objdump (binutils) is needed to inspect the build"
+    libraries = sorted((Path(llama_cpp.__file__).parent / "lib").glob("libggml*.so*"))
+    assert libraries, "no llama.cpp libraries found"
+    mnemonics = ("tilezero", "tileloadd", "tilestored", "tdpbssd", "tdpbsud", "tdpbusd", "tdpbuud", "tdpbf16ps",
+                 "ldtilecfg", "sttilecfg", "tilerelease")
+    for library in libraries:
+        text = subprocess.run([objdump, "-d", "--no-show-raw-insn", str(library)], capture_output=True, text=True,
+                              check=True).stdout
+        found = [m for m in mnemonics if f"\t{m}" in text or f" {m} " in text]
+        assert not found, f"{library.name} contains AMX instructions: {found}"
