@@ -153,7 +153,7 @@ def test_a_pairwise_run_killed_mid_round_resumes_to_the_uninterrupted_result(tmp
 
 def test_an_edited_plugin_prompt_file_makes_a_new_run(tmp_path: Path) -> None:
     """A plug-in's prompt files are hashed into its run ids like the built-ins': the same data
-    after an edit of the prompt is a new run, not a resume of the old one."""
+    after an edit of the prompt is a new run, not the old one continued or shown again."""
     copy = tmp_path / "plugin"
     shutil.copytree(FIXTURE, copy)
     items = tmp_path / "items.jsonl"
@@ -174,8 +174,9 @@ def test_an_edited_plugin_prompt_file_makes_a_new_run(tmp_path: Path) -> None:
 
     assert evaluate().returncode == 0
     (first,) = runs()
-    again = evaluate()  # unchanged prompt: the same run, which the store already holds
-    assert again.returncode == 2 and f"already holds this run ({first}" in again.stderr
+    again = evaluate()  # unchanged prompt: the same run, which the store already holds, shown again
+    assert again.returncode == 0 and f"run {first} in run.db was already finished" in again.stdout, again.stderr
+    assert runs() == [first]
     prompt = copy / "assay_yesno" / "prompts" / "ask.md"
     prompt.write_text(prompt.read_text().replace("You decide", "You carefully decide"))
     edited = evaluate()

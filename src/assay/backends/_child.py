@@ -30,6 +30,11 @@ HARD_CANCEL_S = 1.0
 POLL_S = 0.05
 
 
+class CallCancelled(Exception):
+    """Raised inside the worker thread to stop a generation whose call was cancelled (here, not in
+    :mod:`assay.backends._llamacpp`, which imports this module: the arrow goes one way)."""
+
+
 def signal_text(exitcode: int | None) -> str:
     """``signal 4, illegal instruction`` for a child killed by SIGILL; ``exit status 1`` else."""
     if exitcode is None:
@@ -45,13 +50,11 @@ def signal_text(exitcode: int | None) -> str:
     return f"exit status {exitcode}"
 
 
-def _child_main(conn: Any, cancel: Any, options: dict[str, Any]) -> None:
-    """The child's loop: build the in-process backend, answer calls until told to stop or the
-    parent goes away (EOF on the pipe)."""
+def _child_main(conn: Any, cancel: Any, backend_cls: Any, options: dict[str, Any]) -> None:
+    """The child's loop: build the in-process backend (``backend_cls``, the llama.cpp backend,
+    sent by reference), answer calls until told to stop or the parent goes away (EOF on the pipe)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    from assay.backends._llamacpp import CallCancelled, LlamaCppBackend
-
-    backend = LlamaCppBackend(**options, process="inline")
+    backend = backend_cls(**options, process="inline")
     # Fault injection for assay's own tests (a CPU that refuses an instruction cannot be summoned on
     # demand): ASSAY_EMBEDDED_FAULT=SIGILL makes the child die by that signal on its first call.
     fault = os.environ.get("ASSAY_EMBEDDED_FAULT")
@@ -88,8 +91,9 @@ def _child_main(conn: Any, cancel: Any, options: dict[str, Any]) -> None:
 class ChildProcess:
     """One child process holding the model; started on the first call, restarted after a kill."""
 
-    def __init__(self, name: str, options: dict[str, Any]) -> None:
+    def __init__(self, name: str, backend_cls: Any, options: dict[str, Any]) -> None:
         self.name = name
+        self.backend_cls = backend_cls
         self.options = options
         self._context = multiprocessing.get_context("spawn")
         self._process: Any = None
@@ -101,7 +105,7 @@ class ChildProcess:
     def _start(self) -> None:
         parent, child = self._context.Pipe()
         self._cancel = self._context.Event()
-        process = self._context.Process(target=_child_main, args=(child, self._cancel, self.options),
+        process = self._context.Process(target=_child_main, args=(child, self._cancel, self.backend_cls, self.options),
                                         name=f"assay-{self.name}", daemon=True)
         process.start()
         child.close()
@@ -138,8 +142,6 @@ class ChildProcess:
                         self._cancel.set()  # stop at the next token
                     elif time.monotonic() - cancelled_at > HARD_CANCEL_S:
                         self._kill()  # still reading its prompt: the next call starts a new child
-                        from assay.backends._llamacpp import CallCancelled
-
                         raise CallCancelled("the call was cancelled")
                 try:
                     ready = self._conn.poll(POLL_S)
@@ -158,8 +160,6 @@ class ChildProcess:
                 self.calls += request[0] != "load"
                 return answer[1]
             if status == "cancelled":
-                from assay.backends._llamacpp import CallCancelled
-
                 raise CallCancelled("the call was cancelled")
             raise _rebuild_error(answer[1], answer[2])
 

@@ -41,14 +41,11 @@ from pathlib import Path
 from typing import Any
 
 from assay.backends._base import Capabilities, JudgeBackend
+from assay.backends._child import CallCancelled
 from assay.backends._fastgrammar import json_schema_grammar
 from assay.errors import BackendError, ConfigError
 from assay.model import MODEL_SHA256, SMOLLM_SHA256, resolve_model, smollm_path
 from assay.types import Completion, GenerateConfig, Message, TokenLogprob, Usage
-
-
-class CallCancelled(Exception):
-    """Raised inside the worker thread to stop a generation whose call was cancelled."""
 
 
 class LlamaCppBackend(JudgeBackend):
@@ -66,7 +63,7 @@ class LlamaCppBackend(JudgeBackend):
         if process == "child":
             from assay.backends._child import ChildProcess
 
-            self._child = ChildProcess(f"llamacpp-{model}", {
+            self._child = ChildProcess(f"llamacpp-{model}", LlamaCppBackend, {
                 "model": model, "model_path": model_path, "n_ctx": n_ctx, "n_threads": n_threads,
                 "logits_all": logits_all, "grammar_sampling": grammar_sampling, "state_slots": state_slots})
         self.grammar_sampling = grammar_sampling
