@@ -1,7 +1,8 @@
 """The async engine (SPEC §2.4): every judge call goes through :class:`JudgeClient` — cache,
 in-flight de-duplication, per-backend concurrency, timeout, retries with exponential backoff
-and jitter that honour Retry-After, token budget — and :func:`run_items` drives a method over
-items, committing each finished item to the store and returning results in input order.
+and jitter that honour Retry-After, token budget — and :func:`gather_in_order` runs jobs with
+a concurrency limit, returning results in input order. The engine that drives a method over
+items and commits each finished unit to the store is :mod:`assay._eval`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import asyncio
 import hashlib
 import json
 import random
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -259,6 +259,3 @@ async def gather_in_order(jobs: Sequence[Callable[[], Awaitable[T]]], limit: int
         raise
     return results
 
-
-def now() -> float:
-    return time.time()

@@ -279,11 +279,11 @@ class CaseAware(Method):
     compact_columns: ClassVar[tuple[str, ...]] = ("conversation_id", "case", "contexts", "s_final")
 
     @classmethod
-    def register_commands(cls, app: Any, panels: dict[str, str]) -> None:
+    def register_commands(cls, app: Any, kit: Any) -> None:
         from assay.methods.caseaware import cli
 
-        app.command("compare", rich_help_panel=panels["compare"])(cli.compare)
-        app.command("gate", rich_help_panel=panels["compare"])(cli.gate_command)
+        app.command("compare", rich_help_panel=kit.panels["compare"])(cli.compare)
+        app.command("gate", rich_help_panel=kit.panels["compare"])(cli.gate_command)
 
     @classmethod
     def cli_options(cls) -> list[CliOption]:

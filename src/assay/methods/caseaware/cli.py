@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from assay._files import check_output, write_json
-from assay.cli._common import console, err_console
+from assay.clikit import console, err_console
 from assay.errors import ConfigError
 from assay.methods.caseaware.compare import compare_runs, gate, judge_robustness, load_run
 

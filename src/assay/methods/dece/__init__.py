@@ -357,10 +357,10 @@ class DeCE(Method):
         return lines
 
     @classmethod
-    def register_commands(cls, app: Any, panels: dict[str, str]) -> None:
+    def register_commands(cls, app: Any, kit: Any) -> None:
         from assay.methods.dece import cli
 
-        app.add_typer(cli.app, name="dece", rich_help_panel=panels["rubrics"])
+        app.add_typer(cli.app, name="dece", rich_help_panel=kit.panels["rubrics"])
 
     @classmethod
     def from_options(cls, config: BaseModel | None, **extras: Any) -> Method:

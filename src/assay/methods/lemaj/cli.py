@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from assay._files import check_output, write_json
-from assay.cli._common import console
+from assay.clikit import console
 from assay.errors import InputError
 from assay.methods.lemaj.triage import triage
 
