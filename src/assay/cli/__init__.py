@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from assay._version import __version__
 from assay.cli import (
+    align,
     demo,
     doctor,
     eval,
@@ -76,6 +77,7 @@ app.command("report", rich_help_panel=INSPECT)(report.report)
 app.command("export", rich_help_panel=INSPECT)(export.export)
 app.command("ui", rich_help_panel=INSPECT)(ui.ui)
 app.command("meta", rich_help_panel=COMPARE)(meta.meta)
+app.command("align", rich_help_panel=COMPARE)(align.align)
 app.add_typer(model.app, name="model", rich_help_panel=TOOLS)
 app.command("doctor", rich_help_panel=TOOLS)(doctor.doctor)
 
