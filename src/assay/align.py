@@ -491,7 +491,10 @@ def aligned_value(score: dict[str, Any], values: dict[str, float | None]) -> flo
 def identity(manifest: dict[str, Any]) -> dict[str, Any]:
     """What an alignment is bound to: the method, its options and prompt hashes, and the judge."""
     method_manifest = manifest.get("method_manifest") or {}
-    prompts = {k: v for k, v in method_manifest.items() if k.endswith("sha256")}
+    prompts: dict[str, Any] = {}
+    for key, value in method_manifest.items():  # prompt_sha256 {name: hash}, domain_sha256, criteria_file_sha256
+        if key.endswith("sha256"):
+            prompts.update(value if isinstance(value, dict) else {key.removesuffix("_sha256"): value})
     return {"method": manifest.get("method"), "method_version": manifest.get("method_version"),
             "options": method_manifest.get("config") or {}, "prompts": prompts, "judge": manifest.get("judge"),
             "judge_identity": manifest.get("judge_identity") or {}}
