@@ -129,6 +129,11 @@ RUN_OPTIONS: list[tuple[str, Any, Any]] = [
                                               "itself is kept in --store")),
     ("force", bool, typer.Option(False, "--force", help="replace an existing --output file that assay did not "
                                                        "write (never a store or an input)")),
+    ("alignment", Path | None, typer.Option(None, "--alignment", envvar="ASSAY_ALIGNMENT",
+                                            help="alignment file from assay align: also show the calibrated "
+                                                 "probabilities, the decisions at its tie threshold and the aligned "
+                                                 "score beside the raw ones (refused for another judge, method or "
+                                                 "prompt)")),
     ("concurrency", int | None, CONCURRENCY_OPT),
     ("budget", int | None, BUDGET_OPT),
     ("timeout", float, TIMEOUT_OPT),
@@ -423,6 +428,14 @@ def make_command(cls: type[Method]) -> Any:
         results_format = check_results_file(run["output"], data=data, store=run["store"], force=run["force"])
         method_values = {k: v for k, v in kwargs.items() if v is not None or k not in extra_names}
         options = cls.options_from_cli(coerce(cls, method_values))
+        alignment = None
+        if run["alignment"] is not None:  # checked before any judge call: method, options and prompts
+            from assay.align import check_method, read_alignment
+            from assay.registry import build_method
+
+            alignment = read_alignment(run["alignment"])
+            alignment["_source"] = str(run["alignment"])
+            check_method(alignment, cls.name, build_method(cls.name, **options), str(run["alignment"]))
         if cls.needs_judge and not run["dry_run"]:  # --judge-opt against the judge's options, before reading data
             parse_judge_options(run["judge"], parse_options(run["judge_opt"]))
         items, notes, source = load_items(data, tracing, cls.name, options, run["limit"])
@@ -441,7 +454,7 @@ def make_command(cls: type[Method]) -> Any:
                             out=run["store"], data=data if data is not None else source, fresh=run["fresh"],
                             wait=run["wait"], runner=runner,
                             executor={k: run[k] for k in ("executor", "workers", "ray_address", "guard")},
-                            notes=notes, output=run["output"], output_format=results_format)
+                            notes=notes, output=run["output"], output_format=results_format, alignment=alignment)
         after_run(run["store"], run_id, tracing)
 
     data_help = ("the answers to score: .jsonl, .json (an array), .csv or .parquet; field names of RAGAS and "
@@ -500,7 +513,7 @@ def dry_run(items: list, method: str, options: dict[str, Any], price_in: float |
 def run_method(items: list, method: str, options: dict, *, judge: str, judge_opt: list[str] | None, out: Path,
                data: Path | str, fresh: bool, wait: bool, runner: RunnerConfig,
                executor: dict[str, Any] | None = None, notes: list[str] | None = None, output: Path | None = None,
-               output_format: str | None = None) -> str:
+               output_format: str | None = None, alignment: dict[str, Any] | None = None) -> str:
     """Run, print the summary, and say where things are; the run's id. Everything is validated
     (items, options, judge, the -o file) before the store is created or touched; a budget stop
     exits 3, an unreachable judge 4 (both through :func:`assay.cli.main`). The same command
@@ -531,10 +544,14 @@ def run_method(items: list, method: str, options: dict, *, judge: str, judge_opt
             console.print(f"resumed run {result.run_id}: {result.resumed_with} item(s) were already done")
         console.print(f"this invocation: {stats.calls} judge call(s) made, {stats.cache_hits} from cache, "
                       f"{stats.retries} retries, {stats.failures} failed, {result.wall_s:.1f} s")
+    if alignment is not None:
+        from assay.align import show_aligned
+
+        show_aligned(alignment, result.store, result.run_id, console)
     if output is not None and output_format is not None:
         from assay.export import export_run
 
-        count = export_run(result.store, result.run_id, output, output_format)
+        count = export_run(result.store, result.run_id, output, output_format, alignment=alignment)
         console.print(f"wrote {count} row(s) to {output}")
     console.print(f"saved to {out} (run {result.run_id}). Next: assay export {out} -o scores.csv · "
                   f"assay report {out} -o report.html", soft_wrap=True)

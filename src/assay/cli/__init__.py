@@ -74,7 +74,7 @@ def build_app() -> typer.Typer:
     if _built:
         return _app
     _built = True
-    from assay.cli import demo, doctor, eval, export, injection, judges, meta, model, report, ui
+    from assay.cli import align, demo, doctor, eval, export, injection, judges, meta, model, report, ui
     from assay.registry import methods
 
     _app.add_typer(eval.app, name="eval", rich_help_panel=EVALUATE)
@@ -84,6 +84,7 @@ def build_app() -> typer.Typer:
     _app.command("export", rich_help_panel=INSPECT)(export.export)
     _app.command("ui", rich_help_panel=INSPECT)(ui.ui)
     _app.command("meta", rich_help_panel=COMPARE)(meta.meta)
+    _app.command("align", rich_help_panel=COMPARE)(align.align)
     _app.add_typer(model.app, name="model", rich_help_panel=TOOLS)
     _app.command("doctor", rich_help_panel=TOOLS)(doctor.doctor)
     _app.command("judges", rich_help_panel=TOOLS)(judges.judges)
