@@ -5,9 +5,9 @@
 >>> result.to_pandas()  # doctest: +SKIP
 """
 
-from assay._eval import EvalResult, estimate
+from assay._eval import EvalResult
 from assay._version import __version__
-from assay.api import EvalResults, InputNote, aevaluate, evaluate, load_items
+from assay.api import EvalResults, InputNote, aevaluate, estimate, evaluate, load_items
 from assay.backends import JudgeBackend, get_backend
 from assay.errors import AssayError, ConfigError, InputError
 from assay.runner import RunnerConfig

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
+import math
 import platform
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -84,11 +84,15 @@ def check_version(store: Store, method: Method, judge_identity: dict[str, Any], 
     return None
 
 
-def _as_result(row: ResultRecord | None) -> ItemResult | None:
+def as_result(row: ResultRecord | None) -> ItemResult | None:
+    """A stored result as the :class:`ItemResult` a method's scheduling reads (``next_units``)."""
     if row is None:
         return None
     return ItemResult(scores=row.scores, unscored=[Unscored.model_validate(u) for u in row.unscored],
                       details=row.details, call_keys=row.call_keys)
+
+
+_as_result = as_result  # its old, private name
 
 
 def guarded(item: Item) -> Item:
@@ -135,7 +139,7 @@ def check_items(method: Method, items: list[Item], source: str | None = None, *,
 ITEM_WINDOW = 4
 
 
-async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method = "dece",
+async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method,
                     judge: str | JudgeBackend = "llamacpp/default", *, store: Store | str | Path | None = None,
                     runner: RunnerConfig | None = None, resume: bool = True, fresh: bool = False,
                     judge_options: dict[str, Any] | None = None, data_source: str | None = None,
@@ -143,12 +147,19 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
                     ray_address: str | None = None, guard: str = "redact", version_check: bool = True,
                     on_result: Callable[[Unit, ItemResult], None] | None = None,
                     input_notes: list[str] | None = None, **method_options: Any) -> EvalResult:
-    """Evaluate items with a method and a judge; see :func:`evaluate`. The same work (method,
-    options, prompts, judge, items) is the same run: if the store holds it, it is continued (a
-    finished run is read back with no judge call); ``fresh=True`` drops its results first and
-    scores it again. ``resume`` is accepted for old callers and changes nothing.
-    ``version_check=False`` (meta-evaluations, audits) leaves out the note about another
-    version's run of the same work; the two runs have different ids and never mix."""
+    """Evaluate items with a method and a judge: the engine under :func:`assay.evaluate`, the
+    command line, meta-evaluation, the injection audit and the tournament. The method is always
+    named by the caller: the engine has no default method (the public API keeps a documented
+    default, see :mod:`assay.api`). Options: ``store`` (a path or Store; default in memory),
+    ``runner`` (:class:`RunnerConfig`), ``fresh``, ``judge_options``, ``guard`` ("redact", the
+    default: passages of an answer that address the grader are removed before the judge sees
+    them, :func:`guarded`; "flag": only flagged), and the method's own options (e.g. DeCE's
+    ``domain``, ``beta``, ``seed``, ``criteria``). The same work (method, options, prompts,
+    judge, items) is the same run: if the store holds it, it is continued (a finished run is
+    read back with no judge call); ``fresh=True`` drops its results first and scores it again.
+    ``resume`` is accepted for old callers and changes nothing. ``version_check=False``
+    (meta-evaluations, audits) leaves out the note about another version's run of the same
+    work; the two runs have different ids and never mix."""
     del resume  # the same work always continues its run; kept so old callers' resume=True still works
     if executor not in ("local", "ray"):
         raise ConfigError(f"executor must be local or ray, not {executor!r}")
@@ -256,7 +267,7 @@ async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeB
                              key=lambda i: (method_obj.order_key(units[i].item), i))
             if not pending:
                 stored = {r.idx: r for r in store_obj.results(run_id)}
-                history = [(unit, _as_result(stored.get(i))) for i, unit in enumerate(units)]
+                history = [(unit, as_result(stored.get(i))) for i, unit in enumerate(units)]
                 batch = method_obj.next_units(item_list, history)
                 if not batch:
                     return
@@ -266,11 +277,18 @@ async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeB
 
             def job(index: int, units: list[Unit] = units) -> Any:
                 async def run() -> ItemResult:
-                    if pool is not None:
-                        from assay._ray import evaluate_on_ray
-                        return await evaluate_on_ray(pool, method_obj, units[index], store_obj, backend, runner_cfg,
-                                                     identity, client.stats)
-                    return await method_obj.evaluate_unit(units[index], client)
+                    try:
+                        if pool is not None:
+                            from assay._ray import evaluate_on_ray
+                            result = await evaluate_on_ray(pool, method_obj, units[index], store_obj, backend,
+                                                           runner_cfg, identity, client.stats)
+                        else:
+                            result = await method_obj.evaluate_unit(units[index], client)
+                    except (ValueError, ArithmeticError) as exc:
+                        # a number derived from the judge's answer left its range (a probability
+                        # outside [0, 1], ...): this unit is Unscored with the reason, the run goes on
+                        return out_of_range(method_obj.metrics, exc)
+                    return finite_scores(result)
                 return run
 
             def finished(position: int, result: ItemResult, pending: list[int] = pending,
@@ -332,23 +350,24 @@ async def _run_locked(item_list: list[Item], method_obj: Method, backend: JudgeB
     return result
 
 
-def evaluate(items: Iterable[Item | dict[str, Any]], method: str | Method = "dece",
-             judge: str | JudgeBackend = "llamacpp/default", **options: Any) -> EvalResult:
-    """Evaluate ``items`` with ``method`` using ``judge`` and return an :class:`EvalResult`.
-
-    Example: ``assay.evaluate(items, method="dece", judge="llamacpp/default", domain="legal")``.
-    Options: ``store`` (a path or Store; default in memory), ``runner`` (:class:`RunnerConfig`),
-    ``fresh`` (drop the stored run of this work and score it again; by default a run already in
-    the store is continued, or read back when finished), ``judge_options``, ``guard`` ("redact",
-    the default: passages of an answer that address the grader are removed before the judge sees
-    them, :func:`guarded`; "flag": only flagged), and the method's own options (e.g. DeCE's
-    ``domain``, ``beta``, ``seed``, ``criteria``).
-    """
-    return asyncio.run(aevaluate(items, method, judge, **options))
+def out_of_range(metrics: Sequence[str], exc: BaseException) -> ItemResult:
+    """Every metric of a unit Unscored: a number derived from the judge's answer was out of range."""
+    reason = " ".join(f"a number derived from the judge's answer is out of range ({exc})".split())[:300]
+    return ItemResult(scores={m: None for m in metrics}, unscored=[Unscored(reason=reason, metric=m) for m in metrics])
 
 
-def estimate(items: Iterable[Item | dict[str, Any]], method: str | Method = "dece",
-             **method_options: Any) -> CallEstimate:
+def finite_scores(result: ItemResult) -> ItemResult:
+    """A result whose NaN or infinite scores are made Unscored with the reason (never stored)."""
+    bad = [m for m, v in result.scores.items() if v is not None and not math.isfinite(v)]
+    if not bad:
+        return result
+    return result.model_copy(update={
+        "scores": {m: (None if m in bad else v) for m, v in result.scores.items()},
+        "unscored": [*result.unscored, *(Unscored(reason=f"the score derived from the judge's answer is "
+                                                  f"{result.scores[m]!r}, not a number", metric=m) for m in bad)]})
+
+
+def estimate(items: Iterable[Item | dict[str, Any]], method: str | Method, **method_options: Any) -> CallEstimate:
     """Dry run: estimated judge calls and tokens, without calling any judge."""
     item_list = [i if isinstance(i, Item) else Item.model_validate(i) for i in items]
     method_obj = method if isinstance(method, Method) else build_method(method, **method_options)

@@ -9,6 +9,13 @@ message is the same one line the command line prints, never a raw validation err
     print(result)            # method, run, status, rows and the metric means
     frame = result.to_pandas()
     for row in result: ...   # one dict per scored answer, with its evidence
+
+The default method: ``method`` defaults to ``"dece"`` here (:func:`evaluate`, :func:`aevaluate`,
+:func:`estimate`) and in the pytest plugin's ``assay_eval`` fixture, as documented since the first
+release, so that code written against them keeps working. The engine under them
+(:func:`assay._eval.aevaluate`, :func:`assay._eval.estimate`) has no default: every other caller
+(the command line, meta-evaluation, the injection audit, the tournament) names its method, and a
+default lives only at these user-facing doors.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from typing import Any
 from assay import _eval
 from assay.datasets._io import _items_from, input_notes, read_dataframe, read_items, reset_notes
 from assay.errors import AssayError, ConfigError, InputError
+from assay.methods._base import CallEstimate
 from assay.results import EvalResult
 from assay.types import Item
 
@@ -125,6 +133,12 @@ async def aevaluate(data: Any, method: str | Any = "dece", judge: Any = "llamacp
             raise ConfigError(f"methods names one twice: {methods}")
         return EvalResults({m: await _eval.aevaluate(items, m, judge, **options) for m in methods})
     return await _eval.aevaluate(items, method, judge, **options)
+
+
+def estimate(items: Iterable[Item | dict[str, Any]], method: str | Any = "dece",
+             **method_options: Any) -> CallEstimate:
+    """Dry run: estimated judge calls and tokens, without calling any judge."""
+    return _eval.estimate(items, method, **method_options)
 
 
 def evaluate(data: Any, method: str | Any = "dece", judge: Any = "llamacpp/default", *,

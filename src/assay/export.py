@@ -133,17 +133,27 @@ def default_output(run: Path, run_id: str, fmt: str) -> Path:
 
 
 def export_run(store: Store, run_id: str, out: Path, fmt: str, compact: bool = False,
-               annotations: bool = False) -> int:
+               annotations: bool = False, alignment: dict[str, Any] | None = None) -> int:
     """Write the run to ``out``; returns the number of rows. Written atomically
     (:func:`assay._files.atomic_write`): a failed export leaves nothing half-written. CSV cells
     that would run as spreadsheet formulas are neutralised (:func:`neutralise_formula`).
-    ``compact`` keeps only :data:`COMPACT`; ``annotations`` adds the reviewers' layer."""
+    ``compact`` keeps only :data:`COMPACT`; ``annotations`` adds the reviewers' layer;
+    ``alignment`` (from ``assay align``) adds ``aligned_score``, ``aligned_verdict`` and each
+    verdict's ``p_calibrated`` beside the raw values."""
     if fmt not in FORMATS:
         raise ConfigError(f"unknown export format {fmt!r}; use one of {', '.join(FORMATS)}")
-    rows = [finite(row) for row in export_rows(store, run_id, annotations=annotations)]  # no NaN in any output
+    results = store.results(run_id)
+    rows = export_rows(store, run_id, annotations=annotations, results=results)
+    if alignment is not None:
+        from assay.align import aligned_fields, decorate
+
+        extra = aligned_fields(alignment, store, run_id, results)
+        rows = [decorate(row, extra.get(result.key, {})) for row, result in zip(rows, results, strict=True)]
+    rows = [finite(row) for row in rows]  # no NaN in any output
     if compact:
         run = store.get_run(run_id)
         keep = compact_columns(run.method) if run is not None else (*COMPACT, "unscored_reason")
+        keep = (*keep, "aligned_score", "aligned_verdict")
         rows = [{k: row[k] for k in (*keep, *(("annotations",) if annotations else ())) if k in row} for row in rows]
 
     def write(handle: IO[bytes]) -> None:

@@ -34,7 +34,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 class AssayCheck:
-    """The ``assay_eval`` fixture: scores answers with a cached judge."""
+    """The ``assay_eval`` fixture: scores answers with a cached judge. ``method`` defaults to
+    ``"dece"``, as :func:`assay.evaluate` does (the user-facing default; the engine has none)."""
 
     def __init__(self, judge: str, store: Path) -> None:
         self.judge = judge

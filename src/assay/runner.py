@@ -1,7 +1,8 @@
 """The async engine (SPEC §2.4): every judge call goes through :class:`JudgeClient` — cache,
 in-flight de-duplication, per-backend concurrency, timeout, retries with exponential backoff
-and jitter that honour Retry-After, token budget — and :func:`run_items` drives a method over
-items, committing each finished item to the store and returning results in input order.
+and jitter that honour Retry-After, token budget — and :func:`gather_in_order` runs jobs with
+a concurrency limit, returning results in input order. The engine that drives a method over
+items and commits each finished unit to the store is :mod:`assay._eval`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import asyncio
 import hashlib
 import json
 import random
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
 from assay.backends import JudgeBackend
+from assay.backends._answer import check_completion
 from assay.errors import (
     AssayError,
     BackendError,
@@ -190,7 +191,8 @@ class JudgeClient:
             if per_endpoint is not None:
                 timeout = per_endpoint(self.config.timeout_s)
             try:
-                return await asyncio.wait_for(self.backend.generate(messages, config), timeout=timeout)
+                completion = await asyncio.wait_for(self.backend.generate(messages, config), timeout=timeout)
+                return check_completion(completion, self.backend.name)
             except (AssayError, TimeoutError, asyncio.CancelledError):
                 raise
             except Exception as exc:  # a backend's bug or a body it cannot read: this call failed, typed
@@ -257,6 +259,3 @@ async def gather_in_order(jobs: Sequence[Callable[[], Awaitable[T]]], limit: int
         raise
     return results
 
-
-def now() -> float:
-    return time.time()

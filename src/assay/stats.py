@@ -358,23 +358,33 @@ def elo_expected(rating_a: float, rating_b: float) -> float:
     return 1.0 / (1.0 + 10.0 ** ((rating_b - rating_a) / 400.0))
 
 
-def elo_update(rating_a: float, rating_b: float, score_a: float, k: float = 32.0) -> tuple[float, float]:
+def elo_update(rating_a: float, rating_b: float, score_a: float, k: float = 32.0,
+               upset_weight: float = 0.0) -> tuple[float, float]:
     """Both ratings after one match in which a scored ``score_a`` (the mean over the match's
-    questions, DICE eq. 5: S_total / N_questions). Zero-sum: b moves by the opposite amount."""
+    questions, DICE eq. 5: S_total / N_questions). Zero-sum: b moves by the opposite amount.
+    ``upset_weight`` > 0 raises K when the lower-rated system wins, by up to that fraction at a
+    gap of 400 points or more (the tournament's optional upset bonus)."""
     if not 0.0 <= score_a <= 1.0:
         raise ValueError(f"score_a must lie in [0, 1], got {score_a}")
-    delta = k * (score_a - elo_expected(rating_a, rating_b))
+    factor = k
+    upset = (score_a > 0.5 and rating_a < rating_b) or (score_a < 0.5 and rating_a > rating_b)
+    if upset and upset_weight > 0:
+        factor = k * (1.0 + upset_weight * min(1.0, abs(rating_a - rating_b) / 400.0))
+    delta = factor * (score_a - elo_expected(rating_a, rating_b))
     return rating_a + delta, rating_b - delta
 
 
-def elo_ratings(matches: Sequence[Match], *, k: float = 32.0, initial: float = 1500.0) -> dict[str, float]:
+def elo_ratings(matches: Sequence[Match], *, k: float = 32.0, initial: float = 1500.0, upset_weight: float = 0.0,
+                systems: Sequence[str] = ()) -> dict[str, float]:
     """Sequential Elo over ``matches`` in the given order (Elo depends on it; for an
-    order-free estimate with CIs use :func:`bradley_terry`). Every system starts at ``initial``."""
+    order-free estimate with CIs use :func:`bradley_terry`). Every system starts at ``initial``;
+    ``systems`` are rated even if they played no match. The one Elo of assay: the DICE
+    tournament's ratings are this (:func:`assay.methods.tournament.elo_after`)."""
     _check_matches(matches)
-    ratings: dict[str, float] = {}
+    ratings: dict[str, float] = dict.fromkeys(systems, initial)
     for a, b, score in matches:
         ra, rb = ratings.setdefault(a, initial), ratings.setdefault(b, initial)
-        ratings[a], ratings[b] = elo_update(ra, rb, float(score), k)
+        ratings[a], ratings[b] = elo_update(ra, rb, float(score), k, upset_weight)
     return ratings
 
 

@@ -177,7 +177,8 @@ BAD: list[tuple[str, list[Callable[[Path], None]], tuple[str, ...], int, str]] =
     ("judge-opt-not-a-number", [], (*EVAL, "good.jsonl", "--judge", "llamacpp/default", "--judge-opt", "n_ctx=big",
                                     "--store", "new.db"), 2, "--judge-opt n_ctx takes a whole number, got 'big'"),
     ("judge-opt-negative-slots", [], (*EVAL, "good.jsonl", "--judge", "llamacpp/default", "--judge-opt",
-                                      "state_slots=-2", "--store", "new.db"), 2, "state_slots must be 0 or more"),
+                                      "state_slots=-2", "--store", "new.db"), 2,
+     "--judge-opt state_slots must be 0 or more, got '-2'"),
     ("weights-profile", [], ("eval", "caseaware", "turns.jsonl", "--weights", "heavy", "--judge",
                              "scripted/case_judge.json", "--store", "new.db"), 2, "unknown weight profile 'heavy'"),
     ("weight-metric", [], ("eval", "caseaware", "turns.jsonl", "--weight", "speed=1", "--judge",
@@ -186,7 +187,7 @@ BAD: list[tuple[str, list[Callable[[Path], None]], tuple[str, ...], int, str]] =
                                   "scripted/case_judge.json", "--store", "new.db"), 2,
      "weights file not found: w.toml"),
     ("out-is-the-data", [], (*EVAL, "good.jsonl", "--judge", "scripted/judge.json", "--store", "good.jsonl"), 2,
-     "good.jsonl: not an assay run store"),
+     "--store good.jsonl: that is the data file this command reads"),
     ("out-is-directory", [_write("adir/x", "")], (*EVAL, "good.jsonl", "--judge", "scripted/judge.json", "--store",
                                                   "adir"), 2, "adir: is a directory"),
     ("out-is-foreign-sqlite", [_foreign_sqlite], (*EVAL, "good.jsonl", "--judge", "scripted/judge.json", "--store",
@@ -232,7 +233,7 @@ BAD: list[tuple[str, list[Callable[[Path], None]], tuple[str, ...], int, str]] =
      (*EVAL, "good.jsonl", *JUDGE), 2, "assay.toml: [eval.dece] has no option 'concurrancy'"),
     ("toml-unknown-table", [_write("assay.toml", "[evaluate]\njudge = 'x'\n")], ("version",), 2,
      "assay.toml: [evaluate] is not an assay command"),
-    ("toml-invalid", [_write("assay.toml", "[eval.dece\n")], ("version",), 2, "assay.toml: not valid TOML"),
+    ("toml-invalid", [_write("assay.toml", "[eval.dece\n")], ("version",), 2, "assay.toml, line 1: not valid TOML"),
 ]
 
 
@@ -393,7 +394,7 @@ def test_interrupt_marks_the_run_and_exits_130_or_143(work: Path, sig: int, stat
 
 
 def test_two_concurrent_resumes_make_no_duplicate_call(work: Path) -> None:
-    judge = _slow_judge(work, 0.2)
+    judge = _slow_judge(work, 0.5)  # ~18 s of calls: the second process starts while the first still runs
     assert ASSAY is not None
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
     args = [ASSAY, "eval", "dece", "many.jsonl", "--judge", judge, "--store", "slow.db", "--no-progress",

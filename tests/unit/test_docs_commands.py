@@ -43,11 +43,16 @@ ASSAY = shutil.which("assay", path=str(Path(sys.executable).parent))
 
 NOT_RUN: dict[str, str] = {
     r"^pip install\b": "installs packages",
+    r"^export CMAKE_ARGS=": "sets the flags pip compiles llama.cpp with (tests/unit/test_build_flags.py checks them)",
     r"^make\b": "builds the development environment (make setup, make test, make demo)",
     r"^assay model install\b": "assembles the 1 GB embedded model (the integration tests use it)",
     r"^\. \.venv/bin/activate$": "changes the shell's environment only",
     r"^python -m assay\.serve\b": "serves the embedded model over HTTP until stopped (tests/integration/test_serve.py)",
     r"--executor ray\b": "starts a Ray cluster (tests/integration/test_ray.py)",
+    r"\bphoenix serve$": "starts a Phoenix server until stopped (tests/integration/test_phoenix.py starts one)",
+    r"^python examples/phoenix_rag\.py\b": "sends traces to a running Phoenix (tests/integration/test_phoenix.py)",
+    r"--from-phoenix\b|--phoenix\b": "reads from or writes to a running Phoenix (tests/integration/test_phoenix.py)",
+    r"--otel\b": "sends to an OTLP receiver on port 4318 (tests/unit/test_otel.py runs these against a real one)",
 }
 """Commands left out, by pattern, with the reason. Nothing else may be left out."""
 
@@ -244,6 +249,10 @@ def test_every_command_of_the_page_runs_as_written(page: Path, cmds: list[tuple[
         where = f"{page.relative_to(ROOT)}, block at line {line}: {shlex.join(words)}"
         if skipped(words):
             continue
+        while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", words[0]):  # NAME=value assay ...: that variable set
+            name, _, value = words[0].partition("=")
+            monkeypatch.setenv(name, value)
+            words = words[1:]
         assert words[0] == "assay", f"{where}: not an assay command, and not in NOT_RUN with a reason"
         if words[1:2] == ["ui"]:
             code, output = run_ui(words, cwd)

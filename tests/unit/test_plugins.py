@@ -71,13 +71,24 @@ def test_an_entry_point_method_gets_a_command_runs_exports_and_reports(tmp_path:
     assert '<p class="yesno-summary">1 of 2 answers address their question.</p>' in html
 
 
+def test_a_plugin_adds_its_own_commands_with_the_kit(tmp_path: Path) -> None:
+    """``register_commands(app, kit)``: the plug-in's command takes kit.JUDGE (with its
+    ASSAY_JUDGE variable) and prints with kit.console; a hook written when the second argument
+    was the panels dict still works."""
+    listed = run("--help", cwd=tmp_path)
+    assert listed.returncode == 0 and "yesno-judge" in listed.stdout and "duel-rounds" in listed.stdout
+    asked = run("yesno-judge", "--judge", "alwaysyes/x", cwd=tmp_path)
+    assert asked.returncode == 0 and "yesno would ask alwaysyes/x" in asked.stdout, asked.stderr
+    assert run("duel-rounds", cwd=tmp_path).stdout.strip() == "3"
+
+
 def test_a_broken_plugin_is_named_and_does_not_break_other_commands(tmp_path: Path) -> None:
     broken = tmp_path / "plugins"
     shutil.copytree(FIXTURE, broken)
     (broken / "assay_yesno-0.1.dist-info" / "entry_points.txt").write_text(
         "[assay.methods]\nyesno = assay_yesno:DoesNotExist\n")  # (and no backends group)
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
-    env["PYTHONPATH"] = str(broken)
+    env["PYTHONPATH"] = os.pathsep.join([str(broken), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     assert ASSAY is not None
     proc = subprocess.run([ASSAY, "eval", "--help"], cwd=tmp_path, capture_output=True, text=True, env=env)
     assert proc.returncode == 0 and "dece" in proc.stdout and "yesno" not in proc.stdout
@@ -112,7 +123,7 @@ def test_a_pairwise_run_killed_mid_round_resumes_to_the_uninterrupted_result(tmp
 
     assert ASSAY is not None
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
-    env["PYTHONPATH"] = str(FIXTURE)
+    env["PYTHONPATH"] = os.pathsep.join([str(FIXTURE), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     log = tmp_path / "calls.log"
     slow = ["--judge", "longer/v1", "--judge-opt", "latency=0.15", "--judge-opt", f"log={log}"]
     proc = subprocess.Popen([ASSAY, *base, *slow, "--out", "killed.db"], cwd=tmp_path, env=env,
@@ -142,7 +153,7 @@ def test_a_pairwise_run_killed_mid_round_resumes_to_the_uninterrupted_result(tmp
 
 def test_an_edited_plugin_prompt_file_makes_a_new_run(tmp_path: Path) -> None:
     """A plug-in's prompt files are hashed into its run ids like the built-ins': the same data
-    after an edit of the prompt is a new run, not a resume of the old one."""
+    after an edit of the prompt is a new run, not the old one continued or shown again."""
     copy = tmp_path / "plugin"
     shutil.copytree(FIXTURE, copy)
     items = tmp_path / "items.jsonl"
@@ -152,7 +163,7 @@ def test_an_edited_plugin_prompt_file_makes_a_new_run(tmp_path: Path) -> None:
 
     def evaluate() -> subprocess.CompletedProcess:
         env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
-        env["PYTHONPATH"] = str(copy)
+        env["PYTHONPATH"] = os.pathsep.join([str(copy), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
         assert ASSAY is not None
         return subprocess.run([ASSAY, "eval", "yesno", "items.jsonl", "--judge", "scripted/judge.json", "--store",
                                "run.db", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, env=env,
@@ -163,8 +174,9 @@ def test_an_edited_plugin_prompt_file_makes_a_new_run(tmp_path: Path) -> None:
 
     assert evaluate().returncode == 0
     (first,) = runs()
-    again = evaluate()  # unchanged prompt: the same run, which the store already holds
-    assert again.returncode == 2 and f"already holds this run ({first}" in again.stderr
+    again = evaluate()  # unchanged prompt: the same run, which the store already holds, shown again
+    assert again.returncode == 0 and f"run {first} in run.db was already finished" in again.stdout, again.stderr
+    assert runs() == [first]
     prompt = copy / "assay_yesno" / "prompts" / "ask.md"
     prompt.write_text(prompt.read_text().replace("You decide", "You carefully decide"))
     edited = evaluate()

@@ -39,7 +39,7 @@ def numeric_options() -> list[tuple[tuple[str, ...], str, str]]:
             for name, sub in command.commands.items():
                 walk(sub, (*path, name))
             return
-        if not any(p.param_type_name == "argument" and p.required for p in command.params):
+        if not any(p.param_type_name == "argument" for p in command.params):
             return
         for param in command.params:
             if not is_option(param) or param.multiple:

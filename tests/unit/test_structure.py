@@ -84,6 +84,99 @@ def test_no_module_outside_the_method_packages_imports_a_method(graph: Any) -> N
     assert not offenders, offenders
 
 
+def test_nothing_below_the_command_line_imports_it(graph: Any) -> None:
+    """The arrow goes from the command line to the methods and the library, never up: no method
+    package and no module of the library outside ``assay.cli`` imports ``assay.cli`` (a method's
+    commands take their options from ``assay.clikit``, a leaf). ``assay.__main__`` is the
+    command line's own entry. Imports through importlib are not in this graph: the next test
+    imports every module for real."""
+    offenders = []
+    for module in sorted(graph.modules):
+        if module in ("assay.cli", "assay.__main__") or module.startswith("assay.cli."):
+            continue
+        for imported in graph.find_modules_directly_imported_by(module):
+            if imported == "assay.cli" or imported.startswith("assay.cli."):
+                offenders.append(f"{module} -> {imported}")
+    assert not offenders, offenders
+
+
+FRESH_IMPORTS = r"""
+import importlib, json, sys, traceback
+
+results = {}
+for name in json.loads(sys.argv[1]):
+    for loaded in [m for m in sys.modules if m == "assay" or m.startswith("assay.")]:
+        del sys.modules[loaded]  # no module of assay is loaded when the next one is imported
+    importlib.invalidate_caches()
+    try:
+        importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.split(".")[0] != "assay":  # an optional extra that is not installed
+            results[name] = "missing " + exc.name
+        else:
+            results[name] = "".join(traceback.format_exception_only(exc)).strip()
+    except BaseException as exc:  # noqa: BLE001 - everything that stops an import is a failure
+        results[name] = "".join(traceback.format_exception_only(exc)).strip()
+    else:
+        results[name] = "ok"
+print(json.dumps(results))
+"""
+
+
+def assay_modules() -> list[str]:
+    """Every module of assay, found on disk with pkgutil (without importing any of them)."""
+    import pkgutil
+
+    import assay
+
+    found = ["assay"]
+
+    def walk(path: list[str], prefix: str) -> None:
+        for info in pkgutil.iter_modules(path, prefix):
+            found.append(info.name)
+            if info.ispkg:
+                walk([str(Path(path[0]) / info.name.rsplit(".", 1)[1])], info.name + ".")
+
+    walk(list(assay.__path__), "assay.")
+    return sorted(found)
+
+
+def test_every_module_imports_on_its_own() -> None:
+    """Each module of assay imported first, in an interpreter where no module of assay is loaded
+    (one child process; before each import every ``assay`` module is dropped from sys.modules):
+    a module that works only when something else was imported before it, or that is part of a
+    cycle that only an import at run time closes, fails here. ``assay.__main__`` runs the
+    command line when imported and is left out."""
+    import json
+    import os
+
+    import assay
+
+    names = [m for m in assay_modules() if m != "assay.__main__"]
+    assert len(names) > 50 and "assay.methods.dece.cli" in names and "assay.clikit" in names
+    source = str(Path(assay.__file__).parents[1])  # the child imports the assay this test imported
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (source, os.environ.get("PYTHONPATH")) if p)}
+    done = subprocess.run([sys.executable, "-c", FRESH_IMPORTS, json.dumps(names)], capture_output=True, text=True,
+                          timeout=600, cwd=ROOT, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(done.stdout.strip().splitlines()[-1])
+    failed = {name: outcome for name, outcome in results.items()
+              if outcome != "ok" and not outcome.startswith("missing ")}
+    assert not failed, failed
+    assert set(results) == set(names)
+
+
+def test_importing_the_command_line_builds_nothing() -> None:
+    """``import assay.cli`` and ``import assay.clikit`` load no method (no plug-in either): the
+    command tree is built when the command runs or ``assay.cli.app`` is first read."""
+    code = ("import sys, assay.cli, assay.clikit, assay.cli.eval\n"
+            "loaded = sorted(m for m in sys.modules if m.startswith('assay.methods.') and m != 'assay.methods._base')\n"
+            "assert not loaded, loaded\n"
+            "assert assay.cli.app.registered_groups and 'assay.methods.dece' in sys.modules\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
 def commands() -> list[tuple[str, Any]]:
     out: list[tuple[str, Any]] = []
 

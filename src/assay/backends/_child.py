@@ -16,7 +16,6 @@ a new one.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import signal
 import threading
 import time
@@ -45,51 +44,18 @@ def signal_text(exitcode: int | None) -> str:
     return f"exit status {exitcode}"
 
 
-def _child_main(conn: Any, cancel: Any, options: dict[str, Any]) -> None:
-    """The child's loop: build the in-process backend, answer calls until told to stop or the
-    parent goes away (EOF on the pipe)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    from assay.backends._llamacpp import CallCancelled, LlamaCppBackend
-
-    backend = LlamaCppBackend(**options, process="inline")
-    # Fault injection for assay's own tests (a CPU that refuses an instruction cannot be summoned on
-    # demand): ASSAY_EMBEDDED_FAULT=SIGILL makes the child die by that signal on its first call.
-    fault = os.environ.get("ASSAY_EMBEDDED_FAULT")
-    while True:
-        try:
-            request = conn.recv()
-        except (EOFError, OSError):
-            return
-        kind = request[0]
-        if kind == "close":
-            return
-        if fault and kind != "load":
-            os.kill(os.getpid(), getattr(signal, fault))
-        try:
-            if kind == "load":
-                backend.load()
-                answer: Any = ("ok", None)
-            elif kind == "label":
-                answer = ("ok", backend._label_probs_sync(request[1], request[2], cancel))
-            else:
-                answer = ("ok", backend._generate_sync(request[1], request[2], cancel))
-        except CallCancelled:
-            answer = ("cancelled", None)
-        except AssayError as exc:
-            answer = ("error", type(exc).__name__, str(exc))
-        except Exception as exc:  # a llama.cpp failure we did not foresee: this call failed, typed
-            answer = ("error", "BackendError", f"{type(exc).__name__}: {exc}")
-        try:
-            conn.send(answer)
-        except (BrokenPipeError, OSError):
-            return
+class CallCancelled(Exception):
+    """Raised inside the worker thread to stop a generation whose call was cancelled."""
 
 
 class ChildProcess:
     """One child process holding the model; started on the first call, restarted after a kill."""
 
-    def __init__(self, name: str, options: dict[str, Any]) -> None:
+    def __init__(self, name: str, target: Any, options: dict[str, Any]) -> None:
+        """``target(conn, cancel, options)`` is the child's loop (a module-level function, so
+        that the spawned interpreter can import it)."""
         self.name = name
+        self.target = target
         self.options = options
         self._context = multiprocessing.get_context("spawn")
         self._process: Any = None
@@ -101,7 +67,7 @@ class ChildProcess:
     def _start(self) -> None:
         parent, child = self._context.Pipe()
         self._cancel = self._context.Event()
-        process = self._context.Process(target=_child_main, args=(child, self._cancel, self.options),
+        process = self._context.Process(target=self.target, args=(child, self._cancel, self.options),
                                         name=f"assay-{self.name}", daemon=True)
         process.start()
         child.close()
@@ -138,8 +104,6 @@ class ChildProcess:
                         self._cancel.set()  # stop at the next token
                     elif time.monotonic() - cancelled_at > HARD_CANCEL_S:
                         self._kill()  # still reading its prompt: the next call starts a new child
-                        from assay.backends._llamacpp import CallCancelled
-
                         raise CallCancelled("the call was cancelled")
                 try:
                     ready = self._conn.poll(POLL_S)
@@ -158,8 +122,6 @@ class ChildProcess:
                 self.calls += request[0] != "load"
                 return answer[1]
             if status == "cancelled":
-                from assay.backends._llamacpp import CallCancelled
-
                 raise CallCancelled("the call was cancelled")
             raise _rebuild_error(answer[1], answer[2])
 

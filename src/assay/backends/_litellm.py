@@ -13,13 +13,15 @@ the runner retries, honouring Retry-After, and counts.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from typing import Any
 
+from assay.backends._answer import parse_answer
 from assay.backends._base import Capabilities, JudgeBackend, label_completion
 from assay.errors import BackendError, ConfigError, RateLimited, TransientBackendError
-from assay.types import Completion, GenerateConfig, Message, TokenLogprob, Usage
+from assay.types import Completion, GenerateConfig, Message
 
 
 def _litellm() -> Any:
@@ -95,20 +97,14 @@ class LiteLLMBackend(JudgeBackend):
             raise TransientBackendError(f"{type(exc).__name__} from {self.name}: {exc}") from exc
         except lib.APIError as exc:
             raise BackendError(f"{type(exc).__name__} from {self.name}: {exc}") from exc
-        choices = getattr(response, "choices", None)
-        if not choices:
-            raise TransientBackendError(f"{self.name} returned no choices")
-        choice = choices[0]
-        logprobs = None
-        content = getattr(getattr(choice, "logprobs", None), "content", None)
-        if content:
-            logprobs = [TokenLogprob(token=t.token, logprob=t.logprob,
-                                     top={a.token: a.logprob for a in (t.top_logprobs or [])}) for t in content]
-        usage = getattr(response, "usage", None)
-        return Completion(text=choice.message.content or "", logprobs=logprobs, latency_s=time.perf_counter() - start,
-                          usage=Usage(prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-                                      completion_tokens=getattr(usage, "completion_tokens", 0) or 0),
-                          finish_reason=choice.finish_reason, backend="litellm", model=self.model)
+        latency = time.perf_counter() - start
+        try:  # the answer's fields are validated like an OpenAI-compatible server's (assay.backends._answer)
+            body = response.model_dump_json() if hasattr(response, "model_dump_json") else json.dumps(response)
+        except Exception as exc:
+            raise TransientBackendError(f"{self.name} answered with something that is not a chat completion "
+                                        f"({type(exc).__name__})") from exc
+        completion = parse_answer(body, self.name).completion("litellm", self.model, latency)
+        return completion.model_copy(update={"model": self.model})
 
     async def _label_probs(self, messages: list[Message], config: GenerateConfig) -> Completion:
         labels = list(config.labels or [])
@@ -120,6 +116,5 @@ class LiteLLMBackend(JudgeBackend):
 
 
 def factory(model: str, options: dict[str, Any]) -> JudgeBackend:
-    if "max_concurrency" in options:
-        options["max_concurrency"] = int(options["max_concurrency"])
+    """``options`` arrive parsed against :class:`~assay.backends._options.LiteLLMOptions`."""
     return LiteLLMBackend(model, **options)

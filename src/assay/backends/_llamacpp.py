@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import os
+import signal
 import threading
 import time
 from collections import OrderedDict
@@ -41,14 +42,11 @@ from pathlib import Path
 from typing import Any
 
 from assay.backends._base import Capabilities, JudgeBackend
+from assay.backends._child import CallCancelled, ChildProcess
 from assay.backends._fastgrammar import json_schema_grammar
-from assay.errors import BackendError, ConfigError
+from assay.errors import AssayError, BackendError, ConfigError
 from assay.model import MODEL_SHA256, SMOLLM_SHA256, resolve_model, smollm_path
 from assay.types import Completion, GenerateConfig, Message, TokenLogprob, Usage
-
-
-class CallCancelled(Exception):
-    """Raised inside the worker thread to stop a generation whose call was cancelled."""
 
 
 class LlamaCppBackend(JudgeBackend):
@@ -64,9 +62,7 @@ class LlamaCppBackend(JudgeBackend):
         self.process = process
         self._child: Any = None
         if process == "child":
-            from assay.backends._child import ChildProcess
-
-            self._child = ChildProcess(f"llamacpp-{model}", {
+            self._child = ChildProcess(f"llamacpp-{model}", _child_main, {
                 "model": model, "model_path": model_path, "n_ctx": n_ctx, "n_threads": n_threads,
                 "logits_all": logits_all, "grammar_sampling": grammar_sampling, "state_slots": state_slots})
         self.grammar_sampling = grammar_sampling
@@ -403,13 +399,44 @@ def _read_logprobs(llama: Any, ids: list[int], prompt_tokens: int, top: int) -> 
     return out
 
 
+def _child_main(conn: Any, cancel: Any, options: dict[str, Any]) -> None:
+    """The child's loop: build the in-process backend, answer calls until told to stop or the
+    parent goes away (EOF on the pipe)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    backend = LlamaCppBackend(**options, process="inline")
+    # Fault injection for assay's own tests (a CPU that refuses an instruction cannot be summoned on
+    # demand): ASSAY_EMBEDDED_FAULT=SIGILL makes the child die by that signal on its first call.
+    fault = os.environ.get("ASSAY_EMBEDDED_FAULT")
+    while True:
+        try:
+            request = conn.recv()
+        except (EOFError, OSError):
+            return
+        kind = request[0]
+        if kind == "close":
+            return
+        if fault and kind != "load":
+            os.kill(os.getpid(), getattr(signal, fault))
+        try:
+            if kind == "load":
+                backend.load()
+                answer: Any = ("ok", None)
+            elif kind == "label":
+                answer = ("ok", backend._label_probs_sync(request[1], request[2], cancel))
+            else:
+                answer = ("ok", backend._generate_sync(request[1], request[2], cancel))
+        except CallCancelled:
+            answer = ("cancelled", None)
+        except AssayError as exc:
+            answer = ("error", type(exc).__name__, str(exc))
+        except Exception as exc:  # a llama.cpp failure we did not foresee: this call failed, typed
+            answer = ("error", "BackendError", f"{type(exc).__name__}: {exc}")
+        try:
+            conn.send(answer)
+        except (BrokenPipeError, OSError):
+            return
+
+
 def factory(model: str, options: dict[str, Any]) -> JudgeBackend:
-    for key in ("n_ctx", "n_threads", "state_slots"):
-        if key in options:
-            try:
-                options[key] = int(options[key])
-            except (TypeError, ValueError):
-                raise ConfigError(f"--judge-opt {key} takes a whole number, got {options[key]!r}") from None
-    if "logits_all" in options:
-        options["logits_all"] = str(options["logits_all"]).lower() in ("1", "true", "yes")
+    """``options`` arrive parsed against :class:`~assay.backends._options.LlamaCppOptions`."""
     return LlamaCppBackend(model or "default", **options)

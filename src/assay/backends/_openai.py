@@ -32,9 +32,10 @@ import time
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from assay.backends._answer import error_text, parse_answer
 from assay.backends._base import Capabilities, JudgeBackend, label_completion
 from assay.errors import BackendError, ConfigError, RateLimited, TransientBackendError
-from assay.types import Completion, GenerateConfig, Message, TokenLogprob, Usage
+from assay.types import Completion, GenerateConfig, Message
 
 SCHEMA_MODES = ("json_schema", "json_object", "none")
 
@@ -95,13 +96,10 @@ class OpenAIBackend(JudgeBackend):
                 raise ConfigError("openai/...: set OPENAI_API_KEY (or give a base_url with "
                                   "openai/MODEL@URL for a local server)")
             key = "no-key-needed"
-        if isinstance(extra_body, str):  # from --judge-opt extra_body='{"repeat_penalty": 1.0}'
-            try:
-                extra_body = json.loads(extra_body)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"extra_body is not JSON ({exc.msg}): {extra_body!r}") from exc
-        if extra_body is not None and not isinstance(extra_body, dict):
-            raise ConfigError(f"extra_body must be a JSON object, not {extra_body!r}")
+        if extra_body is not None and not isinstance(extra_body, dict):  # text: parsed by the options model
+            from assay.backends._options import OpenAIOptions, validate_options
+
+            extra_body = validate_options("openai", OpenAIOptions, {"extra_body": extra_body})["extra_body"]
         self.model = model
         self.base_url = redact_url(base_url)
         self._secret_url = base_url if base_url != self.base_url else None
@@ -180,54 +178,37 @@ class OpenAIBackend(JudgeBackend):
             raise
 
     async def _generate(self, kwargs: dict[str, Any]) -> Completion:
+        """One request; the answer's bytes are validated by :mod:`assay.backends._answer` (the
+        SDK's own parsing, which trusts the server, is not used)."""
         openai = self._openai
         start = time.perf_counter()
         try:
-            response = await self._client.chat.completions.create(**kwargs)
+            raw = await self._client.chat.completions.with_raw_response.create(**kwargs)
+            body = raw.http_response.content
         except openai.RateLimitError as exc:
-            raise RateLimited(f"HTTP 429 from {self.name}: {exc.message}",
+            raise RateLimited(f"HTTP 429 from {self.name}: {error_text(exc.message)}",
                               retry_after=_retry_after(exc.response.headers)) from exc
         except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-            raise TransientBackendError(f"{type(exc).__name__} from {self.name}: {exc}") from exc
+            raise TransientBackendError(f"{type(exc).__name__} from {self.name}: {error_text(exc)}") from exc
         except openai.InternalServerError as exc:
-            raise TransientBackendError(f"HTTP {exc.status_code} from {self.name}: {exc.message}") from exc
+            raise TransientBackendError(f"HTTP {exc.status_code} from {self.name}: {error_text(exc.message)}") from exc
         except openai.APIStatusError as exc:
-            raise BackendError(f"HTTP {exc.status_code} from {self.name}: {exc.message}") from exc
+            raise BackendError(f"HTTP {exc.status_code} from {self.name}: {error_text(exc.message)}") from exc
         except (json.JSONDecodeError, UnicodeDecodeError, openai.APIResponseValidationError) as exc:
             # a proxy's maintenance page, an HTML error with status 200: this call failed, the
             # endpoint may come back (in a pool: set aside, the call goes to the next one)
             raise TransientBackendError(f"{self.name} answered with a body that is not a chat completion "
                                         f"({type(exc).__name__})") from exc
         latency = time.perf_counter() - start
-        choices = getattr(response, "choices", None)
-        if not isinstance(choices, list) or (choices and getattr(choices[0], "message", None) is None):
-            raise TransientBackendError(f"{self.name} answered with a body that is not a chat completion "
-                                        f"({type(response).__name__})")
-        if not response.choices:
-            raise TransientBackendError(f"{self.name} returned no choices")
-        choice = response.choices[0]
-        logprobs: list[TokenLogprob] | None = None
-        if choice.logprobs is not None and choice.logprobs.content is not None:
-            logprobs = [
-                TokenLogprob(token=t.token, logprob=t.logprob,
-                             top={alt.token: alt.logprob for alt in (t.top_logprobs or [])})
-                for t in choice.logprobs.content
-            ]
-        usage = Usage()
-        if response.usage is not None:
-            details = getattr(response.usage, "prompt_tokens_details", None)
-            usage = Usage(prompt_tokens=response.usage.prompt_tokens or 0,
-                          completion_tokens=response.usage.completion_tokens or 0,
-                          cached_prompt_tokens=(getattr(details, "cached_tokens", None) or 0) if details else 0)
-        return Completion(text=choice.message.content or "", usage=usage, logprobs=logprobs,
-                          latency_s=latency, finish_reason=choice.finish_reason,
-                          backend="openai", model=response.model or self.model)
+        return parse_answer(body, self.name).completion("openai", self.model, latency)
 
     async def aclose(self) -> None:
         await self._client.close()
 
 
 def factory(model: str, options: dict[str, Any]) -> JudgeBackend:
+    """``options`` arrive parsed against :class:`~assay.backends._options.OpenAIOptions`."""
+    options = dict(options)
     base_url = options.pop("base_url", None)
     if "@" in model:
         model, base_url = model.split("@", 1)

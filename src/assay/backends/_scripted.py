@@ -23,11 +23,12 @@ finished call, its prompt's sha256: tests of resume count repeated calls with it
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from assay.backends._base import Capabilities, JudgeBackend
 from assay.errors import BackendError, ConfigError, RateLimited, ScriptExhausted, TransientBackendError
@@ -56,8 +57,17 @@ class ScriptedBackend(JudgeBackend):
         self.capabilities = Capabilities(json_schema=False, seed=True, label_probs=True)
         self.max_concurrency = max_concurrency
         self._responses = list(responses) if responses is not None else None
-        self._rules = [_Rule(re.compile(rule["match"], re.S), list(rule["responses"]),
-                             bool(rule.get("repeat", False))) for rule in (rules or [])]
+        self._rules = []
+        for n, rule in enumerate(rules or [], 1):
+            if not isinstance(rule, dict) or not isinstance(rule.get("match"), str) \
+                    or not isinstance(rule.get("responses"), list):
+                raise ConfigError(f"{name}: rule {n} must be an object with 'match' (a regex) and 'responses' "
+                                  "(a list)")
+            try:
+                pattern = re.compile(rule["match"], re.S)
+            except re.error as exc:
+                raise ConfigError(f"{name}: rule {n}: 'match' is not a regular expression ({exc})") from None
+            self._rules.append(_Rule(pattern, list(rule["responses"]), bool(rule.get("repeat", False))))
         self.latency = latency
         self.log = log
         self.calls: list[list[Message]] = []
@@ -124,15 +134,30 @@ class ScriptedBackend(JudgeBackend):
                           latency_s=self.latency, label_probs=probs)
 
 
+class ScriptFile(BaseModel):
+    """A script file (``--judge scripted/PATH``)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    responses: list[str | dict[str, Any]] | None = None
+    rules: list[dict[str, Any]] | None = None
+    latency: float = Field(default=0.0, ge=0, le=3600)
+    max_concurrency: int = Field(default=8, ge=1, le=4096)
+    log: str | None = None
+
+
 def factory(model: str, options: dict[str, Any]) -> JudgeBackend:
+    """``options`` arrive parsed against :class:`~assay.backends._options.ScriptedOptions`."""
+    options = dict(options)
     if "responses" in options or "rules" in options:
-        return ScriptedBackend(options.pop("responses", None), rules=options.pop("rules", None),
-                               name=f"scripted/{model}", **options)
+        options.setdefault("name", f"scripted/{model}")
+        return ScriptedBackend(options.pop("responses", None), rules=options.pop("rules", None), **options)
     path = Path(model)
     if not path.is_file():
         raise ConfigError(f"scripted/{model}: give a script file path (JSON with 'responses' or "
                           "'rules'); the scripted backend is for tests only")
-    script = json.loads(path.read_text(encoding="utf-8"))
-    return ScriptedBackend(script.get("responses"), rules=script.get("rules"),
-                           latency=float(script.get("latency", 0.0)), name=f"scripted/{path.stem}",
-                           log=script.get("log"), max_concurrency=int(script.get("max_concurrency", 8)))
+    from assay._load import load_json, validate
+
+    script = validate(ScriptFile, load_json(path, dict, kind="a script"), str(path))
+    settings: dict[str, Any] = {"latency": script.latency, "max_concurrency": script.max_concurrency,
+                                "log": script.log, "name": f"scripted/{path.stem}", **options}
+    return ScriptedBackend(script.responses, rules=script.rules, **settings)

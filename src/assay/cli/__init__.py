@@ -6,7 +6,6 @@ import os
 import signal
 import sqlite3
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -14,18 +13,6 @@ import typer
 from rich.markup import escape
 
 from assay._version import __version__
-from assay.cli import (
-    _help,
-    demo,
-    doctor,
-    eval,
-    export,
-    injection,
-    meta,
-    model,
-    report,
-    ui,
-)
 from assay.cli._click import (
     BadParameter,
     ClickException,
@@ -35,10 +22,12 @@ from assay.cli._click import (
     is_group,
     is_option,
 )
-from assay.cli._common import err_console
+from assay.clikit import COMPARE, EVALUATE, INSPECT, KIT, PANELS, RUBRICS, TOOLS, err_console
 from assay.errors import AssayError, BudgetExhausted, ConfigError, JudgeCrashed, JudgeUnreachable
-from assay.registry import methods
 from assay.store import OPENED_STORES
+
+__all__ = ["COMPARE", "EVALUATE", "EXIT_CODES", "INSPECT", "PANELS", "RUBRICS", "TOOLS", "app", "build_app",
+           "check_config", "load_config", "main"]
 
 EXIT_CODES = ("Exit status: 0 ok · 1 a gate or check failed · 2 bad input, option or configuration (one line on "
               "stderr names the file, line and field) · 3 the token budget stopped the run (resume with a larger "
@@ -46,16 +35,11 @@ EXIT_CODES = ("Exit status: 0 ok · 1 a gate or check failed · 2 bad input, opt
               "143 terminated (SIGTERM). An interrupted run is marked so in its store; the same command continues it. "
               "Add --debug (before the command) to see a traceback.")
 
-_help.install()
-
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUDGET, EXIT_JUDGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 3, 4, 130, 143
 
-
-PANELS = ("Evaluate", "Inspect and export", "Compare and gate", "Rubrics", "Model and tools")
-"""The groups of the top-level help; a method's own commands name one of them."""
-EVALUATE, INSPECT, COMPARE, RUBRICS, TOOLS = PANELS
-
-app = typer.Typer(name="assay", help="Decomposed, auditable LLM judges for LLM and RAG answers.", epilog=EXIT_CODES,
+# The root of the command tree. Its commands are added by build_app(), when main() runs or
+# assay.cli.app is first read: importing assay.cli (or a module under it) builds nothing.
+_app = typer.Typer(name="assay", help="Decomposed, auditable LLM judges for LLM and RAG answers.", epilog=EXIT_CODES,
                   no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode="markdown",
                   context_settings={"help_option_names": ["-h", "--help"]})
 
@@ -66,35 +50,59 @@ def _print_version(value: bool) -> None:
         raise typer.Exit(0)
 
 
-@app.callback()
+@_app.callback()
 def _root(version: bool = typer.Option(False, "--version", "-V", is_eager=True, callback=_print_version,
                                        help="Print assay's version and exit.")) -> None:
     """Decomposed, auditable LLM judges for LLM and RAG answers."""
 
 
-app.add_typer(eval.app, name="eval", rich_help_panel=EVALUATE)
-app.command("demo", rich_help_panel=EVALUATE)(demo.demo)
-app.command("injection", rich_help_panel=EVALUATE)(injection.injection)
-app.command("report", rich_help_panel=INSPECT)(report.report)
-app.command("export", rich_help_panel=INSPECT)(export.export)
-app.command("ui", rich_help_panel=INSPECT)(ui.ui)
-app.command("meta", rich_help_panel=COMPARE)(meta.meta)
-app.add_typer(model.app, name="model", rich_help_panel=TOOLS)
-app.command("doctor", rich_help_panel=TOOLS)(doctor.doctor)
-
-
-@app.command("version", rich_help_panel=TOOLS)
 def version() -> None:
     """Print assay's version."""
     typer.echo(__version__)
 
 
-# Each method contributes its own commands (the way simonw/llm plug-ins do with register_commands):
-# DeCE's criteria review, case-aware's compare and gate, LeMAJ's triage, DICE's pairwise, the tournament,
-# PReMISE's rubric commands.
-for _method in methods().values():
-    _method.register_commands(app, dict(zip(("evaluate", "inspect", "compare", "rubrics", "tools"), PANELS,
-                                            strict=True)))
+_built = False
+
+
+def build_app() -> typer.Typer:
+    """The whole ``assay`` command tree, built once, on first use: the built-in commands, then
+    ``assay eval NAME`` for every method and each method's own commands through its
+    ``register_commands(app, kit)`` hook, built-in methods and plug-ins' alike (the way simonw/llm
+    plug-ins add commands): DeCE's criteria review, case-aware's compare and gate, LeMAJ's
+    triage, DICE's pairwise, the tournament, PReMISE's rubric commands."""
+    global _built
+    if _built:
+        return _app
+    _built = True
+    from assay._help import install
+
+    install()  # the compact help layout (one line per option, expert options behind --help-all)
+    from assay.cli import align, demo, doctor, eval, export, injection, judges, meta, model, report, ui
+    from assay.registry import methods
+
+    _app.add_typer(eval.app, name="eval", rich_help_panel=EVALUATE)
+    _app.command("demo", rich_help_panel=EVALUATE)(demo.demo)
+    _app.command("injection", rich_help_panel=EVALUATE)(injection.injection)
+    _app.command("report", rich_help_panel=INSPECT)(report.report)
+    _app.command("export", rich_help_panel=INSPECT)(export.export)
+    _app.command("ui", rich_help_panel=INSPECT)(ui.ui)
+    _app.command("meta", rich_help_panel=COMPARE)(meta.meta)
+    _app.command("align", rich_help_panel=COMPARE)(align.align)
+    _app.add_typer(model.app, name="model", rich_help_panel=TOOLS)
+    _app.command("doctor", rich_help_panel=TOOLS)(doctor.doctor)
+    _app.command("judges", rich_help_panel=TOOLS)(judges.judges)
+    _app.command("version", rich_help_panel=TOOLS)(version)
+    eval.register_eval_commands(eval.app)
+    for method in methods().values():
+        method.register_commands(_app, KIT)
+    return _app
+
+
+def __getattr__(name: str) -> Any:
+    """``assay.cli.app`` is the built command tree (:func:`build_app`)."""
+    if name == "app":
+        return build_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_config(path: Path | None = None) -> dict[str, Any]:
@@ -118,12 +126,9 @@ def load_config(path: Path | None = None) -> dict[str, Any]:
             return {}
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
-    try:
-        config = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot be read: {exc}") from exc
+    from assay._load import load_toml
+
+    config = load_toml(path)  # one line naming the file and line: unreadable, not UTF-8, not TOML
     check_config(config, str(path))
     return config
 
@@ -131,7 +136,7 @@ def load_config(path: Path | None = None) -> dict[str, Any]:
 def check_config(config: dict[str, Any], source: str) -> None:
     """Every table must be a command path and every key an option of that command, and each
     value must convert to the option's type and range, as on the command line."""
-    root = typer.main.get_command(app)
+    root = typer.main.get_command(build_app())
     _harden(root)
 
     def walk(command: Any, table: dict[str, Any], where: list[str]) -> None:
@@ -273,7 +278,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _Terminated.handler)
     try:
         try:
-            command = typer.main.get_command(app)
+            command = typer.main.get_command(build_app())
             _harden(command)
             code = command.main(args=args, standalone_mode=False, default_map=load_config(), prog_name="assay")
         except KeyboardInterrupt:

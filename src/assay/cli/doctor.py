@@ -50,4 +50,4 @@ def doctor(
         raise typer.Exit(2)
     console.print(f"forward    {check.prompt_tokens} prompt tokens in {check.seconds:.2f} s "
                   f"({check.tokens_per_s:.0f} tokens/s; model loaded in {check.load_seconds:.1f} s, in a child "
-                  "process): ok")
+                  "process): ok", soft_wrap=True)

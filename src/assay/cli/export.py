@@ -33,6 +33,10 @@ def export(
     phoenix: str | None = typer.Option(None, "--phoenix", metavar="URL",
                                        help="write the scores and failed verdicts as span annotations to this "
                                             "Phoenix server (items read from its traces); no file unless --output"),
+    alignment: Path | None = typer.Option(None, "--alignment", metavar="FILE",
+                                          help="alignment file from assay align: add the "
+                                               "calibrated probabilities, the decisions at its tie threshold and the "
+                                               "aligned score beside the raw values"),
     gate: list[str] | None = typer.Option(None, "--gate", metavar="METRIC=MIN",
                                           help="label events and annotations pass/fail: the metric passes at or "
                                                "above MIN (repeatable)"),
@@ -43,6 +47,11 @@ def export(
     chosen = format_for(output, fmt)
     store = Store(run, create=False)
     rid = store.resolve_run(run_id)
+    fitted = None
+    if alignment is not None:
+        from assay.align import load_for
+
+        fitted = load_for(alignment, store, rid)
     if otel or phoenix:
         from assay.cli._traces import send_run
 
@@ -52,6 +61,6 @@ def export(
             return
     out = output or default_output(run, rid, chosen)
     source = store.run(rid).manifest.get("data_source")
-    check_output(out, inputs=[run, source], force=force)
-    count = export_run(store, rid, out, chosen, compact=compact, annotations=annotations)
+    check_output(out, inputs=[run, source, alignment], force=force)
+    count = export_run(store, rid, out, chosen, compact=compact, annotations=annotations, alignment=fitted)
     console.print(f"wrote {count} row(s) of run {rid} to {out}")

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from assay._load import decode, jsonl_records, load_json, read_bytes
 from assay.errors import InputError
 from assay.types import Item
 
@@ -230,38 +231,15 @@ def _item_from(data: Any, source: str, line: int) -> Item:
         raise InputError(message + more, source=source, line=line, field=loc) from exc
 
 
-def _decode(raw: bytes, source: str) -> str:
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise InputError(f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", source=source, line=line) from exc
-
-
-def _read_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot be read: {exc.strerror or exc}", source=str(path)) from exc
+_decode = decode
+_read_bytes = read_bytes
 
 
 def read_jsonl(path: str | Path) -> list[Item]:
     path = Path(path)
     source = str(path)
-    text = _decode(_read_bytes(path), source)
     items = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line, parse_constant=_reject_constant)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"malformed JSON: {exc.msg} (column {exc.colno})", source=source,
-                             line=number) from exc
-        except RecursionError:
-            raise InputError("JSON nested too deeply", source=source, line=number) from None
-        except ValueError as exc:
-            raise InputError(f"malformed JSON: {exc}", source=source, line=number) from exc
+    for number, data in jsonl_records(path, None):
         items.extend(_items_from(data, source, number))
     return items
 
@@ -275,10 +253,13 @@ def _row_to_dict(row: dict[str, Any], source: str, line: int) -> dict[str, Any]:
             continue  # empty cell: field absent
         if key in _JSON_COLUMNS and isinstance(value, str) and value.strip()[:1] in ("{", "["):
             try:
-                value = json.loads(value)
+                value = json.loads(value, parse_constant=_reject_constant)
             except json.JSONDecodeError as exc:
                 raise InputError(f"cell is not valid JSON: {exc.msg}", source=source, line=line,
                                  field=key) from exc
+            except (ValueError, RecursionError) as exc:
+                raise InputError(f"cell is not valid JSON: {str(exc)[:120]}", source=source, line=line,
+                                 field=key) from None
         if key.startswith("reference_") and key in ("reference_required", "reference_helpful"):
             data.setdefault("reference", {})[key.removeprefix("reference_")] = value
             continue
@@ -343,15 +324,7 @@ def read_json(path: str | Path) -> list[Item]:
     object whose one list-valued field holds them; errors name the record's position as its line."""
     path = Path(path)
     source = str(path)
-    text = _decode(_read_bytes(path), source)
-    try:
-        data = json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON: {exc.msg} (column {exc.colno})", source=source, line=exc.lineno) from exc
-    except RecursionError:
-        raise InputError("JSON nested too deeply", source=source) from None
-    except ValueError as exc:
-        raise InputError(f"malformed JSON: {exc}", source=source) from exc
+    data = load_json(path, None)
     if isinstance(data, dict):
         lists = [v for v in data.values() if isinstance(v, list)]
         if len(lists) != 1:

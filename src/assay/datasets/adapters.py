@@ -13,13 +13,13 @@ labels), ``haluquestqa`` (HaluQuestQA spans or preferences), and ``assay`` (our 
 
 from __future__ import annotations
 
-import json
 import random
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assay._load import parse_json
 from assay.datasets._io import _decode, read_jsonl
 from assay.errors import InputError
 from assay.types import Item, Reference
@@ -63,15 +63,9 @@ class MetaSet:
 
 
 def _load_json(path: Path) -> Any:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=str(path)) from exc
-    text = _decode(raw, str(path))
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON: {exc.msg}", source=str(path), line=exc.lineno) from exc
+    from assay._load import load_json
+
+    return load_json(path, None)
 
 
 def _need(record: Any, name: str, source: str, where: int, kind: type | tuple[type, ...]) -> Any:
@@ -312,10 +306,7 @@ def read_expertqa(path: str | Path) -> MetaSet:
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"malformed JSON: {exc.msg}", source=source, line=n) from exc
+        record = parse_json(line, source, n)
         question = _need(record, "question", source, n, str)
         for system, answer in _need(record, "answers", source, n, dict).items():
             text = _need(answer, "answer_string", source, n, str)

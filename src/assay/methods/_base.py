@@ -177,10 +177,15 @@ class Method(ABC):
         """Why the item cannot be evaluated by this method (naming the field), or None."""
 
     @classmethod
-    def register_commands(cls, app: Any, panels: dict[str, str]) -> None:
-        """Add the method's own commands to the ``assay`` command line (a Typer app); ``panels``
-        names the help groups (``evaluate``, ``inspect``, ``compare``, ``rubrics``, ``tools``).
-        Every method also gets ``assay eval NAME`` without doing anything here."""
+    def register_commands(cls, app: Any, kit: Any) -> None:
+        """Add the method's own commands to the ``assay`` command line (``app``, a Typer app), as
+        simonw/llm's ``register_commands(cli)`` hook does. ``kit`` is the command line's kit
+        (:data:`assay.clikit.KIT`): ``kit.panels`` names the help groups (``evaluate``,
+        ``inspect``, ``compare``, ``rubrics``, ``tools``), and the run options and helpers are its
+        attributes (``kit.JUDGE``, ``kit.runner_config``, ``kit.make_command``, ...). A module that
+        defines commands at import imports :mod:`assay.clikit` itself, never :mod:`assay.cli`.
+        Called once, when the ``assay`` command tree is built, for built-in methods and plug-ins
+        alike. Every method also gets ``assay eval NAME`` without doing anything here."""
         return None
 
     @classmethod

@@ -66,16 +66,9 @@ def _human_table(rows: list[dict[str, Any]], metrics: list[str]) -> list[dict[st
 
 def read_json_object(path: Path, kind: str) -> dict[str, Any]:
     """A JSON object from ``path``; one clear error naming the file and ``kind`` if not."""
-    from assay.errors import InputError
+    from assay._load import load_json
 
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=str(path)) from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"not {kind} (malformed JSON: {exc})", source=str(path)) from exc
-    if not isinstance(data, dict):
-        raise InputError(f"not {kind}: expected a JSON object", source=str(path))
+    data: dict[str, Any] = load_json(path, dict, kind=f"not {kind}")
     return data
 
 

@@ -314,8 +314,17 @@ def serve(store_path: Path, *, host: str = "127.0.0.1", port: int = 0, author: s
                                  f"[::1]:{bound}")))
     app = create_app(store_path, token, author=author, allowed_hosts=hosts)
     url = f"http://{shown_host}:{bound}/?token={token}"
-    if ready is not None:
-        ready(url)
+    # The socket listens before anything is announced, and the URL is announced only once the
+    # server has started on it: a script (or a browser opened by it) that connects as soon as it
+    # reads the URL is served, never refused.
+    sock.listen(128)
+
+    class _Server(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets=sockets)
+            if ready is not None and not self.should_exit:
+                ready(url)
+
     config = uvicorn.Config(app, log_level="warning", access_log=False)
-    server = uvicorn.Server(config)
+    server = _Server(config)
     server.run(sockets=[sock])

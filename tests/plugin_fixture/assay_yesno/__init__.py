@@ -57,6 +57,15 @@ class YesNo(Method):
                           details={"verdict": out.value.answer}, call_keys=out.keys)
 
     @classmethod
+    def register_commands(cls, app: Any, kit: Any) -> None:
+        """A command of the plug-in's own, with the run options of the kit (``assay.clikit``)."""
+
+        @app.command("yesno-judge", rich_help_panel=kit.panels["tools"])
+        def yesno_judge(judge: str = kit.JUDGE) -> None:
+            """Plug-in: print the judge yesno would ask."""
+            kit.console.print(f"yesno would ask {judge}")
+
+    @classmethod
     def report_section(cls, rows: list[dict[str, Any]]) -> ReportSection | None:
         yes = sum(1 for r in rows if r.get("addresses") == 1.0)
         return ReportSection(section=method_template("yesno.section.html.j2", "assay_yesno"),
@@ -98,6 +107,11 @@ class Duel(Method):
 
     def __init__(self, config: DuelConfig | None = None) -> None:
         self.config = config or DuelConfig()
+
+    @classmethod
+    def register_commands(cls, app: Any, panels: Any) -> None:
+        """Written against the hook's first form, whose second argument was the help panels."""
+        app.command("duel-rounds", rich_help_panel=panels["compare"])(lambda: print(DuelConfig().rounds))
 
     def manifest(self) -> dict[str, Any]:
         return {"config": self.config.model_dump()}

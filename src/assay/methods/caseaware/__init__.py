@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -118,11 +117,13 @@ def resolve_weights(spec: str | Path | dict[str, float]) -> tuple[str, dict[str,
     if path.suffix == ".toml" or path.is_file():
         if not path.is_file():
             raise ConfigError(f"weights file not found: {path}")
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+        from assay._load import load_toml
+
+        data = load_toml(path)
         table = data.get("weights", data)
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: field 'weights' must be a table of metric = weight, got "
+                              f"{type(table).__name__}")
         return f"file:{path.name}", validate_weights(dict(table), str(path))
     raise ConfigError(f"unknown weight profile {str(spec)!r}; use {', '.join(PROFILES)} or a .toml file")
 
@@ -279,11 +280,11 @@ class CaseAware(Method):
     compact_columns: ClassVar[tuple[str, ...]] = ("conversation_id", "case", "contexts", "s_final")
 
     @classmethod
-    def register_commands(cls, app: Any, panels: dict[str, str]) -> None:
+    def register_commands(cls, app: Any, kit: Any) -> None:
         from assay.methods.caseaware import cli
 
-        app.command("compare", rich_help_panel=panels["compare"])(cli.compare)
-        app.command("gate", rich_help_panel=panels["compare"])(cli.gate_command)
+        app.command("compare", rich_help_panel=kit.panels["compare"])(cli.compare)
+        app.command("gate", rich_help_panel=kit.panels["compare"])(cli.gate_command)
 
     @classmethod
     def cli_options(cls) -> list[CliOption]:

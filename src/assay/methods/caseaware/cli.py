@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from assay._files import check_output, write_json
-from assay.cli._common import console, err_console
+from assay.clikit import console, err_console
 from assay.errors import ConfigError
 from assay.methods.caseaware.compare import compare_runs, gate, judge_robustness, load_run
 
@@ -88,6 +88,13 @@ def gate_command(
                          *((f"--min {k}", v) for k, v in minimums.items())]:
         if number is not None and not math.isfinite(number):
             raise ConfigError(f"{name}: {number} is not a finite number")
+    # options that depend on each other, before any store is opened
+    if baseline is not None and max_drop is None:
+        raise ConfigError("--baseline needs --max-drop (the largest allowed drop against it)")
+    if max_drop is not None and baseline is None:
+        raise ConfigError("--max-drop needs --baseline (the run store to compare against)")
+    if baseline_run is not None and baseline is None:
+        raise ConfigError("--baseline-run needs --baseline")
     result = gate(load_run(run, run_id), min_final=min_final, minimums=minimums,
                   baseline=load_run(baseline, baseline_run) if baseline else None, max_drop=max_drop)
     for check in result.checks:

@@ -72,6 +72,9 @@ def _paired_values(a: RunScores, b: RunScores, metric: str) -> tuple[list[str], 
 def compare_runs(a: RunScores, b: RunScores, *, resamples: int = 10000, seed: int = 0) -> dict[str, Any]:
     """Per metric: conversation-level means, mean difference A − B, Wilcoxon, paired t and the
     bootstrap 95% CI, on the conversations scored in both runs."""
+    if a.method != b.method:
+        raise ConfigError(f"{a.path} holds a {a.method} run and {b.path} a {b.method} run; compare runs of the "
+                          "same method")
     if a.metrics != b.metrics:
         raise ConfigError(f"the runs have different metrics ({a.method}: {len(a.metrics)}, "
                           f"{b.method}: {len(b.metrics)}); compare runs of the same method")
@@ -120,6 +123,13 @@ def gate(run: RunScores, *, min_final: float | None = None, minimums: dict[str, 
         raise ConfigError(f"gate: unknown metric(s) {', '.join(unknown)}; this run has {', '.join(run.metrics)}")
     if not wanted and baseline is None:
         raise ConfigError("gate: give --min-final, --min METRIC=V or --baseline with --max-drop")
+    if baseline is not None and baseline.method != run.method:
+        raise ConfigError(f"gate: --baseline {baseline.path} (run {baseline.run_id}) is a {baseline.method} run and "
+                          f"{run.path} a {run.method} run; a baseline must be a run of the same method")
+    if baseline is not None and max_drop is None:
+        raise ConfigError("gate: --baseline needs --max-drop")
+    if max_drop is not None and baseline is None:
+        raise ConfigError("gate: --max-drop needs --baseline (the run to compare against)")
     reasons, checks = [], []
     for metric, threshold in wanted.items():
         value = means.get(metric)

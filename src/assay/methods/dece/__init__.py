@@ -92,13 +92,13 @@ class DeCEConfig(BaseModel):
     """Cap on criteria per question (the paper's experts kept 979 for 224 questions, ~4.4)."""
     max_elements: int = Field(default=10, ge=1)
     """Cap on elements per answer; bounds runaway lists from small judges."""
-    max_text_chars: int = 160
+    max_text_chars: int = Field(default=160, ge=1)
     """maxLength of criteria and elements (small models loop without a bound)."""
-    min_text_chars: int = 12
+    min_text_chars: int = Field(default=12, ge=0)
     """minLength of criteria and elements: a statement, not a fragment like "New York"."""
-    max_evidence: int = 3
+    max_evidence: int = Field(default=3, ge=1)
     """Most sentences one verdict may cite."""
-    max_reasoning_chars: int = 120
+    max_reasoning_chars: int = Field(default=120, ge=1)
     """maxLength of each verdict's reasoning."""
     reasoning: bool = True
     """Ask each satisfaction/verification verdict for a short written reason before its score
@@ -125,6 +125,12 @@ class DeCEConfig(BaseModel):
     """How statements of different samples are matched (:mod:`assay.embeddings`)."""
     sample_threshold: float | None = Field(default=None, ge=0, le=1)
     """Similarity at or above which two sampled statements are one (default per matcher)."""
+
+    @model_validator(mode="after")
+    def _min_below_max(self) -> DeCEConfig:
+        if self.min_text_chars > self.max_text_chars:
+            raise ValueError(f"min_text_chars={self.min_text_chars} is above max_text_chars={self.max_text_chars}")
+        return self
 
     @model_validator(mode="after")
     def _samples_need_sampling(self) -> DeCEConfig:
@@ -262,25 +268,12 @@ class CriteriaSet(BaseModel):
 
 def load_criteria_file(path: str | Path) -> dict[str, CriteriaSet]:
     """Read a criteria JSONL file (from ``assay dece criteria extract``, maybe edited)."""
+    from assay._load import jsonl_records, validate
+
     path = Path(path)
     sets: dict[str, CriteriaSet] = {}
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=str(path)) from exc
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=str(path)) from exc
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"malformed JSON: {exc.msg}", source=str(path), line=number) from exc
-        try:
-            criteria_set = CriteriaSet.model_validate(data)
-        except Exception as exc:
-            raise InputError(f"not a criteria record: {exc}", source=str(path), line=number) from exc
+    for number, data in jsonl_records(path, kind="a criteria record"):
+        criteria_set = validate(CriteriaSet, data, str(path), number)
         cleaned = [c.strip() for c in criteria_set.criteria if c.strip()]
         if not cleaned:
             raise InputError("no criteria", source=str(path), line=number, field="criteria")
@@ -365,10 +358,10 @@ class DeCE(Method):
         return lines
 
     @classmethod
-    def register_commands(cls, app: Any, panels: dict[str, str]) -> None:
+    def register_commands(cls, app: Any, kit: Any) -> None:
         from assay.methods.dece import cli
 
-        app.add_typer(cli.app, name="dece", rich_help_panel=panels["rubrics"])
+        app.add_typer(cli.app, name="dece", rich_help_panel=kit.panels["rubrics"])
 
     @classmethod
     def from_options(cls, config: BaseModel | None, **extras: Any) -> Method:

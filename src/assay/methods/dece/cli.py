@@ -10,8 +10,7 @@ from typing import Any
 import typer
 
 from assay._files import atomic_write_text, check_output
-from assay.cli._common import console, parse_options
-from assay.cli.eval import (
+from assay.clikit import (
     BUDGET_OPT,
     CONCURRENCY_OPT,
     DRY_RUN_OPT,
@@ -20,6 +19,8 @@ from assay.cli.eval import (
     PROGRESS_OPT,
     RETRIES_OPT,
     TIMEOUT_OPT,
+    console,
+    parse_options,
     runner_config,
 )
 from assay.datasets import read_items

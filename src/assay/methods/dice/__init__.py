@@ -166,13 +166,11 @@ class Dice(Method):
     unit_kind: ClassVar[str] = "pair"
 
     @classmethod
-    def register_commands(cls, app: Any, panels: dict[str, str]) -> None:
-        from assay.cli.eval import make_command
-
+    def register_commands(cls, app: Any, kit: Any) -> None:
         if cls is Dice:  # one command, two names: `assay pairwise` is `assay eval dice`
-            app.command("pairwise", rich_help_panel=panels["evaluate"],
+            app.command("pairwise", rich_help_panel=kit.panels["evaluate"],
                         help="DICE pairwise A/B/Tie verdicts with probabilities (the same command as "
-                             "`assay eval dice`).")(make_command(cls))
+                             "`assay eval dice`).")(kit.make_command(cls))
 
     def __init__(self, config: DiceConfig | None = None) -> None:
         self.config = config or DiceConfig()

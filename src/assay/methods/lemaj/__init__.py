@@ -386,10 +386,10 @@ class LeMAJ(Method):
         return {**found, "title": "Inter-annotator agreement (LeMAJ Table 4)"} if found else None
 
     @classmethod
-    def register_commands(cls, app: Any, panels: dict[str, str]) -> None:
+    def register_commands(cls, app: Any, kit: Any) -> None:
         from assay.methods.lemaj import cli
 
-        app.command("triage", rich_help_panel=panels["inspect"])(cli.triage_command)
+        app.command("triage", rich_help_panel=kit.panels["inspect"])(cli.triage_command)
 
     def __init__(self, config: LeMAJConfig | None = None) -> None:
         self.config = config or LeMAJConfig()

@@ -3,14 +3,13 @@ the review time saved — from its store (.db) or from an exported JSONL file.""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import typer
 
-from assay._files import check_output, loads_finite, write_json
-from assay.cli._common import console
+from assay._files import check_output, write_json
+from assay.clikit import console
 from assay.errors import InputError
 from assay.methods.lemaj.triage import triage
 
@@ -29,24 +28,12 @@ def _check_scores(row: dict, source: str, line: int | None) -> None:
 
 def _rows(run: Path, run_id: str | None) -> list[dict]:
     if run.suffix.lower() in (".jsonl", ".ndjson"):
+        from assay._load import jsonl_records
+
         rows = []
-        try:
-            lines = run.read_text(encoding="utf-8").splitlines()
-        except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror}", source=str(run)) from exc
-        for n, line in enumerate(lines, 1):
-            if line.strip():
-                try:
-                    row = loads_finite(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"malformed JSON: {exc.msg}", source=str(run), line=n) from exc
-                except (ValueError, RecursionError) as exc:
-                    raise InputError(f"malformed JSON: {exc}", source=str(run), line=n) from exc
-                if not isinstance(row, dict):
-                    raise InputError(f"expected a JSON object (an exported row), got {type(row).__name__}",
-                                     source=str(run), line=n)
-                _check_scores(row, str(run), n)
-                rows.append(row)
+        for n, row in jsonl_records(run, dict, kind="an exported row"):
+            _check_scores(row, str(run), n)
+            rows.append(row)
         return rows
     from assay.export import export_rows
     from assay.store import Store

@@ -46,10 +46,10 @@ class RubricAudit(Method):
         return CallEstimate()
 
     @classmethod
-    def register_commands(cls, app: Any, panels: dict[str, str]) -> None:
+    def register_commands(cls, app: Any, kit: Any) -> None:
         from assay.methods.premise import cli
 
-        app.add_typer(cli.app, name="rubric", rich_help_panel=panels["rubrics"])
+        app.add_typer(cli.app, name="rubric", rich_help_panel=kit.panels["rubrics"])
 
     @classmethod
     def report_section(cls, rows: list[dict[str, Any]]) -> ReportSection | None:

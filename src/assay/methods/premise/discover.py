@@ -35,10 +35,10 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from assay.embeddings import Matcher, similarity
 from assay.methods.premise.files import Criterion, PreferencePair, RubricSet, slug
@@ -69,14 +69,21 @@ class DiscoveryConfig(BaseModel):
     """Genericity filter: from at least this many distinct pairs."""
     diversity: float = Field(default=0.5, ge=0, le=1)
     """MMR diversity weight λ."""
-    per_pair: tuple[int, int] = (3, 5)
-    """How many criteria the extractor names per pair (F.1: 3–5)."""
+    per_pair: tuple[Annotated[int, Field(ge=1, le=50)], Annotated[int, Field(ge=1, le=50)]] = (3, 5)
+    """How many criteria the extractor names per pair (F.1: 3–5): (minimum, maximum)."""
     max_group: int = Field(default=5, ge=2)
     batch: int = Field(default=150, ge=2)
     matcher: Matcher = "embeddings"
     seed: int = 0
     max_reasks: int = Field(default=2, ge=0)
     max_description_chars: int = Field(default=400, ge=60)
+
+    @model_validator(mode="after")
+    def _min_below_max(self) -> DiscoveryConfig:
+        low, high = self.per_pair
+        if low > high:
+            raise ValueError(f"per_pair=({low}, {high}): the minimum is above the maximum")
+        return self
 
 
 class _Extracted(BaseModel):

@@ -17,14 +17,13 @@ from JSONL with ``prompt`` / ``chosen`` / ``rejected``.
 from __future__ import annotations
 
 import csv
-import json
 import re
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from assay._files import YAML_MARK, atomic_write_text, loads_finite, write_json
+from assay._files import YAML_MARK, atomic_write_text, write_json
 from assay.errors import InputError
 
 
@@ -63,34 +62,10 @@ def slug(text: str) -> str:
 
 def load_rubric(path: str | Path) -> RubricSet:
     """Read a rubric set; one clear InputError naming the file, entry and field when it is wrong."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=str(path)) from exc
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})",
-                         source=str(path)) from exc
-    if path.suffix.lower() == ".json":
-        try:
-            data = loads_finite(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", source=str(path),
-                             line=exc.lineno) from exc
-        except (ValueError, RecursionError) as exc:
-            raise InputError(f"not valid JSON: {exc}", source=str(path)) from exc
-    else:
-        import yaml
+    from assay._load import load_json, load_yaml
 
-        try:
-            data = yaml.safe_load(text)
-        except yaml.MarkedYAMLError as exc:  # one line: what and where, not YAML's multi-line excerpt
-            mark = exc.problem_mark
-            what = " ".join(str(exc.problem or exc.context or "syntax error").split())
-            raise InputError(f"not valid YAML: {what}" + (f" (column {mark.column + 1})" if mark else ""),
-                             source=str(path), line=mark.line + 1 if mark else None) from exc
-        except (yaml.YAMLError, RecursionError) as exc:
-            raise InputError(f"not valid YAML: {' '.join(str(exc).split())}", source=str(path)) from exc
+    path = Path(path)
+    data = load_json(path, None) if path.suffix.lower() == ".json" else load_yaml(path)
     meta: dict[str, Any] = {}
     if isinstance(data, dict):
         entries = data.get("criteria", data.get("rubrics"))
@@ -154,12 +129,9 @@ def read_preference_pairs(path: str | Path) -> tuple[list[PreferencePair], list[
     source = str(path)
     notes: list[str] = []
     pairs: list[PreferencePair] = []
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=source) from exc
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", source=source) from exc
+    from assay._load import parse_json, read_text
+
+    text = read_text(path)
     if path.suffix.lower() in (".tsv", ".csv"):
         reader = csv.DictReader(text.splitlines(), delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
         need = ("question_text", "preferred_response", "rejected_response")
@@ -177,12 +149,7 @@ def read_preference_pairs(path: str | Path) -> tuple[list[PreferencePair], list[
         for n, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
-            try:
-                parsed = loads_finite(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"malformed JSON: {exc.msg}", source=source, line=n) from exc
-            except (ValueError, RecursionError) as exc:
-                raise InputError(f"malformed JSON: {exc}", source=source, line=n) from exc
+            parsed = parse_json(line, source, n)
             if not isinstance(parsed, dict):
                 raise InputError("not a JSON object", source=source, line=n)
             row = parsed

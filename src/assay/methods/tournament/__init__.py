@@ -108,18 +108,12 @@ def match_scores(history: list[tuple[Unit, ItemResult | None]]) -> list[tuple[in
 
 def elo_after(systems: list[str], matches: list[tuple[int, str, str, float, int]], *, k: float,
               upset_weight: float, initial: float) -> dict[str, float]:
-    """Elo of every system after the given matches (eqs. 5–6, with the optional upset bonus)."""
-    ratings = dict.fromkeys(systems, initial)
-    for _, a, b, score, _ in matches:
-        ra, rb = ratings[a], ratings[b]
-        expected = 1.0 / (1.0 + 10.0 ** ((rb - ra) / 400.0))
-        factor = k
-        upset = (score > 0.5 and ra < rb) or (score < 0.5 and ra > rb)
-        if upset and upset_weight > 0:
-            factor = k * (1.0 + upset_weight * min(1.0, abs(ra - rb) / 400.0))
-        delta = factor * (score - expected)
-        ratings[a], ratings[b] = ra + delta, rb - delta
-    return ratings
+    """Elo of every system after the given matches (eqs. 5–6, with the optional upset bonus):
+    :func:`assay.stats.elo_ratings` over the tournament's matches, in the order played."""
+    from assay.stats import elo_ratings
+
+    return elo_ratings([(a, b, score) for _, a, b, score, _ in matches], k=k, initial=initial,
+                       upset_weight=upset_weight, systems=systems)
 
 
 def swiss_pairs(ratings: dict[str, float], met: set[frozenset[str]]) -> list[tuple[str, str]]:
@@ -151,10 +145,10 @@ class Tournament(Dice):
     eval_command: ClassVar[bool] = False  # `assay tournament` is its command
 
     @classmethod
-    def register_commands(cls, app: Any, panels: dict[str, str]) -> None:
+    def register_commands(cls, app: Any, kit: Any) -> None:
         from assay.methods.tournament import cli
 
-        app.command("tournament", rich_help_panel=panels["compare"])(cli.make_tournament_command())
+        app.command("tournament", rich_help_panel=kit.panels["compare"])(cli.make_tournament_command())
 
     def __init__(self, config: TournamentConfig | None = None) -> None:
         super().__init__(config or TournamentConfig())

@@ -10,10 +10,9 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from assay._eval import _as_result, aevaluate, check_items
+from assay._eval import aevaluate, as_result, check_items
 from assay._files import check_output, write_json
-from assay.cli._common import console, parse_options
-from assay.cli.eval import RUN_OPTIONS, _coerce, _dry_run, _method_params, take_aliases
+from assay.clikit import RUN_OPTIONS, coerce, console, dry_run, method_params, parse_options, take_aliases
 from assay.datasets import read_items
 from assay.errors import ConfigError, InputError
 from assay.registry import build_method, method_class
@@ -29,7 +28,7 @@ def _fmt(value: float | None) -> str:
 def tournament_ranking(store: Any, run_id: str, method: Any, items: list) -> dict[str, Any]:
     units = store.units(run_id)
     results = {r.idx: r for r in store.results(run_id)}
-    history = [(unit, _as_result(results.get(i))) for i, unit in enumerate(units)]
+    history = [(unit, as_result(results.get(i))) for i, unit in enumerate(units)]
     return method.ranking(items, history)
 
 
@@ -88,7 +87,7 @@ def make_tournament_command() -> Any:
         run = {name: kwargs.pop(name) for name in list(kwargs) if name in {n for n, _, _ in RUN_OPTIONS}}
         run.pop("out", None)  # -o is the ranking's JSON here (--output)
         run.pop("resume", None)  # a tournament always continues (every judged match is re-used)
-        options = cls.options_from_cli(_coerce(cls, take_aliases(kwargs)))
+        options = cls.options_from_cli(coerce(cls, take_aliases(kwargs)))
         tiers = parse_baselines(baselines_spec) if baselines_spec else []
         if tiers:
             if options.get("mode", "swiss") not in ("swiss", "baselines"):
@@ -107,7 +106,7 @@ def make_tournament_command() -> Any:
             source = " + ".join([str(data), *(str(p) for _, p in tiers)])
         if run["dry_run"]:
             check_items(method, items, source)
-            _dry_run(items, "tournament", options, run["price_in"], run["price_out"], run["judge"])
+            dry_run(items, "tournament", options, run["price_in"], run["price_out"], run["judge"])
             return
         runner = RunnerConfig(concurrency=run["concurrency"], budget_tokens=run["budget"], timeout_s=run["timeout"],
                               max_retries=run["retries"], progress=run["progress"])
@@ -164,7 +163,7 @@ def make_tournament_command() -> Any:
 
     params = [inspect.Parameter("data", inspect.Parameter.KEYWORD_ONLY, annotation=Path,
                                 default=typer.Argument(..., help="answers of several systems to the same questions"))]
-    params += _method_params(cls)
+    params += method_params(cls)
     for name, annotation, option in RUN_OPTIONS:  # the same run options as every method's command
         if name in ("out", "output", "force", "fresh"):  # -o/--output and --force are the ranking file's here
             continue
