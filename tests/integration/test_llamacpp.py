@@ -75,8 +75,9 @@ def test_check_first_grammar_sampling_matches_the_stock_chain() -> None:
                                                  "properties": {"text": {"type": "string", "maxLength": 40},
                                                                 "ok": {"type": "integer", "enum": [0, 1]}}}}}}
     prompts = ["List three facts about the Moon as JSON.", "Rate: water boils at 100 C at sea level."]
-    fast = get_backend("llamacpp/smollm2", n_ctx=1024)
-    stock = get_backend("llamacpp/smollm2", n_ctx=1024, grammar_sampling="stock")
+    # in this process, so that the sampler's counters can be read afterwards
+    fast = get_backend("llamacpp/smollm2", n_ctx=1024, process="inline")
+    stock = get_backend("llamacpp/smollm2", n_ctx=1024, grammar_sampling="stock", process="inline")
     assert stock.identity()["grammar_sampling"] == "stock" and "grammar_sampling" not in fast.identity()
 
     def run(backend, prompt: str, temperature: float) -> str:  # type: ignore[no-untyped-def]
