@@ -323,7 +323,10 @@ def _run(*args: object, cwd: Path) -> subprocess.CompletedProcess:
 
 @pytest.mark.skipif(ASSAY is None, reason="the assay console script is not installed (make setup)")
 def test_align_export_and_refusals_on_the_command_line(dece_store: tuple[Path, str], tmp_path: Path) -> None:
-    shutil.copy(dece_store[0], tmp_path / "runs.db")
+    import sqlite3
+
+    with sqlite3.connect(dece_store[0]) as source, sqlite3.connect(tmp_path / "runs.db") as copy:
+        source.backup(copy)  # through the WAL: the fixture's store may still be open
     proc = _run("align", "runs.db", "--labels", EXAMPLES / "align_labels.jsonl", "--resamples", "50", "-o",
                 "alignment.json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr

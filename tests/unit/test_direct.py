@@ -56,7 +56,7 @@ def test_the_report_shows_direct_verdicts_as_probabilities_and_who_decided(tmp_p
     result = assay.evaluate([ITEM], "dece", judge(), runner=QUIET, verdicts="direct", store=tmp_path / "d.db")
     html = render_report(result)  # type: ignore[arg-type]
     assert "Direct verdicts:" in html and "P(yes) 0.900" in html and "<th>decided by</th>" in html
-    assert '<td class="bad">P(yes) 0.200</td>' in html  # below 0.5 is marked, though the number is truthy
+    assert '<td class="bad">not met, P(yes) 0.200</td>' in html  # below 0.5 is marked, though the number is truthy
     assert "(P 0.700)" in html  # the evidence pointer's probability
 
 
