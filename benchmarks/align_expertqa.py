@@ -14,19 +14,15 @@ Usage: python benchmarks/align_expertqa.py [--claims 400] [--chars 1200] [--fold
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import random
 import sys
-import time
 from pathlib import Path
 
 from assay.align import fit_calibration
-from assay.store import Store
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent))
-from benchmarks.calibration_expertqa import DATA, claims, run  # noqa: E402  (the same claims and calls)
+from benchmarks.calibration_expertqa import DATA, scored_sample  # noqa: E402  (the same claims and calls)
 
 
 def main() -> None:
@@ -40,12 +36,7 @@ def main() -> None:
     parser.add_argument("--store", type=Path, default=HERE / "results" / "calibration_expertqa.db")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "align_expertqa.json")
     args = parser.parse_args()
-    pool = claims(args.data, args.chars)
-    sample = random.Random(args.seed).sample(pool, min(args.claims, len(pool)))
-    start = time.perf_counter()
-    probs = asyncio.run(run(sample, Store(args.store)))
-    wall = time.perf_counter() - start
-    scored = [(p, c) for p, c in zip(probs, sample, strict=True) if p is not None]
+    sample, scored, wall = scored_sample(args.data, args.chars, args.claims, args.seed, args.store)
     p = [s for s, _ in scored]
     y = [int(c["support"] == "Complete") for _, c in scored]
     groups = [c["id"].split("|", 1)[0] for _, c in scored]  # the question

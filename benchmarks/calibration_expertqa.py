@@ -106,6 +106,18 @@ async def run(sample: list[dict[str, Any]], store: Store) -> list[float | None]:
     return out
 
 
+def scored_sample(data: Path, chars: int, claims_n: int, seed: int,
+                  store: Path) -> tuple[list[dict[str, Any]], list[tuple[float, dict[str, Any]]], float]:
+    """A seeded sample of claims, each with its direct P(yes) (Unscored ones left out), and the wall
+    time of the judge calls. Shared with align_expertqa.py."""
+    pool = claims(data, chars)
+    sample = random.Random(seed).sample(pool, min(claims_n, len(pool)))
+    start = time.perf_counter()
+    probs = asyncio.run(run(sample, Store(store)))
+    wall = time.perf_counter() - start
+    return sample, [(p, c) for p, c in zip(probs, sample, strict=True) if p is not None], wall
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--claims", type=int, default=120)
@@ -115,17 +127,12 @@ def main() -> None:
     parser.add_argument("--store", type=Path, default=HERE / "results" / "calibration_expertqa.db")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "calibration_expertqa.json")
     args = parser.parse_args()
-    pool = claims(args.data, args.chars)
-    sample = random.Random(args.seed).sample(pool, min(args.claims, len(pool)))
-    start = time.perf_counter()
-    probs = asyncio.run(run(sample, Store(args.store)))
-    wall = time.perf_counter() - start
-    scored = [(p, c) for p, c in zip(probs, sample, strict=True) if p is not None]
+    sample, scored, wall = scored_sample(args.data, args.chars, args.claims, args.seed, args.store)
     p_all = [p for p, _ in scored]
     y_all = [int(c["support"] == "Complete") for _, c in scored]
     out = {"judge": "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama.cpp, CPU)", "question": "DeCE element_direct",
            "claims": len(sample), "unscored": len(sample) - len(scored), "chars": args.chars, "seed": args.seed,
-           "pool": len(pool), "labels": {s: sum(c["support"] == s for c in sample)
+           "pool": len(claims(args.data, args.chars)), "labels": {s: sum(c["support"] == s for c in sample)
                                          for s in ("Complete", "Incomplete", "Partial", "Missing")},
            "complete_vs_rest": summary(p_all, y_all),
            "wall_s": wall, "seconds_per_claim": wall / len(sample)}
