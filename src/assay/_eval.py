@@ -84,6 +84,26 @@ def check_version(store: Store, method: Method, judge_identity: dict[str, Any], 
     return None
 
 
+def earlier_run(method: Method, run_id: str, store: Store, identity: dict[str, Any], items: list[Item],
+                fresh: bool) -> tuple[Method, str, str | None]:
+    """A method run at a default that changed (:meth:`Method.earlier_defaults`): when the store
+    holds the same work run at an earlier default and not at this one, that run is continued
+    (old stores keep resuming their runs; ``fresh`` starts the new default's run instead); either
+    way one note says what changed. Otherwise the method and run id unchanged, no note."""
+    earlier = method.earlier_defaults()
+    if not earlier:
+        return method, run_id, None
+    if not fresh and store.get_run(run_id) is None:
+        for before, what in earlier:
+            before_id = run_id_for(before, identity, items)
+            if store.get_run(before_id) is not None:
+                return before, before_id, (f"{method.name}: continuing run {before_id}, which this store holds from "
+                                           f"an earlier default ({what}); --fresh scores the same items with "
+                                           "today's default in a new run (the earlier run is kept)")
+    return method, run_id, (f"{method.name}: today's default replaces {earlier[0][1]}; set it explicitly to keep "
+                            "the earlier reading")
+
+
 def as_result(row: ResultRecord | None) -> ItemResult | None:
     """A stored result as the :class:`ItemResult` a method's scheduling reads (``next_units``)."""
     if row is None:
@@ -175,6 +195,8 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
     if not method_obj.needs_judge:
         judge = NoJudge()
     backend = judge if isinstance(judge, JudgeBackend) else get_backend(judge, **(judge_options or {}))
+    if method_obj.needs_judge:  # options whose default depends on the judge, settled before the run id
+        method_obj = method_obj.for_judge(backend.capabilities)
     refusal = method_obj.check_judge(backend.capabilities, backend.name) if method_obj.needs_judge else None
     if refusal:
         if not isinstance(judge, JudgeBackend):
@@ -189,6 +211,7 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
         runner_cfg = runner or RunnerConfig()
         identity = backend.identity()
         run_id = run_id_for(method_obj, identity, item_list)
+        method_obj, run_id, default_note = earlier_run(method_obj, run_id, store_obj, identity, item_list, fresh)
         # One writer per run: a second process resuming the same run would repeat every call
         # the first has in flight. The lock is taken before the run is looked up, so two
         # processes starting the same new run at once cannot both create it.
@@ -200,9 +223,12 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
     try:
         ray = {"workers": workers, "address": ray_address, "judge_options": judge_options or {}} \
             if executor == "ray" else None
-        return await _run_locked(item_list, method_obj, backend, judge, store_obj, runner_cfg, run_id, identity,
-                                 fresh=fresh, data_source=data_source, ray=ray, version_check=version_check,
-                                 on_result=on_result, input_notes=input_notes)
+        result = await _run_locked(item_list, method_obj, backend, judge, store_obj, runner_cfg, run_id, identity,
+                                   fresh=fresh, data_source=data_source, ray=ray, version_check=version_check,
+                                   on_result=on_result, input_notes=input_notes)
+        if default_note:
+            result.notes.append(default_note)
+        return result
     finally:
         store_obj.release_run(run_id)
 

@@ -33,6 +33,7 @@ import json
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -318,8 +319,19 @@ def _digest(value: Any) -> str:
 def check_method(alignment: dict[str, Any], name: str, method: Any, source: str) -> None:
     """Before a run: one ConfigError line when ``alignment`` was fitted for another method, method
     version, options or prompt than ``method`` (the judge is checked against the run's manifest)."""
-    manifest = {"method": name, "method_version": type(method).version, "method_manifest": method.manifest()}
-    check_compatible(alignment, manifest, source, judge=False)
+    # an option whose default depends on the judge (DeCE's verdicts) is not settled yet: the method
+    # passes if it matches as settled for a judge with or without label probabilities (the run's
+    # own manifest, settled, is checked again after the run)
+    settled = [method.for_judge(SimpleNamespace(label_probs=probs)) for probs in (True, False)]
+    problems = []
+    for candidate in dict.fromkeys([method, *settled]):
+        manifest = {"method": name, "method_version": type(method).version, "method_manifest": candidate.manifest()}
+        try:
+            check_compatible(alignment, manifest, source, judge=False)
+            return
+        except ConfigError as exc:
+            problems.append(exc)
+    raise problems[1 if len(problems) > 1 else 0]  # as settled on a judge with label probabilities
 
 
 def check_compatible(alignment: dict[str, Any], manifest: dict[str, Any], source: str, *, judge: bool = True) -> None:

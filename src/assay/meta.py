@@ -388,11 +388,11 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
         raise InputError(f"--versus {versus!r} is not one of the metrics of this run: {', '.join(names)}")
     for method in methods:
         method_obj = built[method]
-        manifests[method] = method_obj.manifest()
         method_judge = (judge_for or {}).get(method, (judge_for or {}).get(method.split("@", 1)[0], judge))
         result = await aevaluate(metaset.items, method_obj, method_judge, store=store_obj, resume=True,
                                  version_check=False, runner=runner or RunnerConfig(progress=False),
                                  judge_options=judge_options, data_source=f"{metaset.kind}:{metaset.source}")
+        manifests[method] = result.run.manifest["method_manifest"]  # as run: defaults settled for the judge
         rows = result.rows
         scores = {r.key: r.scores for r in rows}
         metrics: tuple[str, ...] = method_obj.metrics

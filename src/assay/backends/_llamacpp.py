@@ -35,6 +35,7 @@ import asyncio
 import ctypes
 import os
 import signal
+import sys
 import threading
 import time
 from collections import OrderedDict
@@ -399,10 +400,24 @@ def _read_logprobs(llama: Any, ids: list[int], prompt_tokens: int, top: int) -> 
     return out
 
 
+def die_with_parent() -> None:
+    """Linux: the kernel sends this process SIGKILL when its parent dies, however it dies (kill -9,
+    a SIGTERM without cleanup): a model busy in a long forward pass would otherwise read the
+    closed pipe only when the pass ends, and run on, orphaned, for minutes. Elsewhere nothing."""
+    if not sys.platform.startswith("linux"):
+        return
+    pr_set_pdeathsig = 1
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() == 1:  # the parent was gone before the request was made
+        os._exit(0)
+
+
 def _child_main(conn: Any, cancel: Any, options: dict[str, Any]) -> None:
     """The child's loop: build the in-process backend, answer calls until told to stop or the
     parent goes away (EOF on the pipe)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    die_with_parent()
     backend = LlamaCppBackend(**options, process="inline")
     # Fault injection for assay's own tests (a CPU that refuses an instruction cannot be summoned on
     # demand): ASSAY_EMBEDDED_FAULT=SIGILL makes the child die by that signal on its first call.

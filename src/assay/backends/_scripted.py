@@ -12,8 +12,10 @@ It is never a default. Two ways to script it:
 A response is a string, or a fault: ``{"fault": "hang", "seconds": 5}`` (sleeps: exercises the
 runner's timeout), ``{"fault": "rate_limit", "retry_after": 0.1}`` (HTTP 429),
 ``{"fault": "server_error"}`` (HTTP 500), ``{"fault": "bad_request"}`` (HTTP 400, not retried),
-``{"fault": "truncated", "text": "..."}`` (finish_reason ``length``). Malformed JSON is just a
-string that is not JSON.
+``{"fault": "truncated", "text": "..."}`` (finish_reason ``length``), and the answer to a label call,
+``{"label_probs": {"yes": 0.8, "no": 0.2}}``: a script with such answers is a judge that gives label
+probabilities (its capabilities say so), one without is not. Malformed JSON is just a string that
+is not JSON.
 
 From the CLI: ``--judge scripted/path/to/script.json`` with ``{"responses": [...]}`` or
 ``{"rules": [...]}`` and optionally ``"latency": seconds``, ``"max_concurrency": n`` and ``"log": path`` (a line per
@@ -54,7 +56,6 @@ class ScriptedBackend(JudgeBackend):
         if (responses is None) == (rules is None):
             raise ConfigError("scripted backend needs exactly one of responses= or rules=")
         self.name = name
-        self.capabilities = Capabilities(json_schema=False, seed=True, label_probs=True)
         self.max_concurrency = max_concurrency
         self._responses = list(responses) if responses is not None else None
         self._rules = []
@@ -68,6 +69,11 @@ class ScriptedBackend(JudgeBackend):
             except re.error as exc:
                 raise ConfigError(f"{name}: rule {n}: 'match' is not a regular expression ({exc})") from None
             self._rules.append(_Rule(pattern, list(rule["responses"]), bool(rule.get("repeat", False))))
+        # it gives label probabilities when its script answers label calls (a method whose default
+        # depends on that, DeCE's verdicts, settles as it would on a real judge of either kind)
+        scripted = [*(self._responses or []), *(r for rule in self._rules for r in rule.responses)]
+        self.capabilities = Capabilities(json_schema=False, seed=True, label_probs=any(
+            isinstance(r, dict) and "label_probs" in r for r in scripted))
         self.latency = latency
         self.log = log
         self.calls: list[list[Message]] = []

@@ -224,6 +224,19 @@ class Method(ABC):
     def _verdicts_direct(self) -> bool:
         return getattr(getattr(self, "config", None), "verdicts", None) == "direct"
 
+    def for_judge(self, capabilities: Any) -> Method:
+        """The method as it runs on this judge: options whose default depends on the judge (DeCE's
+        verdicts: direct where the judge gives label probabilities) are settled here, before the
+        run id is computed. The default returns the method unchanged."""
+        return self
+
+    def earlier_defaults(self) -> list[tuple[Method, str]]:
+        """When a default of this method changed in a release and this method runs at the new
+        default: the method as earlier releases ran the same command, each with what differs (one
+        phrase). A store holding such an earlier run continues it instead of starting a new one, so
+        old stores keep resuming their runs. Empty by default."""
+        return []
+
     def check_judge(self, capabilities: Any, name: str) -> str | None:
         """Why this judge (its ``Capabilities``) cannot serve the method as configured, or None:
         refused before the run starts, naming the alternatives."""

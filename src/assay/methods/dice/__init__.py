@@ -68,8 +68,17 @@ class DiceConfig(BaseModel):
     """Domain pack (the expert named in the prompts): general, legal, medical, financial."""
     tau: float = Field(default=0.1, ge=0, le=1, allow_inf_nan=False)
     """Margin threshold: ΔP ≥ tau gives the hard score, below it the soft score (paper: 0.1)."""
-    swap: bool = False
-    """Judge both orders and combine the probabilities (position-bias control)."""
+    swap: bool = True
+    """Judge both orders and combine the probabilities (position-bias control). The default since
+    assay 0.2: on the embedded judge the answer shown first won 94% of single orders (60 PandaLM
+    dev pairs); over both orders that bias cancels."""
+    verdict_rule: Literal["forced_choice", "argmax"] = "forced_choice"
+    """How the verdict is read from P(A), P(B), P(Tie). forced_choice (the default since assay 0.2):
+    the answer with the higher probability wins, the Tie mass left out (Tie only when both are
+    equal) — a small judge says Tie by habit, yet its P(A) against P(B) over both orders agreed
+    with the annotators' majority on 36 of 49 non-tie PandaLM dev pairs (0.73), against 0.37
+    three-way. argmax: the most probable of A, B and Tie (the paper's reading). An alignment fitted
+    with ``assay align`` adds decisions at a tie threshold fitted to reviewers' ties."""
     probabilities: Literal["auto", "logprobs", "samples"] = "auto"
     """Where the label probabilities come from: logprobs when the backend returns them (auto)."""
     samples: int = Field(default=5, ge=2, le=50)
@@ -159,7 +168,7 @@ class Dice(Method):
     metrics: ClassVar[tuple[str, ...]] = ("score_a", "score_b")
     version: ClassVar[str] = "1"
     config_model: ClassVar[type[BaseModel] | None] = DiceConfig
-    cli_main: ClassVar[tuple[str, ...] | None] = ('domain', 'swap', 'hierarchy', 'samples', 'verdicts')
+    cli_main: ClassVar[tuple[str, ...] | None] = ('domain', 'swap', 'verdict_rule', 'hierarchy', 'samples', 'verdicts')
     primary_metric: ClassVar[str | None] = "score_a"
     compact_columns: ClassVar[tuple[str, ...]] = ("system_a", "system_b", "verdict", "p_a", "p_b", "p_tie",
                                                   "score_a", "score_b", "decision", "decided_by")
@@ -182,8 +191,20 @@ class Dice(Method):
         config = self.config.model_dump()
         if config["verdicts"] == "analysis":  # added later: at its default, runs keep their run id
             del config["verdicts"]
+        if config["verdict_rule"] == "argmax":  # likewise: argmax is how every earlier run read its verdict
+            del config["verdict_rule"]
         return {"config": config, "prompt_sha256": {k: p.sha256 for k, p in self.prompts.items()},
                 "domain_sha256": self.domain["sha256"]}
+
+    def earlier_defaults(self) -> list[tuple[Method, str]]:
+        """Both orders and the forced choice became the defaults in assay 0.2; a store holding the
+        same work read the earlier way continues that run."""
+        if not (self.config.swap and self.config.verdict_rule == "forced_choice"):
+            return []
+        argmax = self.config.model_copy(update={"verdict_rule": "argmax"})
+        return [(type(self)(argmax), "three-way verdicts (--verdict-rule argmax)"),
+                (type(self)(argmax.model_copy(update={"swap": False})),
+                 "one order and three-way verdicts, the defaults before assay 0.2")]
 
     @classmethod
     def report_section(cls, rows: list[dict[str, Any]]) -> ReportSection | None:
@@ -365,11 +386,12 @@ class Dice(Method):
         # the forced-choice reading: A against B alone, the Tie mass left out (P(A) / (P(A) + P(B)));
         # a small judge that says Tie by habit still ranks the two answers by it
         both = p["A"] + p["B"]
+        forced = ("A" if p["A"] > p["B"] else "B" if p["B"] > p["A"] else None) if both > 0 else None
+        three_way = verdict_of(p)
         details.update(p_a=p["A"], p_b=p["B"], p_tie=p["Tie"], margin=margin(p), decision=decision,
-                       verdict=verdict_of(p), tau=self.config.tau,
-                       forced_choice_a=p["A"] / both if both > 0 else None,
-                       forced_choice=("A" if p["A"] > p["B"] else "B" if p["B"] > p["A"] else None)
-                       if both > 0 else None)
+                       verdict=(forced or "Tie") if self.config.verdict_rule == "forced_choice" else three_way,
+                       verdict_rule=self.config.verdict_rule, verdict_argmax=three_way, tau=self.config.tau,
+                       forced_choice_a=p["A"] / both if both > 0 else None, forced_choice=forced)
         return ItemResult(scores={"score_a": score_a, "score_b": score_b}, details=details, call_keys=call_keys)
 
 
