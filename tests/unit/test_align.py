@@ -214,7 +214,7 @@ def _pairs_judge() -> ScriptedBackend:
             a = _p(text)
             return Completion(text="A", label_probs={"A": a * 0.6, "B": (1 - a) * 0.6, "Tie": 0.4},
                               finish_reason="label", backend="scripted/test", model="t")
-    return PairJudge(rules=[])
+    return PairJudge(rules=[], label_probs=True)
 
 
 def test_a_pairwise_run_gets_a_tie_threshold_and_aligned_verdicts(tmp_path: Path) -> None:

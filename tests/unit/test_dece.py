@@ -68,7 +68,7 @@ def test_item_without_reference_is_rejected_naming_it() -> None:
 
 def test_an_empty_answer_has_no_precision_recall_0_and_f_0() -> None:
     rules = dece_rules(["a", "b"], ["x"], sat=[1, 1], ver=[1])
-    backend = ScriptedBackend(rules=rules)
+    backend = ScriptedBackend(rules=rules, label_probs=True)  # no label call is made: the answer is empty
     for verdicts in ("hard", "soft", "direct"):
         row = assay.evaluate([{**ITEM, "response": "  "}], "dece", backend, runner=QUIET,
                              verdicts=verdicts).records()[0]

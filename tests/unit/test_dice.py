@@ -137,7 +137,8 @@ def items_of(*records: dict[str, Any]) -> list[assay.Item]:
 
 def test_a_pair_gets_probabilities_scores_and_the_row_fields() -> None:
     judge = LogprobJudge()
-    result = assay.evaluate(items_of(pair("a long and complete answer", "short")), "dice", judge, runner=QUIET)
+    result = assay.evaluate(items_of(pair("a long and complete answer", "short")), "dice", judge, runner=QUIET,
+                            swap=False)  # one order: both orders are the default
     row = result.records()[0]
     assert row["system_a"] == "s1" and row["system_b"] == "s2" and row["probability_source"] == "logprobs"
     assert row["p_a"] == pytest.approx(0.7) and row["p_b"] == pytest.approx(0.2) and row["p_tie"] == pytest.approx(0.1)
@@ -161,7 +162,7 @@ def test_swap_reports_position_consistency() -> None:
 def test_without_logprobs_the_shares_of_sampled_decisions_are_used() -> None:
     judge = LogprobJudge(logprobs=False)
     row = assay.evaluate(items_of(pair("short", "a long and complete answer")), "dice", judge, runner=QUIET,
-                         samples=4).records()[0]
+                         samples=4, swap=False).records()[0]
     assert row["probability_source"] == "samples" and row["orders"][0]["votes"] == {"A": 0, "B": 4, "Tie": 0}
     assert row["p_b"] == 1.0 and row["verdict"] == "B" and len(judge.calls) == 5
 
@@ -249,11 +250,12 @@ def test_the_hierarchy_decides_an_order_whose_classes_differ() -> None:
     assert hierarchy_winner("incorrect", "incorrect") is None
     # the judge's stage II favours the longer answer (0.7), the analysis ranks the first-shown one higher
     data = items_of(pair("short", "a long and complete answer"))
-    row = assay.evaluate(data, "dice", LogprobJudge(classes="first"), runner=QUIET).records()[0]
+    row = assay.evaluate(data, "dice", LogprobJudge(classes="first"), runner=QUIET, swap=False).records()[0]
     assert row["decided_by"] == "hierarchy" and row["verdict"] == "A" and (row["p_a"], row["p_b"]) == (1.0, 0.0)
     assert row["orders"][0]["p_judge"]["B"] == pytest.approx(0.7) and row["orders"][0]["hierarchy_winner"] == "A"
     # advise: the stage-II label decides, the classes are only recorded
-    row = assay.evaluate(data, "dice", LogprobJudge(classes="first"), runner=QUIET, hierarchy="advise").records()[0]
+    row = assay.evaluate(data, "dice", LogprobJudge(classes="first"), runner=QUIET, hierarchy="advise",
+                         swap=False).records()[0]
     assert row["decided_by"] == "judge" and row["verdict"] == "B" and row["p_b"] == pytest.approx(0.7)
     assert row["orders"][0]["hierarchy_winner"] == "A" and "p_judge" not in row["orders"][0]
     # swap: the hierarchy favours whichever answer is shown first, so the two orders cancel: a soft tie

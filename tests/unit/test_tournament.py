@@ -137,11 +137,11 @@ def test_adding_a_system_to_a_round_robin_costs_only_its_matches(tmp_path) -> No
     three = answers({"weak": 5, "fair": 15, "good": 25})
     assay.evaluate(three, "tournament", judge, store=store, runner=QUIET, mode="round-robin")
     before = len(judge.calls)
-    assert before == 3 * 2 * 2  # 3 matches × 2 questions × (analysis + decision)
+    assert before == 3 * 2 * 2 * 2  # 3 matches × 2 questions × 2 orders × (analysis + decision)
     four = answers({"weak": 5, "fair": 15, "good": 25, "best": 35})
     bigger = assay.evaluate(four, "tournament", judge, store=store, runner=QUIET, mode="round-robin")
-    assert len(judge.calls) - before == 3 * 2 * 2  # only best's 3 matches are judged
-    assert bigger.client_stats is not None and bigger.client_stats.cache_hits == 3 * 2 * 2
+    assert len(judge.calls) - before == 3 * 2 * 2 * 2  # only best's 3 matches are judged
+    assert bigger.client_stats is not None and bigger.client_stats.cache_hits == 3 * 2 * 2 * 2
 
 
 def test_baseline_tiers_place_a_new_system_with_its_record_per_tier(tmp_path) -> None:
@@ -166,7 +166,7 @@ def test_baseline_tiers_place_a_new_system_with_its_record_per_tier(tmp_path) ->
     before = len(judge.calls)
     assay.evaluate(tiers + new + answers({"newer": 40}, questions=3), "tournament", judge, store=store,
                    runner=QUIET, mode="baselines", tiers=["high", "medium", "low"])
-    assert len(judge.calls) - before == 3 * 3 * 2
+    assert len(judge.calls) - before == 3 * 3 * 2 * 2  # 3 matches × 3 questions × 2 orders × 2 calls
     with pytest.raises(Exception, match="needs tiers"):
         Tournament.config_model(mode="baselines")
 
@@ -187,13 +187,18 @@ def test_assay_tournament_baselines_through_the_executable(tmp_path) -> None:
     def run(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([exe, "tournament", "new.jsonl", "--judge", "scripted/judge.json", "--samples", "2",
                                "--no-progress", *args], cwd=tmp_path, capture_output=True, text=True, env=env,
-                              timeout=120)
+                              timeout=600)
 
-    proc = run("--baselines", "high=h.jsonl,low=l.jsonl", "--store", "t.db", "--output", "t.json")
+    # both orders (the default): a judge that always says "A" favours neither answer, every question ties
+    proc = run("--baselines", "high=h.jsonl,low=l.jsonl", "--store", "both.db", "--output", "both.json")
+    assert proc.returncode == 0, proc.stderr
+    placed = json.loads((tmp_path / "both.json").read_text())["placement"]["new"]["high"]
+    assert placed["tied"] == 2 and placed["mean_score"] == 0.5
+    proc = run("--baselines", "high=h.jsonl,low=l.jsonl", "--store", "t.db", "--output", "t.json", "--no-swap")
     assert proc.returncode == 0, proc.stderr
     result = json.loads((tmp_path / "t.json").read_text())
     assert result["mode"] == "baselines" and result["tiers"] == ["high", "low"]
-    # the judge always says "A", the name that sorts first: high < low < new, so new loses every question
+    # one order: the judge always says "A", the name that sorts first: high < low < new, so new loses every question
     assert result["placement"]["new"]["high"] == {"won": 0, "tied": 0, "lost": 2, "mean_score": 0.0, "questions": 2}
     assert result["placement"]["new"]["low"]["lost"] == 2 and len(result["matches"]) == 3
     assert "against the baseline tiers" in proc.stdout

@@ -52,7 +52,8 @@ class ScriptedBackend(JudgeBackend):
 
     def __init__(self, responses: list[Response] | None = None, *,
                  rules: list[dict[str, Any]] | None = None, latency: float = 0.0,
-                 name: str = "scripted/test", max_concurrency: int = 8, log: str | None = None) -> None:
+                 name: str = "scripted/test", max_concurrency: int = 8, log: str | None = None,
+                 label_probs: bool | None = None) -> None:
         if (responses is None) == (rules is None):
             raise ConfigError("scripted backend needs exactly one of responses= or rules=")
         self.name = name
@@ -72,8 +73,9 @@ class ScriptedBackend(JudgeBackend):
         # it gives label probabilities when its script answers label calls (a method whose default
         # depends on that, DeCE's verdicts, settles as it would on a real judge of either kind)
         scripted = [*(self._responses or []), *(r for rule in self._rules for r in rule.responses)]
-        self.capabilities = Capabilities(json_schema=False, seed=True, label_probs=any(
-            isinstance(r, dict) and "label_probs" in r for r in scripted))
+        if label_probs is None:  # said outright, or read from the script
+            label_probs = any(isinstance(r, dict) and "label_probs" in r for r in scripted)
+        self.capabilities = Capabilities(json_schema=False, seed=True, label_probs=label_probs)
         self.latency = latency
         self.log = log
         self.calls: list[list[Message]] = []
@@ -149,6 +151,8 @@ class ScriptFile(BaseModel):
     latency: float = Field(default=0.0, ge=0, le=3600)
     max_concurrency: int = Field(default=8, ge=1, le=4096)
     log: str | None = None
+    label_probs: bool | None = None
+    """Whether the judge gives label probabilities; by default, whether the script answers label calls."""
 
 
 def factory(model: str, options: dict[str, Any]) -> JudgeBackend:
@@ -165,5 +169,6 @@ def factory(model: str, options: dict[str, Any]) -> JudgeBackend:
 
     script = validate(ScriptFile, load_json(path, dict, kind="a script"), str(path))
     settings: dict[str, Any] = {"latency": script.latency, "max_concurrency": script.max_concurrency,
-                                "log": script.log, "name": f"scripted/{path.stem}", **options}
+                                "log": script.log, "label_probs": script.label_probs, "name": f"scripted/{path.stem}",
+                                **options}
     return ScriptedBackend(script.responses, rules=script.rules, **settings)
