@@ -27,7 +27,7 @@ def rows(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], dict
     items = [i for i in read_jsonl(examples_path()) if i.id in QUESTIONS]
     assert len(items) == 6
     store = Path(tmp_path_factory.mktemp("dece")) / "run.db"
-    result = assay.evaluate(items, "dece", "llamacpp/default", store=store,
+    result = assay.evaluate(items, "dece", "llamacpp/default", store=store, verdicts="hard",  # the written verdicts
                             runner=RunnerConfig(progress=False))
     records = result.records()
     for r in records:  # printed with -s / on failure: what the judge did

@@ -25,7 +25,8 @@ QUIET = RunnerConfig(progress=False)
 def test_a_pair_on_the_embedded_judge_gets_logprob_probabilities() -> None:
     answers = [i for i in read_jsonl(examples_path()) if i.id == "med-amox-dose" and i.system in ("good", "omission")]
     judge = LlamaCppBackend("default", n_ctx=4096, logits_all=True)
-    row = assay.evaluate(answers, "dice", judge, runner=QUIET, domain="medical", max_analysis_chars=160).records()[0]
+    row = assay.evaluate(answers, "dice", judge, runner=QUIET, domain="medical", max_analysis_chars=160,
+                         swap=False).records()[0]  # one order: the test's time
     print({k: row.get(k) for k in ("system_a", "system_b", "p_a", "p_b", "p_tie", "margin", "decision", "verdict",
                                    "score_a", "score_b", "unscored_reason")})
     assert row["status"] == "scored", row["unscored_reason"]
@@ -45,7 +46,7 @@ def test_assay_pairwise_runs_a_pairwise_record_through_the_executable(tmp_path: 
     (tmp_path / "pairs.jsonl").write_text(json.dumps(record) + "\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
     proc = subprocess.run([assay_exe, "pairwise", "pairs.jsonl", "--judge-opt", "logits_all=true", "--judge-opt",
-                           "n_ctx=4096", "--max-analysis-chars", "120", "--store", "p.db", "--no-progress"],
+                           "n_ctx=4096", "--max-analysis-chars", "120", "--store", "p.db", "--no-progress", "--no-swap"],
                           cwd=tmp_path, capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr
     assert subprocess.run([assay_exe, "export", "p.db", "-o", "p.jsonl"], cwd=tmp_path, env=env).returncode == 0
