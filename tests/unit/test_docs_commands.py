@@ -15,6 +15,10 @@ Where a command needs a judge — the embedded model by default, or the one it n
 schema, so the commands run offline in seconds. (The real embedded judge runs the same
 commands in the integration tests.) ``assay ui`` is started as a real process and stopped once
 it prints its address. The ```python blocks of the README are executed the same way.
+
+Where a ```bash block is followed directly by a ```text block, the text is what the page says the
+block prints: the block's standard output must equal it once what varies between runs (times,
+run ids and hashes, the working directory; :data:`VARYING`) is written the same way on both sides.
 """
 
 from __future__ import annotations
@@ -63,30 +67,35 @@ every pair, so nothing passes; the rubric commands after it on the page use exam
 
 
 # --- the judge ------------------------------------------------------------------------------------
-def instance(schema: dict[str, Any], defs: dict[str, Any]) -> Any:
-    """A small value valid under ``schema``: the const, the highest value of a numeric enum or the
-    first of a text one, the largest number allowed (up to 1), one element per array (or its
-    minimum), every property of an object."""
+def instance(schema: dict[str, Any], defs: dict[str, Any], position: int | None = None) -> Any:
+    """A small value valid under ``schema``: the const; of a numeric enum the highest value, or, for
+    the n-th element of an array, the n-th of a numbering 1, 2, …; of a text enum ``none`` (a
+    severity scale's "no issue") where it is one, else the first; the largest number allowed (up to
+    1); one element per array (or its minimum); every property of an object."""
     if "$ref" in schema:
-        return instance(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
+        return instance(defs[schema["$ref"].rsplit("/", 1)[-1]], defs, position)
     for key in ("anyOf", "oneOf", "allOf"):
         if key in schema:
             options = [s for s in schema[key] if s.get("type") != "null"] or schema[key]
-            return instance(options[0], defs)
+            return instance(options[0], defs, position)
     if "const" in schema:
         return schema["const"]
-    if "enum" in schema:  # the highest score of a numeric scale, the first label of a text one
+    if "enum" in schema:
         numbers = [v for v in schema["enum"] if isinstance(v, int | float) and not isinstance(v, bool)]
-        return max(numbers) if numbers else schema["enum"][0]
+        if numbers and position is not None and numbers == list(range(1, len(numbers) + 1)):
+            return numbers[min(position, len(numbers) - 1)]  # numbered items: 1, 2, … in order
+        if numbers:
+            return max(numbers)
+        return "none" if "none" in schema["enum"] else schema["enum"][0]
     kind = schema.get("type", "object" if "properties" in schema else "string")
     if isinstance(kind, list):
         kind = next(k for k in kind if k != "null")
     if kind == "object":
-        return {name: instance(sub, defs) for name, sub in schema.get("properties", {}).items()}
+        return {name: instance(sub, defs, position) for name, sub in schema.get("properties", {}).items()}
     if kind == "array":
         count = max(1, schema.get("minItems", 1))
         items = schema.get("prefixItems") or [schema.get("items", {})] * count
-        return [instance(sub, defs) for sub in items[:max(count, len(items))]]
+        return [instance(sub, defs, n) for n, sub in enumerate(items[:max(count, len(items))])]
     if kind in ("integer", "number"):
         high = schema.get("maximum", 1)
         low = schema.get("minimum", 0)
@@ -125,7 +134,9 @@ class SchemaJudge(JudgeBackend):
             text = json.dumps(instance(schema, schema.get("$defs", schema.get("definitions", {}))))
         else:
             text = "yes"
-        logprobs = [TokenLogprob(token=text, logprob=0.0, top={text: 0.0})] if config.logprobs else None
+        # one token per word or sign, each certain: a label's probability is read where it is written
+        logprobs = ([TokenLogprob(token=piece, logprob=0.0, top={piece: 0.0})
+                     for piece in re.findall(r"\w+|\s+|[^\w\s]", text)] if config.logprobs else None)
         return Completion(text=text, finish_reason="stop", usage=usage, backend="doc-test", model=self.name,
                           logprobs=logprobs)
 
@@ -182,6 +193,35 @@ def page_commands() -> list[tuple[Path, list[tuple[int, list[str]]]]]:
     return found
 
 
+def shown_outputs(page: Path) -> dict[int, str]:
+    """What the page says a ```bash block prints: a ```text block right after it (nothing but
+    blank lines between), keyed by the bash block's line as :func:`blocks` gives it."""
+    text = page.read_text(encoding="utf-8")
+    found = {}
+    for match in re.finditer(r"^```bash\n.*?^```\n\s*^```text\n(.*?)^```", text, re.S | re.M):
+        found[text[: match.start()].count("\n") + 2] = match.group(1)
+    return found
+
+
+VARYING = [
+    (r"\b\d+:\d\d:\d\d\b", "0:00:00"),                                      # a progress bar's elapsed time
+    (r"\b\d+(\.\d+)? s\b", "0.0 s"),                                           # a duration in seconds
+    (r"\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)?", "<time>"),  # a timestamp
+    (r"\b[0-9a-f]{16}\b|\b[0-9a-f]{64}\b", "<id>"),                              # a run id or a hash
+    (r"[\u2800-\u28ff] ?", ""),                                                 # a spinner's frame
+]
+"""What differs from one run of a command to the next, and what it is written as before an output
+shown on a page is compared with the command's: the rest must be the same, character for
+character, but for trailing spaces and blank lines at the end."""
+
+
+def normalised(output: str, cwd: Path) -> str:
+    output = output.replace(str(cwd), "<dir>")
+    for pattern, replacement in VARYING:
+        output = re.sub(pattern, replacement, output)
+    return "\n".join(line.rstrip() for line in output.splitlines()).strip("\n")
+
+
 def workdir(tmp_path: Path) -> Path:
     """A directory like a checkout's: examples/ and tests/data/."""
     shutil.copytree(ROOT / "src" / "assay" / "examples", tmp_path / "examples")
@@ -189,7 +229,7 @@ def workdir(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def run_in_process(words: list[str], cwd: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+def run_in_process(words: list[str], cwd: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     """``assay ARGS`` through the installed command's entry point, in this process."""
     from assay.cli import main
 
@@ -206,7 +246,7 @@ def run_in_process(words: list[str], cwd: Path, capsys: pytest.CaptureFixture[st
         os.chdir(old_cwd)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     captured = capsys.readouterr()
-    return code, captured.out + captured.err
+    return code, captured.out, captured.err
 
 
 def run_ui(words: list[str], cwd: Path) -> tuple[int, str]:
@@ -244,10 +284,13 @@ def test_every_command_of_the_page_runs_as_written(page: Path, cmds: list[tuple[
         monkeypatch.delenv(name)
     monkeypatch.setenv("COLUMNS", "200")
     cwd = workdir(tmp_path)
+    shown = shown_outputs(page)
+    printed: dict[int, str] = {}
     ran = 0
     for line, words in cmds:
         where = f"{page.relative_to(ROOT)}, block at line {line}: {shlex.join(words)}"
         if skipped(words):
+            assert line not in shown, f"{where}: the page shows its output, but it is not run (NOT_RUN)"
             continue
         while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", words[0]):  # NAME=value assay ...: that variable set
             name, _, value = words[0].partition("=")
@@ -255,12 +298,19 @@ def test_every_command_of_the_page_runs_as_written(page: Path, cmds: list[tuple[
             words = words[1:]
         assert words[0] == "assay", f"{where}: not an assay command, and not in NOT_RUN with a reason"
         if words[1:2] == ["ui"]:
-            code, output = run_ui(words, cwd)
+            assert line not in shown, f"{where}: the page shows an output of assay ui, which runs until stopped"
+            code, out, err = (*run_ui(words, cwd), "")
         else:
-            code, output = run_in_process(words, cwd, capsys)
+            code, out, err = run_in_process(words, cwd, capsys)
         allowed = (0, 1) if shlex.join(words).startswith(MAY_EXIT_1) else (0,)
-        assert code in allowed, f"{where}\nexit {code}:\n{output[-3000:]}"
+        assert code in allowed, f"{where}\nexit {code}:\n{(out + err)[-3000:]}"
+        printed[line] = printed.get(line, "") + out
         ran += 1
+    for line, expected in shown.items():
+        assert line in printed, f"{page.relative_to(ROOT)}: an output block follows the block at line {line}, not run"
+        want, got = normalised(expected, cwd), normalised(printed[line], cwd)
+        assert got == want, (f"{page.relative_to(ROOT)}: the output shown after the block at line {line} is not "
+                             f"what its commands print (normalised):\n--- shown\n{want}\n--- printed\n{got}")
     assert ran or all(skipped(w) for _, w in cmds)
 
 
@@ -272,6 +322,11 @@ def test_the_collector_sees_the_readme_quick_start() -> None:
     assert commands("assay a \\\n  --b c   # note\nassay x && assay y") == [["assay", "a", "--b", "c"], ["assay", "x"],
                                                                           ["assay", "y"]]
     assert skipped(["pip", "install", "-e", "."]) and not skipped(["assay", "eval", "dece", "x.jsonl"])
+    assert any(shown_outputs(ROOT / "docs" / "methods" / f"{name}.md") for name in ("dece", "baselines"))
+    here = Path("/tmp/x")
+    assert normalised("run 389b655b4ff59fc0 · 0:00:12  \n4.9 s in /tmp/x/run.db\n\n", here) == \
+        "run <id> · 0:00:00\n0.0 s in <dir>/run.db"
+    assert normalised("0.478", here) != normalised("0.480", here)
 
 
 def test_the_readme_python_runs(tmp_path: Path, judges: None, monkeypatch: pytest.MonkeyPatch) -> None:
