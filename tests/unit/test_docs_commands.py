@@ -14,7 +14,8 @@ Where a command needs a judge — the embedded model by default, or the one it n
 :class:`SchemaJudge`: it answers each call with a small JSON value valid under the call's
 schema, so the commands run offline in seconds. (The real embedded judge runs the same
 commands in the integration tests.) ``assay ui`` is started as a real process and stopped once
-it prints its address. The ```python blocks of the README are executed the same way.
+it prints its address. The ```python blocks of the README and of every docs page are executed the
+same way (those that cannot run offline are listed in :data:`PYTHON_NOT_RUN` with the reason).
 
 Where a ```bash block is followed directly by a ```text block, the text is what the page says the
 block prints: the block's standard output must equal it once what varies between runs (times,
@@ -329,27 +330,63 @@ def test_the_collector_sees_the_readme_quick_start() -> None:
     assert normalised("0.478", here) != normalised("0.480", here)
 
 
-def test_the_readme_python_runs(tmp_path: Path, judges: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README's Python blocks, in order, in one namespace; a block that defines a pytest test
-    using ``assay_eval`` has the test called (``bot`` is the reader's chatbot: here it answers
-    with the reference)."""
+PYTHON_NOT_RUN: dict[str, str] = {
+    r"^from inspect_ai\b": "another framework's scorer, for comparison: needs Inspect AI, which assay does not install",
+    r"^from pydantic_evals\b": "another framework's evaluator, for comparison: needs pydantic_evals, which assay "
+                               "does not install",
+}
+"""Python blocks left out, by a pattern of their text, with the reason. Nothing else may be left out."""
+
+READERS_OWN = {
+    "bot": lambda question: "Refunds are accepted within 30 days of purchase.",  # the reader's chatbot
+}
+"""Names a page's Python uses for the reader's own code, defined here (the chatbot answers with the
+reference). ``call_my_model`` (the model behind a custom judge) is :class:`SchemaJudge`'s answer."""
+
+
+def run_python(page: Path, cwd: Path) -> dict[str, Any]:
+    """The page's ```python blocks, in order, in one namespace, in ``cwd``; a block that defines a
+    pytest test using ``assay_eval`` has the test called. Returns the namespace."""
     from assay.pytest_plugin import AssayCheck
 
-    for name in [k for k in os.environ if k.startswith("ASSAY_")]:
-        monkeypatch.delenv(name)
-    cwd = workdir(tmp_path)
-    monkeypatch.chdir(cwd)
-    pieces = list(blocks(ROOT / "README.md", "python"))
-    assert pieces, "the README shows Python"
-    namespace: dict[str, Any] = {"bot": lambda question: "Refunds are accepted within 30 days of purchase."}
-    for line, code in pieces:
-        exec(compile(code, f"README.md (python block at line {line})", "exec"), namespace)
+    async def call_my_model(texts: list[str], max_tokens: int | None = None) -> str:
+        return "yes"
+
+    namespace: dict[str, Any] = {**READERS_OWN, "call_my_model": call_my_model}
+    for line, code in blocks(page, "python"):
+        if any(re.search(pattern, code, re.M) for pattern in PYTHON_NOT_RUN):
+            continue
+        exec(compile(code, f"{page.relative_to(ROOT)} (python block at line {line})", "exec"), namespace)
         for name, value in list(namespace.items()):
             if name.startswith("test_") and callable(value):
                 value(AssayCheck("llamacpp/default", cwd / ".assay" / "pytest.db"))
                 del namespace[name]
+    return namespace
+
+
+PYTHON_PAGES = [page for page in PAGES if page.name != "README.md" and any(blocks(page, "python"))]
+
+
+@pytest.mark.parametrize("page", PYTHON_PAGES, ids=lambda v: v.name)
+def test_the_python_of_the_page_runs(page: Path, tmp_path: Path, judges: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [k for k in os.environ if k.startswith("ASSAY_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.chdir(workdir(tmp_path))
+    run_python(page, tmp_path)
+
+
+def test_the_readme_python_runs(tmp_path: Path, judges: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's Python blocks, in order, in one namespace (``bot`` is the reader's chatbot: here
+    it answers with the reference)."""
+    for name in [k for k in os.environ if k.startswith("ASSAY_")]:
+        monkeypatch.delenv(name)
+    cwd = workdir(tmp_path)
+    monkeypatch.chdir(cwd)
+    assert list(blocks(ROOT / "README.md", "python")), "the README shows Python"
+    namespace = run_python(ROOT / "README.md", cwd)
     import assay
 
     assert isinstance(namespace.get("both"), assay.EvalResults)
     frame = namespace["both"].to_pandas()
     assert len(frame) == len(namespace["frame"]) and {"rougeL", "bleu"} <= set(frame.columns)
+    assert {p.name for p in PYTHON_PAGES} >= {"quickstart.md", "judges.md", "extending.md"}
