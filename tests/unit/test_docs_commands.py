@@ -70,8 +70,9 @@ every pair, so nothing passes; the rubric commands after it on the page use exam
 # --- the judge ------------------------------------------------------------------------------------
 def instance(schema: dict[str, Any], defs: dict[str, Any], position: int | None = None) -> Any:
     """A small value valid under ``schema``: the const; of a numeric enum the highest value, or, for
-    the n-th element of an array, the n-th of a numbering 1, 2, …; of a text enum ``none`` (a
-    severity scale's "no issue") where it is one, else the first; the largest number allowed (up to
+    the n-th element of an array, the n-th of a numbering 1, 2, …; of a text enum the neutral
+    label where it has one (``none``, a severity scale's "no issue"; ``Tie``, a comparison's), else
+    the first; the largest number allowed (up to
     1); one element per array (or its minimum); every property of an object."""
     if "$ref" in schema:
         return instance(defs[schema["$ref"].rsplit("/", 1)[-1]], defs, position)
@@ -87,7 +88,7 @@ def instance(schema: dict[str, Any], defs: dict[str, Any], position: int | None 
             return numbers[min(position, len(numbers) - 1)]  # numbered items: 1, 2, … in order
         if numbers:
             return max(numbers)
-        return "none" if "none" in schema["enum"] else schema["enum"][0]
+        return next((label for label in ("none", "Tie") if label in schema["enum"]), schema["enum"][0])
     kind = schema.get("type", "object" if "properties" in schema else "string")
     if isinstance(kind, list):
         kind = next(k for k in kind if k != "null")
