@@ -199,9 +199,11 @@ def shown_outputs(page: Path) -> dict[int, str]:
     """What the page says a ```bash block prints: a ```text block right after it (nothing but
     blank lines between), keyed by the bash block's line as :func:`blocks` gives it."""
     text = page.read_text(encoding="utf-8")
+    fences = list(re.finditer(r"^```(\w*)\n(.*?)^```\n?", text, re.S | re.M))
     found = {}
-    for match in re.finditer(r"^```bash\n.*?^```\n\s*^```text\n(.*?)^```", text, re.S | re.M):
-        found[text[: match.start()].count("\n") + 2] = match.group(1)
+    for first, second in zip(fences, fences[1:], strict=False):
+        if (first.group(1), second.group(1)) == ("bash", "text") and not text[first.end():second.start()].strip():
+            found[text[: first.start()].count("\n") + 2] = second.group(2)
     return found
 
 
