@@ -24,6 +24,7 @@ run ids and hashes, the working directory; :data:`VARYING`) is written the same 
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shlex
@@ -201,7 +202,7 @@ def shown_outputs(page: Path) -> dict[int, str]:
     text = page.read_text(encoding="utf-8")
     fences = list(re.finditer(r"^```(\w*)\n(.*?)^```\n?", text, re.S | re.M))
     found = {}
-    for first, second in zip(fences, fences[1:], strict=False):
+    for first, second in itertools.pairwise(fences):
         if (first.group(1), second.group(1)) == ("bash", "text") and not text[first.end():second.start()].strip():
             found[text[: first.start()].count("\n") + 2] = second.group(2)
     return found
