@@ -14,11 +14,17 @@ Where a command needs a judge — the embedded model by default, or the one it n
 :class:`SchemaJudge`: it answers each call with a small JSON value valid under the call's
 schema, so the commands run offline in seconds. (The real embedded judge runs the same
 commands in the integration tests.) ``assay ui`` is started as a real process and stopped once
-it prints its address. The ```python blocks of the README are executed the same way.
+it prints its address. The ```python blocks of the README and of every docs page are executed the
+same way (those that cannot run offline are listed in :data:`PYTHON_NOT_RUN` with the reason).
+
+Where a ```bash block is followed directly by a ```text block, the text is what the page says the
+block prints: the block's standard output must equal it once what varies between runs (times,
+run ids and hashes, the working directory; :data:`VARYING`) is written the same way on both sides.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shlex
@@ -63,30 +69,36 @@ every pair, so nothing passes; the rubric commands after it on the page use exam
 
 
 # --- the judge ------------------------------------------------------------------------------------
-def instance(schema: dict[str, Any], defs: dict[str, Any]) -> Any:
-    """A small value valid under ``schema``: the const, the highest value of a numeric enum or the
-    first of a text one, the largest number allowed (up to 1), one element per array (or its
-    minimum), every property of an object."""
+def instance(schema: dict[str, Any], defs: dict[str, Any], position: int | None = None) -> Any:
+    """A small value valid under ``schema``: the const; of a numeric enum the highest value, or, for
+    the n-th element of an array, the n-th of a numbering 1, 2, …; of a text enum the neutral
+    label where it has one (``none``, a severity scale's "no issue"; ``Tie``, a comparison's), else
+    the first; the largest number allowed (up to
+    1); one element per array (or its minimum); every property of an object."""
     if "$ref" in schema:
-        return instance(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
+        return instance(defs[schema["$ref"].rsplit("/", 1)[-1]], defs, position)
     for key in ("anyOf", "oneOf", "allOf"):
         if key in schema:
             options = [s for s in schema[key] if s.get("type") != "null"] or schema[key]
-            return instance(options[0], defs)
+            return instance(options[0], defs, position)
     if "const" in schema:
         return schema["const"]
-    if "enum" in schema:  # the highest score of a numeric scale, the first label of a text one
+    if "enum" in schema:
         numbers = [v for v in schema["enum"] if isinstance(v, int | float) and not isinstance(v, bool)]
-        return max(numbers) if numbers else schema["enum"][0]
+        if numbers and position is not None and numbers == list(range(1, len(numbers) + 1)):
+            return numbers[min(position, len(numbers) - 1)]  # numbered items: 1, 2, … in order
+        if numbers:
+            return max(numbers)
+        return next((label for label in ("none", "Tie") if label in schema["enum"]), schema["enum"][0])
     kind = schema.get("type", "object" if "properties" in schema else "string")
     if isinstance(kind, list):
         kind = next(k for k in kind if k != "null")
     if kind == "object":
-        return {name: instance(sub, defs) for name, sub in schema.get("properties", {}).items()}
+        return {name: instance(sub, defs, position) for name, sub in schema.get("properties", {}).items()}
     if kind == "array":
         count = max(1, schema.get("minItems", 1))
         items = schema.get("prefixItems") or [schema.get("items", {})] * count
-        return [instance(sub, defs) for sub in items[:max(count, len(items))]]
+        return [instance(sub, defs, n) for n, sub in enumerate(items[:max(count, len(items))])]
     if kind in ("integer", "number"):
         high = schema.get("maximum", 1)
         low = schema.get("minimum", 0)
@@ -125,7 +137,9 @@ class SchemaJudge(JudgeBackend):
             text = json.dumps(instance(schema, schema.get("$defs", schema.get("definitions", {}))))
         else:
             text = "yes"
-        logprobs = [TokenLogprob(token=text, logprob=0.0, top={text: 0.0})] if config.logprobs else None
+        # one token per word or sign, each certain: a label's probability is read where it is written
+        logprobs = ([TokenLogprob(token=piece, logprob=0.0, top={piece: 0.0})
+                     for piece in re.findall(r"\w+|\s+|[^\w\s]", text)] if config.logprobs else None)
         return Completion(text=text, finish_reason="stop", usage=usage, backend="doc-test", model=self.name,
                           logprobs=logprobs)
 
@@ -182,6 +196,37 @@ def page_commands() -> list[tuple[Path, list[tuple[int, list[str]]]]]:
     return found
 
 
+def shown_outputs(page: Path) -> dict[int, str]:
+    """What the page says a ```bash block prints: a ```text block right after it (nothing but
+    blank lines between), keyed by the bash block's line as :func:`blocks` gives it."""
+    text = page.read_text(encoding="utf-8")
+    fences = list(re.finditer(r"^```(\w*)\n(.*?)^```\n?", text, re.S | re.M))
+    found = {}
+    for first, second in itertools.pairwise(fences):
+        if (first.group(1), second.group(1)) == ("bash", "text") and not text[first.end():second.start()].strip():
+            found[text[: first.start()].count("\n") + 2] = second.group(2)
+    return found
+
+
+VARYING = [
+    (r"\b\d+:\d\d:\d\d\b", "0:00:00"),                                      # a progress bar's elapsed time
+    (r"\b\d+(\.\d+)? s\b", "0.0 s"),                                           # a duration in seconds
+    (r"\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)?", "<time>"),  # a timestamp
+    (r"\b[0-9a-f]{16}\b|\b[0-9a-f]{64}\b", "<id>"),                              # a run id or a hash
+    (r"[\u2800-\u28ff] ?", ""),                                                 # a spinner's frame
+]
+"""What differs from one run of a command to the next, and what it is written as before an output
+shown on a page is compared with the command's: the rest must be the same, character for
+character, but for trailing spaces and blank lines at the end."""
+
+
+def normalised(output: str, cwd: Path) -> str:
+    output = output.replace(str(cwd), "<dir>")
+    for pattern, replacement in VARYING:
+        output = re.sub(pattern, replacement, output)
+    return "\n".join(line.rstrip() for line in output.splitlines()).strip("\n")
+
+
 def workdir(tmp_path: Path) -> Path:
     """A directory like a checkout's: examples/ and tests/data/."""
     shutil.copytree(ROOT / "src" / "assay" / "examples", tmp_path / "examples")
@@ -189,7 +234,7 @@ def workdir(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def run_in_process(words: list[str], cwd: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+def run_in_process(words: list[str], cwd: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     """``assay ARGS`` through the installed command's entry point, in this process."""
     from assay.cli import main
 
@@ -206,7 +251,7 @@ def run_in_process(words: list[str], cwd: Path, capsys: pytest.CaptureFixture[st
         os.chdir(old_cwd)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     captured = capsys.readouterr()
-    return code, captured.out + captured.err
+    return code, captured.out, captured.err
 
 
 def run_ui(words: list[str], cwd: Path) -> tuple[int, str]:
@@ -244,10 +289,13 @@ def test_every_command_of_the_page_runs_as_written(page: Path, cmds: list[tuple[
         monkeypatch.delenv(name)
     monkeypatch.setenv("COLUMNS", "200")
     cwd = workdir(tmp_path)
+    shown = shown_outputs(page)
+    printed: dict[int, str] = {}
     ran = 0
     for line, words in cmds:
         where = f"{page.relative_to(ROOT)}, block at line {line}: {shlex.join(words)}"
         if skipped(words):
+            assert line not in shown, f"{where}: the page shows its output, but it is not run (NOT_RUN)"
             continue
         while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", words[0]):  # NAME=value assay ...: that variable set
             name, _, value = words[0].partition("=")
@@ -255,12 +303,19 @@ def test_every_command_of_the_page_runs_as_written(page: Path, cmds: list[tuple[
             words = words[1:]
         assert words[0] == "assay", f"{where}: not an assay command, and not in NOT_RUN with a reason"
         if words[1:2] == ["ui"]:
-            code, output = run_ui(words, cwd)
+            assert line not in shown, f"{where}: the page shows an output of assay ui, which runs until stopped"
+            code, out, err = (*run_ui(words, cwd), "")
         else:
-            code, output = run_in_process(words, cwd, capsys)
+            code, out, err = run_in_process(words, cwd, capsys)
         allowed = (0, 1) if shlex.join(words).startswith(MAY_EXIT_1) else (0,)
-        assert code in allowed, f"{where}\nexit {code}:\n{output[-3000:]}"
+        assert code in allowed, f"{where}\nexit {code}:\n{(out + err)[-3000:]}"
+        printed[line] = printed.get(line, "") + out
         ran += 1
+    for line, expected in shown.items():
+        assert line in printed, f"{page.relative_to(ROOT)}: an output block follows the block at line {line}, not run"
+        want, got = normalised(expected, cwd), normalised(printed[line], cwd)
+        assert got == want, (f"{page.relative_to(ROOT)}: the output shown after the block at line {line} is not "
+                             f"what its commands print (normalised):\n--- shown\n{want}\n--- printed\n{got}")
     assert ran or all(skipped(w) for _, w in cmds)
 
 
@@ -272,29 +327,70 @@ def test_the_collector_sees_the_readme_quick_start() -> None:
     assert commands("assay a \\\n  --b c   # note\nassay x && assay y") == [["assay", "a", "--b", "c"], ["assay", "x"],
                                                                           ["assay", "y"]]
     assert skipped(["pip", "install", "-e", "."]) and not skipped(["assay", "eval", "dece", "x.jsonl"])
+    assert any(shown_outputs(ROOT / "docs" / "methods" / f"{name}.md") for name in ("dece", "baselines"))
+    here = Path("/tmp/x")
+    assert normalised("run 389b655b4ff59fc0 · 0:00:12  \n4.9 s in /tmp/x/run.db\n\n", here) == \
+        "run <id> · 0:00:00\n0.0 s in <dir>/run.db"
+    assert normalised("0.478", here) != normalised("0.480", here)
 
 
-def test_the_readme_python_runs(tmp_path: Path, judges: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The README's Python blocks, in order, in one namespace; a block that defines a pytest test
-    using ``assay_eval`` has the test called (``bot`` is the reader's chatbot: here it answers
-    with the reference)."""
+PYTHON_NOT_RUN: dict[str, str] = {
+    r"^from inspect_ai\b": "another framework's scorer, for comparison: needs Inspect AI, which assay does not install",
+    r"^from pydantic_evals\b": "another framework's evaluator, for comparison: needs pydantic_evals, which assay "
+                               "does not install",
+}
+"""Python blocks left out, by a pattern of their text, with the reason. Nothing else may be left out."""
+
+READERS_OWN = {
+    "bot": lambda question: "Refunds are accepted within 30 days of purchase.",  # the reader's chatbot
+}
+"""Names a page's Python uses for the reader's own code, defined here (the chatbot answers with the
+reference). ``call_my_model`` (the model behind a custom judge) is :class:`SchemaJudge`'s answer."""
+
+
+def run_python(page: Path, cwd: Path) -> dict[str, Any]:
+    """The page's ```python blocks, in order, in one namespace, in ``cwd``; a block that defines a
+    pytest test using ``assay_eval`` has the test called. Returns the namespace."""
     from assay.pytest_plugin import AssayCheck
 
-    for name in [k for k in os.environ if k.startswith("ASSAY_")]:
-        monkeypatch.delenv(name)
-    cwd = workdir(tmp_path)
-    monkeypatch.chdir(cwd)
-    pieces = list(blocks(ROOT / "README.md", "python"))
-    assert pieces, "the README shows Python"
-    namespace: dict[str, Any] = {"bot": lambda question: "Refunds are accepted within 30 days of purchase."}
-    for line, code in pieces:
-        exec(compile(code, f"README.md (python block at line {line})", "exec"), namespace)
+    async def call_my_model(texts: list[str], max_tokens: int | None = None) -> str:
+        return "yes"
+
+    namespace: dict[str, Any] = {**READERS_OWN, "call_my_model": call_my_model}
+    for line, code in blocks(page, "python"):
+        if any(re.search(pattern, code, re.M) for pattern in PYTHON_NOT_RUN):
+            continue
+        exec(compile(code, f"{page.relative_to(ROOT)} (python block at line {line})", "exec"), namespace)
         for name, value in list(namespace.items()):
             if name.startswith("test_") and callable(value):
                 value(AssayCheck("llamacpp/default", cwd / ".assay" / "pytest.db"))
                 del namespace[name]
+    return namespace
+
+
+PYTHON_PAGES = [page for page in PAGES if page.name != "README.md" and any(blocks(page, "python"))]
+
+
+@pytest.mark.parametrize("page", PYTHON_PAGES, ids=lambda v: v.name)
+def test_the_python_of_the_page_runs(page: Path, tmp_path: Path, judges: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [k for k in os.environ if k.startswith("ASSAY_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.chdir(workdir(tmp_path))
+    run_python(page, tmp_path)
+
+
+def test_the_readme_python_runs(tmp_path: Path, judges: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's Python blocks, in order, in one namespace (``bot`` is the reader's chatbot: here
+    it answers with the reference)."""
+    for name in [k for k in os.environ if k.startswith("ASSAY_")]:
+        monkeypatch.delenv(name)
+    cwd = workdir(tmp_path)
+    monkeypatch.chdir(cwd)
+    assert list(blocks(ROOT / "README.md", "python")), "the README shows Python"
+    namespace = run_python(ROOT / "README.md", cwd)
     import assay
 
     assert isinstance(namespace.get("both"), assay.EvalResults)
     frame = namespace["both"].to_pandas()
     assert len(frame) == len(namespace["frame"]) and {"rougeL", "bleu"} <= set(frame.columns)
+    assert {p.name for p in PYTHON_PAGES} >= {"quickstart.md", "judges.md", "extending.md"}
