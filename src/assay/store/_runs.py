@@ -8,10 +8,31 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from assay._files import finite
 from assay.errors import StoreError
-from assay.records import ResultRecord, RunRecord
+from assay.records import Edit, RunRecord, UnitResult
 from assay.store._connection import StoreBase, _dumps
-from assay.types import CALL_FAILED, Unit
+from assay.types import CALL_FAILED, Unit, Unscored
+
+
+def store_row(result: UnitResult) -> tuple[Any, ...]:
+    """The ``results`` row of a unit's result (the view the store keeps): the method's and the
+    engine's details in one column, as stores always held them; the edit history is in the
+    ``annotations`` table."""
+    unscored = [u.model_dump(exclude_unset=True) for u in result.unscored]
+    return (result.run_id, result.idx, result.key, result.status, _dumps(result.scores), _dumps(unscored),
+            _dumps(result.details), _dumps(result.call_keys), result.created_at)
+
+
+def read_edits(db: sqlite3.Connection, run_id: str, unit_key: str | None = None) -> list[Edit]:
+    """The run's edits (of one unit, if given), oldest first."""
+    query = "SELECT * FROM annotations WHERE run_id = ?" + (" AND unit_key = ?" if unit_key else "")
+    rows = db.execute(query + " ORDER BY id", (run_id, unit_key) if unit_key else (run_id,))
+    return [Edit.model_construct(id=r["id"], run_id=r["run_id"], unit_key=r["unit_key"], path=r["path"],
+                                 author=r["author"], value=finite(json.loads(r["value"])), reason=r["reason"],
+                                 created_at=r["created_at"],
+                                 previous=None if r["previous"] is None else finite(json.loads(r["previous"])))
+            for r in rows]
 
 
 class Runs(StoreBase):
@@ -112,14 +133,17 @@ class Runs(StoreBase):
 
     def put_result(self, run_id: str, idx: int, unit_key: str, result: Any) -> None:
         """Store one unit's result: a method's ``ItemResult`` (status, scores, unscored,
-        details, call_keys), the one shape every reader gets back as a ``ResultRecord``."""
-        unscored = [u if isinstance(u, dict) else u.model_dump() for u in result.unscored]
+        details, call_keys), the one shape every reader gets back as a :class:`UnitResult`."""
+        method, engine = UnitResult.split_details(result.details)
+        # every field set, as stores always held them (the row view writes the fields set)
+        unscored = [Unscored.model_construct(**(u if isinstance(u, dict) else u.model_dump())) for u in result.unscored]
+        unit = UnitResult.model_construct(run_id=run_id, idx=idx, key=unit_key, status=result.status,
+                                          scores=result.scores, unscored=unscored, method=method, engine=engine,
+                                          call_keys=result.call_keys, created_at=time.time())
         with self.transaction():
-            self.db.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            (run_id, idx, unit_key, result.status, _dumps(result.scores), _dumps(unscored),
-                             _dumps(result.details), _dumps(result.call_keys), time.time()))
+            self.db.execute("INSERT OR REPLACE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", store_row(unit))
 
-    def results(self, run_id: str, *, unit_key: str | None = None) -> list[ResultRecord]:
+    def results(self, run_id: str, *, unit_key: str | None = None) -> list[UnitResult]:
         """Every stored result of the run with its unit, in unit order (only ``unit_key``'s, if
         given)."""
         query = ("SELECT r.*, i.payload, i.kind, i.round FROM results r "
@@ -128,19 +152,25 @@ class Runs(StoreBase):
         if unit_key is not None:
             query += " AND r.item_key = ?"
             args = (run_id, unit_key)
-        rows = self.db.execute(query + " ORDER BY r.idx", args)
+        rows = self.db.execute(query + " ORDER BY r.idx", args).fetchall()
+        history: dict[str, list[Edit]] = {}
+        for edit in read_edits(self.db, run_id, unit_key):
+            history.setdefault(edit.unit_key, []).append(edit)
         out = []
         for r in rows:
             payload = json.loads(r["payload"])
             kind = r["kind"]
-            out.append(ResultRecord.model_construct(
+            method, engine = UnitResult.split_details(json.loads(r["details"]))
+            out.append(UnitResult.model_construct(
                 run_id=run_id, idx=r["idx"], key=r["item_key"], status=r["status"], scores=json.loads(r["scores"]),
-                unscored=json.loads(r["unscored"]), details=json.loads(r["details"]),
-                call_keys=json.loads(r["call_keys"]), created_at=r["created_at"], kind=kind, round=r["round"],
-                items=[payload] if kind == "item" else payload["items"]))
+                # as stored: an old row's Unscored keeps exactly the fields it was written with
+                unscored=[Unscored.model_construct(**u) for u in json.loads(r["unscored"])],
+                method=method, engine=engine, call_keys=json.loads(r["call_keys"]), created_at=r["created_at"],
+                kind=kind, round=r["round"], items=[payload] if kind == "item" else payload["items"],
+                history=history.get(r["item_key"], [])))
         return out
 
-    def result(self, run_id: str, unit_key: str) -> ResultRecord:
+    def result(self, run_id: str, unit_key: str) -> UnitResult:
         """One unit's result, by the unit's key; StoreError when there is none."""
         found = self.results(run_id, unit_key=unit_key)
         if found:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
 
@@ -129,3 +130,31 @@ def m005_addressed_annotations(db: sqlite3.Connection) -> None:
     for action in ("UPDATE", "DELETE"):
         db.execute(f"CREATE TRIGGER annotations_append_only_{action.lower()} BEFORE {action} ON annotations "
                    "BEGIN SELECT RAISE(ABORT, 'annotations are append-only'); END")
+
+
+@migration
+def m006_edit_history(db: sqlite3.Connection) -> None:
+    # Annotations become the edit history of their results: each records the value it replaced
+    # (``previous``). Rows written before get it from the history: the last earlier edit of the
+    # same address, else the judge's value in the stored result (None for a first ``human.``
+    # addition, or when the unit has no stored result, e.g. after ``--fresh``).
+    from assay.records import resolve
+
+    db.execute("ALTER TABLE annotations ADD COLUMN previous TEXT")
+    db.execute("DROP TRIGGER IF EXISTS annotations_append_only_update")
+    results = {(r[0], r[1]): (json.loads(r[2]), json.loads(r[3]))
+               for r in db.execute("SELECT run_id, item_key, scores, details FROM results")}
+    last: dict[tuple[str, str, str], str] = {}
+    for row_id, run_id, unit_key, path, value in db.execute(
+            "SELECT id, run_id, unit_key, path, value FROM annotations ORDER BY id").fetchall():
+        address = (run_id, unit_key, path)
+        previous = last.get(address)
+        if previous is None and not str(path).startswith("human.") and (run_id, unit_key) in results:
+            try:
+                previous = json.dumps(resolve(*results[(run_id, unit_key)], path), ensure_ascii=False, sort_keys=True)
+            except (KeyError, IndexError, TypeError, ValueError):
+                previous = None
+        db.execute("UPDATE annotations SET previous = ? WHERE id = ?", (previous, row_id))
+        last[address] = value
+    db.execute("CREATE TRIGGER annotations_append_only_update BEFORE UPDATE ON annotations "
+               "BEGIN SELECT RAISE(ABORT, 'annotations are append-only'); END")
