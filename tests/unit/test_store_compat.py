@@ -127,8 +127,9 @@ def test_an_annotated_run_of_an_older_store_resumes_with_no_judge_call(annotated
     before = Store(annotated / "store.db", create=False)
     run_id = before.resolve_run(None)
     before.close()
-    proc = subprocess.run([ASSAY, "eval", "dece", "items.jsonl", "--judge", "scripted/judge.json", "--store", "store.db",
-                           "--no-progress", "--resume"], cwd=annotated, capture_output=True, text=True, env=env)
+    command = [ASSAY, "eval", "dece", "items.jsonl", "--judge", "scripted/judge.json", "--store", "store.db",
+               "--no-progress", "--resume"]
+    proc = subprocess.run(command, cwd=annotated, capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     assert "0 judge call(s) made" in proc.stdout and "was already finished" in proc.stdout, proc.stdout
     assert run_id in proc.stdout
