@@ -1,5 +1,6 @@
 """Typed reports of the corpus-level commands: meta-evaluation (:func:`assay.meta.ameta`), the
-injection audit (:func:`assay.injection.ainjection_audit`) and PReMISE's rubric audit.
+injection audit (:func:`assay.injection.ainjection_audit`) and PReMISE's rubric audit
+(``assay rubric audit``).
 
 Each is a pydantic model whose JSON (``to_dict``, what ``meta.json``/``injection.json`` hold) has
 exactly the keys the untyped dicts had, in the same order; a key a dict left out (e.g. a
@@ -17,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from assay.types import ReadsLikeADict
 
-__all__ = ["InjectionReport", "InjectionRow", "MetaDataset", "MetaReport", "MetaRun", "TypedReport"]
+__all__ = ["InjectionReport", "InjectionRow", "MetaDataset", "MetaReport", "MetaRun", "RubricAuditReport",
+           "RubricAuditSummary", "TypedReport"]
 
 
 class TypedReport(ReadsLikeADict, BaseModel):
@@ -111,3 +113,35 @@ class InjectionReport(TypedReport):
     items: list[dict[str, Any]]
     judge_calls: int | None
     wall_s: float | None
+
+
+class RubricAuditSummary(TypedReport):
+    """The rubric's numbers on each axis the audit ran (None: axis not run, or undefined)."""
+
+    structure_mean: float | None = None
+    alpha: float | None = None
+    flip_rate: float | None = None
+    rho: float | None = None
+    accuracy_rubric: float | None = None
+    accuracy_no_rubric: float | None = None
+    delta: float | None = None
+    delta_ci: list[float] | None = None
+    app_in: float | None = None
+    app_out: float | None = None
+    delta_app: float | None = None
+    t_per_prompt: float | None = None
+    eff_dim: float | None = None
+    eff_dim_per_k: float | None = None
+    mean_abs_rho: float | None = None
+    bt_cv_accuracy: float | None = None
+    bt_entropy: float | None = None
+    vfr: float | None = None
+
+
+class RubricAuditReport(TypedReport):
+    """What ``assay rubric audit --output`` writes: each criterion's numbers (``rubrics``), the
+    rubric's (``summary``) and every axis's full result (``detail``)."""
+
+    rubrics: list[dict[str, Any]]
+    summary: RubricAuditSummary
+    detail: dict[str, Any]
