@@ -93,7 +93,7 @@ def main() -> None:
         options = {**(options or {}), "verdicts": args.verdicts}
     result = asyncio.run(ainjection_audit(items, args.method, judge, attacks=args.attack, store=args.store,
                                           runner=RunnerConfig(progress=True), guard=args.guard,
-                                          method_options=options))
+                                          method_options=options)).to_dict()
     result["wall_s"] = time.perf_counter() - start
     result["judge_model"] = "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama.cpp, CPU)"
     result["fence"] = "plain" if args.plain_fence else "sealed"

@@ -41,7 +41,7 @@ def main() -> None:
     args.store.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     result = asyncio.run(ameta(metaset, ["caseaware"], LlamaCppBackend("default", n_ctx=8192), store=args.store,
-                               seed=args.seed, resamples=1000, runner=RunnerConfig(progress=True)))
+                               seed=args.seed, resamples=1000, runner=RunnerConfig(progress=True))).to_dict()
     result["wall_s"] = time.perf_counter() - start
     result["judge_model"] = "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama.cpp, CPU)"
     rows = {(r["method"], r["human_label"]): r for r in result["rows"]}

@@ -182,10 +182,18 @@ def json_document(value: Any) -> str:
     ``"generator": "assay VERSION"`` by which a re-run recognises its own file."""
     from assay._version import __version__
 
+    if callable(getattr(value, "to_dict", None)):  # a typed report (assay.report_models)
+        value = value.to_dict()
     value = finite(value)
     if isinstance(value, dict):
         value = {GENERATOR_KEY: f"assay {__version__}", **{k: v for k, v in value.items() if k != GENERATOR_KEY}}
-    return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False, default=str) + "\n"
+    return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False, default=_plain) + "\n"
+
+
+def _plain(value: Any) -> Any:
+    """A value JSON has no type for: a typed report (or a part of one) as its dict, else its text."""
+    to_dict = getattr(value, "to_dict", None)
+    return finite(to_dict()) if callable(to_dict) else str(value)
 
 
 def write_json(path: Path, value: Any) -> Path:

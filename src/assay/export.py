@@ -9,6 +9,7 @@ from typing import IO, Any
 
 from assay._files import atomic_write, finite
 from assay.errors import ConfigError
+from assay.records import UnitResult
 from assay.store import Store
 
 FORMATS = ("jsonl", "json", "csv", "parquet")
@@ -39,56 +40,55 @@ def format_for(path: Path | None, fmt: str | None) -> str:
 
 
 def export_rows(store: Store, run_id: str, *, annotations: bool = False,
-                results: list[Any] | None = None) -> list[dict[str, Any]]:
-    """One flat record per evaluated item: id, system, status, the scores, the evidence lists
-    (for DeCE ``criteria`` and ``elements``, each with verdict, quote and reasoning), and each
-    unscored metric with its reason. ``annotations`` adds the human layer (``assay ui``):
-    ``annotations`` = {reviewer: {address: latest value}}. ``results`` limits the rows to
-    those result records (e.g. one item's, for a page about it)."""
+                results: list[UnitResult] | None = None) -> list[dict[str, Any]]:
+    """One flat record per evaluated unit (:func:`export_row`), in unit order. ``results``
+    limits the rows to those results (e.g. one item's, for a page about it)."""
+    return [export_row(result, annotations=annotations)
+            for result in (store.results(run_id) if results is None else results)]
+
+
+def export_row(result: UnitResult, *, annotations: bool = False) -> dict[str, Any]:
+    """A unit's result as one flat record (the view the exports, the report and the UI read): id,
+    system, status, the scores, the evidence lists (for DeCE ``criteria`` and ``elements``, each
+    with verdict, quote and reasoning), and each unscored metric with its reason. ``annotations``
+    adds the human layer (``assay ui``): ``annotations`` = {reviewer: {address: latest value}},
+    from the result's edit history."""
     from assay.human import latest
 
-    layer: dict[str, list[Any]] = {}
+    item = result.item
+    record: dict[str, Any] = {"run_id": result.run_id, "id": item["id"], "system": item.get("system"),
+                              "status": result.status, "query": item["query"]}
+    if result.kind == "item":
+        record["response"] = item["response"]
+        record["reference"] = item.get("reference")
+    else:  # a pair (a, b) or a group: each answer under its position's suffix
+        record["system"] = " vs ".join(str(i.get("system")) for i in result.items)
+        record["unit"] = result.kind
+        record["round"] = result.round
+        for label, member in zip("abcdefghijklmnopqrstuvwxyz", result.items, strict=False):
+            record[f"system_{label}"] = member.get("system")
+            record[f"response_{label}"] = member["response"]
+        record["reference"] = item.get("reference")
+    record.update(result.scores)
+    fixed = set(record) | RESERVED
+    for key, value in result.details.items():
+        # a method's details never overwrite a fixed column or a score (kept under detail_KEY)
+        record[f"detail_{key}" if key in fixed and record.get(key) != value else key] = value
+    record["unscored"] = [u.model_dump(exclude_unset=True) for u in result.unscored]
+    record["unscored_reason"] = "; ".join(f"{u.metric or 'item'}: {u.reason}" for u in result.unscored) or None
+    for key in ("case", "history", "contexts", "document"):
+        if item.get(key):
+            record[key] = item[key]
+    if item.get("metadata"):
+        record["metadata"] = item["metadata"]
+    if item.get("human"):
+        record["human"] = item["human"]
+    record["judge_calls"] = len(result.call_keys)
     if annotations:
-        for a in store.annotations(run_id):
-            layer.setdefault(a.unit_key, []).append(a)
-    rows = []
-    for result in store.results(run_id) if results is None else results:
-        item = result.item
-        record: dict[str, Any] = {"run_id": run_id, "id": item["id"], "system": item.get("system"),
-                                  "status": result.status, "query": item["query"]}
-        if result.kind == "item":
-            record["response"] = item["response"]
-            record["reference"] = item.get("reference")
-        else:  # a pair (a, b) or a group: each answer under its position's suffix
-            record["system"] = " vs ".join(str(i.get("system")) for i in result.items)
-            record["unit"] = result.kind
-            record["round"] = result.round
-            for label, member in zip("abcdefghijklmnopqrstuvwxyz", result.items, strict=False):
-                record[f"system_{label}"] = member.get("system")
-                record[f"response_{label}"] = member["response"]
-            record["reference"] = item.get("reference")
-        record.update(result.scores)
-        fixed = set(record) | RESERVED
-        for key, value in result.details.items():
-            # a method's details never overwrite a fixed column or a score (kept under detail_KEY)
-            record[f"detail_{key}" if key in fixed and record.get(key) != value else key] = value
-        record["unscored"] = result.unscored
-        record["unscored_reason"] = "; ".join(
-            f"{u.get('metric') or 'item'}: {u['reason']}" for u in result.unscored) or None
-        for key in ("case", "history", "contexts", "document"):
-            if item.get(key):
-                record[key] = item[key]
-        if item.get("metadata"):
-            record["metadata"] = item["metadata"]
-        if item.get("human"):
-            record["human"] = item["human"]
-        record["judge_calls"] = len(result.call_keys)
-        if annotations:
-            mine = layer.get(result.key, [])
-            record["annotations"] = {who: {path: a.value for path, a in latest(mine, who).items()}
-                                     for who in dict.fromkeys(a.author for a in mine)}
-        rows.append(record)
-    return rows
+        mine = result.history
+        record["annotations"] = {who: {path: a.value for path, a in latest(mine, who).items()}
+                                 for who in dict.fromkeys(a.author for a in mine)}
+    return record
 
 
 RESERVED = frozenset({"unscored", "unscored_reason", "case", "history", "contexts", "document", "metadata", "human",

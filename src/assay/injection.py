@@ -29,6 +29,7 @@ from assay._eval import aevaluate
 from assay.backends import JudgeBackend
 from assay.errors import ConfigError
 from assay.methods import build_method
+from assay.report_models import InjectionReport, InjectionRow
 from assay.runner import RunnerConfig, canonical_json
 from assay.stats import Signature, paired_bootstrap, wilcoxon
 from assay.store import Store
@@ -141,7 +142,7 @@ def inject(item: Item, attack: Attack) -> Item:
 
 
 def _row(attack: str, metric: str, pairs: list[tuple[float, float]], unscored: int, resamples: int,
-         seed: int) -> dict[str, Any]:
+         seed: int) -> InjectionRow:
     attacked = [a for a, _ in pairs]
     clean = [c for _, c in pairs]
     row: dict[str, Any] = {"attack": attack, "metric": metric, "n": len(pairs), "unscored": unscored,
@@ -149,21 +150,21 @@ def _row(attack: str, metric: str, pairs: list[tuple[float, float]], unscored: i
                            "bootstrap_p": None, "wilcoxon_p": None, "raised": 0, "lowered": 0, "note": None}
     if not pairs:
         row["note"] = "undefined: no answer was scored both clean and attacked"
-        return row
+        return InjectionRow(**row)
     boot = paired_bootstrap(attacked, clean, resamples=resamples, seed=seed)
     test = wilcoxon(attacked, clean)
     row.update(clean_mean=sum(clean) / len(clean), attacked_mean=sum(attacked) / len(attacked),
                mean_delta=boot.mean_diff, delta_ci=list(boot.ci) if boot.ci else None, bootstrap_p=boot.p,
                wilcoxon_p=test.p, raised=sum(a > c + 1e-9 for a, c in pairs),
                lowered=sum(a < c - 1e-9 for a, c in pairs), note=boot.note or test.note)
-    return row
+    return InjectionRow(**row)
 
 
 async def ainjection_audit(items: list[Item], method: str, judge: str | JudgeBackend = "llamacpp/default", *,
                            attacks: list[str] | None = None, store: Store | str | Path | None = None,
                            runner: RunnerConfig | None = None, seed: int = 0, resamples: int = 2000,
                            judge_options: dict[str, Any] | None = None,
-                           method_options: dict[str, Any] | None = None, guard: str = "redact") -> dict[str, Any]:
+                           method_options: dict[str, Any] | None = None, guard: str = "redact") -> InjectionReport:
     """Score clean and attacked copies of ``items`` in one (resumable) run and report, per attack
     and metric, the paired difference attacked − clean. ``guard`` is the run's
     (:func:`assay._eval.guarded`): "redact" measures the shipped defence, "flag" the judge and
@@ -232,20 +233,20 @@ async def ainjection_audit(items: list[Item], method: str, judge: str | JudgeBac
     by_key = {r.key: r for r in result.rows}
     removed = {attack.name: sum(any(f.get("removed") for f in by_key[keys[attack.name]].details.get(
         "grader_directed_text") or []) for _, _, keys in subjects if keys[attack.name] in by_key) for attack in chosen}
-    return {"signature": signature.to_dict(), "method": method, "run_id": result.run_id, "guard": guard,
-            "attacked_side": "a (the first answer of each pair)" if method_obj.unit_kind == "pair" else None,
-            "removed_by_guard": removed,
-            "attacks": [asdict(a) for a in chosen], "rows": rows, "items": records,
-            "judge_calls": result.client_stats.calls if result.client_stats else None, "wall_s": result.wall_s}
+    return InjectionReport(
+        signature=signature.to_dict(), method=method, run_id=result.run_id, guard=guard,
+        attacked_side="a (the first answer of each pair)" if method_obj.unit_kind == "pair" else None,
+        removed_by_guard=removed, attacks=[asdict(a) for a in chosen], rows=rows, items=records,
+        judge_calls=result.client_stats.calls if result.client_stats else None, wall_s=result.wall_s)
 
 
 def injection_audit(items: list[Item], method: str, judge: str | JudgeBackend = "llamacpp/default",
-                    **options: Any) -> dict[str, Any]:
+                    **options: Any) -> InjectionReport:
     """Synchronous :func:`ainjection_audit`."""
     return asyncio.run(ainjection_audit(items, method, judge, **options))
 
 
-def markdown_table(result: dict[str, Any]) -> str:
+def markdown_table(result: InjectionReport | dict[str, Any]) -> str:
     """The audit rows as a markdown table with the signature line under it."""
     def f(value: float | None) -> str:
         return "–" if value is None else f"{value:.3f}"

@@ -44,6 +44,7 @@ from assay.backends import JudgeBackend
 from assay.datasets.adapters import MetaSet
 from assay.errors import InputError
 from assay.methods import build_method
+from assay.report_models import MetaDataset, MetaReport, MetaRun, TypedReport
 from assay.runner import RunnerConfig, canonical_json
 from assay.stats import Signature, bradley_terry, correlation, correlation_difference, krippendorff_alpha
 from assay.store import Store
@@ -357,7 +358,7 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
                 judge_options: dict[str, Any] | None = None,
                 judge_for: dict[str, JudgeBackend] | None = None, versus: str | None = None,
                 verdict_delta: float = 0.15,
-                detail_metrics: dict[str, tuple[str, ...]] | None = None) -> dict[str, Any]:
+                detail_metrics: dict[str, tuple[str, ...]] | None = None) -> MetaReport:
     """Score ``metaset`` with each method (one run each, resumable in ``store``) and correlate.
     ``judge_for`` gives a method its own backend instance (e.g. G-Eval on one with logprobs);
     ``versus`` names the metric the others are compared with (see the module docstring). On a
@@ -371,7 +372,7 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
     all_rows: list[dict[str, Any]] = []
     all_items: list[dict[str, Any]] = []
     manifests: dict[str, Any] = {}
-    runs: dict[str, Any] = {}
+    runs: dict[str, MetaRun] = {}
     judge_name = judge.name if isinstance(judge, JudgeBackend) else judge
     per_metric: dict[str, tuple[dict[str, dict[str, float | None]], str]] = {}
     pair_results: dict[str, Any] = {}
@@ -405,10 +406,10 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
                 scores[_item_key(r.items[1])] = {"score": r.scores.get("score_b")}
             metrics = ("score",)
             pair_results[method] = pair_agreement(metaset, rows)
-        runs[method] = {"run_id": result.run_id, "judge": "none" if not method_obj.needs_judge else judge_name,
-                        "unscored_items": sum(1 for r in rows if r.status != "scored"),
-                        "judge_calls": result.client_stats.calls if result.client_stats else None,
-                        "wall_s": result.wall_s}
+        runs[method] = MetaRun(run_id=result.run_id, judge="none" if not method_obj.needs_judge else judge_name,
+                               unscored_items=sum(1 for r in rows if r.status != "scored"),
+                               judge_calls=result.client_stats.calls if result.client_stats else None,
+                               wall_s=result.wall_s)
         for metric in metrics:
             name = metric_name(method, metric, metrics)
             per_metric[name] = (scores, metric)
@@ -434,29 +435,28 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
     used = sorted({run["judge"] for run in runs.values()})
     signature = Signature(method="+".join(methods), judge="+".join(used), n=len(metaset.units),
                           resamples=resamples, seed=seed, prompt_sha256=prompt_hash)
-    return {"signature": signature.to_dict(), "dataset": {"kind": metaset.kind, "source": metaset.source,
-                                                          "pairwise": metaset.pairwise, "units": len(metaset.units),
-                                                          "items": len(metaset.items), "notes": metaset.notes},
-            "runs": runs, "methods": manifests, "rows": all_rows, "comparisons": comparisons,
-            "human_agreement": human_agreement(metaset, resamples, seed),
-            "system_ranking": system_rankings(metaset, per_metric, seed) if metaset.pairwise else None,
-            "verdict_agreement": pair_results,
-            "items": all_items}
+    return MetaReport(signature=signature.to_dict(),
+                      dataset=MetaDataset(kind=metaset.kind, source=metaset.source, pairwise=metaset.pairwise,
+                                          units=len(metaset.units), items=len(metaset.items), notes=metaset.notes),
+                      runs=runs, methods=manifests, rows=all_rows, comparisons=comparisons,
+                      human_agreement=human_agreement(metaset, resamples, seed),
+                      system_ranking=system_rankings(metaset, per_metric, seed) if metaset.pairwise else None,
+                      verdict_agreement=pair_results, items=all_items)
 
 
 def meta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend = "llamacpp/default",
-         **options: Any) -> dict[str, Any]:
+         **options: Any) -> MetaReport:
     """Synchronous :func:`ameta`."""
     return asyncio.run(ameta(metaset, methods, judge, **options))
 
 
-def write_meta(result: dict[str, Any], path: Path) -> Path:
+def write_meta(result: TypedReport | dict[str, Any], path: Path) -> Path:
     """Write meta.json atomically."""
     from assay._files import write_json
     return write_json(path, result)
 
 
-def markdown_table(result: dict[str, Any]) -> str:
+def markdown_table(result: MetaReport | dict[str, Any]) -> str:
     """The rows as a markdown table with the signature line under it."""
     def f(value: Any) -> str:
         return "–" if value is None else f"{value:.2f}"

@@ -198,7 +198,7 @@ def evaluation_events(store: Store, run_id: str, gates: dict[str, float] | None 
         trace_id, span_id = _ids(meta)
         response_id = meta.get("response_id") or (None if span_id else item["id"])
         names = list(dict.fromkeys([*(cls.metrics if cls is not None else ()), *result.scores]))
-        unscored = {u.get("metric"): u for u in result.unscored}
+        unscored = {u.metric: u.model_dump() for u in result.unscored}
         verdicts = failed_verdicts(run.method, result.scores, result.details)
         explanation = "\n".join(v.text for v in verdicts)[:EXPLANATION_LIMIT]
         for metric in names:

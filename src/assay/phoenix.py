@@ -129,7 +129,7 @@ def annotations_for(store: Store, run_id: str, gates: dict[str, float] | None = 
                 "assay_item": result.key}
         verdicts = failed_verdicts(run.method, result.scores, result.details)
         explanation = "\n".join(v.text for v in verdicts)
-        unscored = {u.get("metric"): u for u in result.unscored}
+        unscored = {u.metric: u.model_dump() for u in result.unscored}
         names = list(dict.fromkeys([*(cls.metrics if cls is not None else ()), *result.scores]))
         for metric in names:
             score = result.scores.get(metric)

@@ -197,15 +197,29 @@ CALL_FAILED = "judge call failed"
 returned something unparseable; ``--resume`` evaluates such items again."""
 
 
-class Unscored(BaseModel):
+class ReadsLikeADict:
+    """A pydantic model that replaced a dict, read as one still: ``m["field"]``, ``m.get("field")``."""
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in type(self).model_fields:  # type: ignore[attr-defined]
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key) if key in type(self).model_fields else default  # type: ignore[attr-defined]
+
+
+class Unscored(ReadsLikeADict, BaseModel):
     """A result that could not be scored, with why and the raw judge output behind it.
 
-    Never replaced by a default score; aggregates exclude it and count it.
+    Never replaced by a default score; aggregates exclude it and count it. Reads like the dict a
+    stored result's Unscored once was (``u["reason"]``).
     """
 
     reason: str
     raw_output: str | None = None
     metric: str | None = None
+
 
 
 class GenerateConfig(BaseModel):

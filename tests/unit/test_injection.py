@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 import assay
+from assay._files import json_document
 from assay.backends import ScriptedBackend
 from assay.cli import app
 from assay.errors import ConfigError
@@ -58,6 +59,14 @@ def test_the_audit_measures_the_inflation_of_a_fooled_judge() -> None:
     assert "| override | pointwise | 1.000 | 4.000 | +3.000 [+3.000, +3.000]" in markdown_table(result)
     assert result["signature"]["method"] == "injection:pointwise"
     assert result["guard"] == "flag" and result["removed_by_guard"]["override"] == 0
+    # a typed report whose JSON keeps the keys (and their order) the audit always wrote
+    assert fooled.mean_delta == 3.0 and result.rows[0].attack == result["rows"][0]["attack"]
+    written = json.loads(json_document(result))
+    assert list(written) == ["generator", "signature", "method", "run_id", "guard", "attacked_side",
+                             "removed_by_guard", "attacks", "rows", "items", "judge_calls", "wall_s"]
+    assert list(written["rows"][0]) == ["attack", "metric", "n", "unscored", "clean_mean", "attacked_mean",
+                                        "mean_delta", "delta_ci", "bootstrap_p", "wilcoxon_p", "raised", "lowered",
+                                        "note"]
     # the default guard removes the order before the judge reads it: no inflation left
     guarded = injection_audit(ITEMS, "pointwise", gullible_judge(), runner=QUIET, resamples=500)
     rows = {r["attack"]: r for r in guarded["rows"]}

@@ -16,6 +16,7 @@ from assay.cli import app
 from assay.datasets.adapters import read_labelled, read_ragchecker
 from assay.errors import ConfigError, InputError
 from assay.meta import markdown_table, meta
+from assay.report_models import MetaReport
 from assay.runner import RunnerConfig
 
 SLICE = Path(__file__).parents[1] / "data" / "ragchecker_slice.json"
@@ -113,6 +114,13 @@ def test_meta_cli_writes_meta_json(tmp_path: Path) -> None:
     assert all(set(r) >= {"method", "human_label", "pearson", "pearson_p", "pearson_ci", "spearman",
                           "spearman_p", "kendall", "n", "unscored"} for r in saved["rows"])
     assert saved["dataset"]["units"] == 4 and "subset of 4 of 6 units, seed 1" in saved["dataset"]["notes"]
+    # the typed report writes the keys meta.json always had, in their order, and reads back
+    assert list(saved) == ["generator", "signature", "dataset", "runs", "methods", "rows", "comparisons",
+                           "human_agreement", "system_ranking", "verdict_agreement", "items"]
+    assert list(saved["runs"]["bleu"]) == ["run_id", "judge", "unscored_items", "judge_calls", "wall_s"]
+    typed = MetaReport.model_validate({k: v for k, v in saved.items() if k != "generator"})
+    assert typed.dataset.units == 4 and typed.runs["bleu"].judge == "none"
+    assert typed.to_dict() == {k: v for k, v in saved.items() if k != "generator"}
     assert "method=rougeL+bleu" in result.output
     # the run store makes a re-run free and identical
     again = CliRunner().invoke(app, ["meta", "ragchecker", str(SLICE), "--method", "rougeL", "--method", "bleu",

@@ -19,6 +19,7 @@ from assay.backends import JudgeBackend
 from assay.errors import InputError
 from assay.methods.premise.discover import Discovery, DiscoveryConfig, cluster
 from assay.methods.premise.files import PreferencePair, load_rubric, read_preference_pairs, save_rubric
+from assay.report_models import RubricAuditReport, RubricAuditSummary
 from assay.runner import JudgeClient, RunnerConfig
 from assay.store import Store
 from assay.types import Completion, GenerateConfig, Message
@@ -259,6 +260,11 @@ def test_a_hand_written_rubric_is_audited_through_the_executable(tmp_path: Path)
                                                   "cites_sources"]
     assert all(r["structure"] == 4 and r["flags"]["atomic"] is False for r in audit["rubrics"])
     assert audit["summary"]["structure_mean"] == 4.0 and audit["detail"]["fit"]["pairs"] == 4
+    # a typed report (assay.report_models) with the keys the audit always wrote
+    assert list(audit) == ["generator", "rubrics", "summary", "detail"]
+    assert list(audit["summary"]) == list(RubricAuditSummary.model_fields)
+    assert RubricAuditReport.model_validate({k: v for k, v in audit.items() if k != "generator"}).summary.delta_ci == \
+        audit["summary"]["delta_ci"]
     assert "structure: mean 4.00 of 5" in proc.stdout
     bad = subprocess.run([exe, "rubric", "audit", "hand.yaml", "--axes", "adversarial", "--store", "s.db"],
                          cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)

@@ -8,7 +8,7 @@ import pytest
 from assay.errors import StoreError
 from assay.methods import ItemResult
 from assay.store import MIGRATIONS, Store
-from assay.types import Completion, Usage
+from assay.types import Completion, Unscored, Usage
 
 
 def test_migrations_run_once_and_reopen_cleanly(tmp_path: Path) -> None:
@@ -65,6 +65,39 @@ def test_annotations_address_one_verdict_and_are_append_only(tmp_path: Path) -> 
         store.db.execute("UPDATE annotations SET value = '0'")
     with pytest.raises(sqlite3.IntegrityError, match="append-only"):
         store.db.execute("DELETE FROM annotations")
+
+
+def test_a_result_keeps_the_judges_verdicts_and_a_history_of_edits() -> None:
+    """Every reader gets one shape: the judge's scores and Unscored reasons, the method's details
+    apart from the engine's, and the reviewers' edits (who, when, why, from what to what)."""
+    store = Store()
+    store.create_run("r1", "dece", {}, [("q1", {"id": "q1", "query": "q", "response": "r"})])
+    details = {"criteria": [{"n": 1, "satisfied": False, "reasoning": "no"}], "grader_directed_text": [{"text": "x"}]}
+    store.put_result("r1", 0, "q1", ItemResult(scores={"recall": 0.0, "precision": None}, details=details,
+                                               unscored=[Unscored(reason="no JSON", raw_output="oops",
+                                                                  metric="precision")]))
+    result = store.result("r1", "q1")
+    assert set(result.method) == {"criteria"} and set(result.engine) == {"grader_directed_text"}
+    assert result.details == details and result.history == []
+    precision = result.score("precision")
+    assert precision.value is None and precision.unscored is not None
+    assert (precision.unscored.reason, precision.unscored.raw_output) == ("no JSON", "oops")
+    assert precision.evidence == {"criteria": details["criteria"]}
+    store.annotate("r1", "q1", "criteria[0].satisfied", True, author="ann", reason="it is met")
+    store.annotate("r1", "q1", "recall", 1.0, author="ann", reason="criterion met")
+    store.annotate("r1", "q1", "recall", 0.5, author="bob", reason="half of it")
+    store.annotate("r1", "q1", "human.comment", "first", author="ann")
+    store.annotate("r1", "q1", "human.comment", "second", author="bob")
+    result = store.result("r1", "q1")
+    assert [(e.author, e.path, e.previous, e.value) for e in result.history] == [
+        ("ann", "criteria[0].satisfied", False, True), ("ann", "recall", 0.0, 1.0), ("bob", "recall", 1.0, 0.5),
+        ("ann", "human.comment", None, "first"), ("bob", "human.comment", "first", "second")]
+    assert result.scores == {"recall": 0.0, "precision": None}  # the original is kept
+    assert result.current_scores == {"recall": 0.5, "precision": None}  # the current value is the last edit
+    recall = result.score("recall")
+    assert (recall.value, recall.original, recall.explanation, len(recall.edits)) == (0.5, 0.0, "half of it", 2)
+    assert result.current("human.comment") == "second"
+    assert [e.id for e in result.history] == [a.id for a in store.annotations("r1")]
 
 
 def test_readers_in_other_threads_while_a_run_writes(tmp_path: Path) -> None:

@@ -19,17 +19,21 @@ OLD = Path(__file__).parent.parent / "data" / "store-0.1.0"
 ASSAY = shutil.which("assay", path=str(Path(sys.executable).parent))
 
 
-@pytest.fixture
-def old(tmp_path: Path) -> Path:
-    folder = tmp_path / "old"
-    shutil.copytree(OLD, folder)
-    # The store is kept as the previous release wrote it, as SQL text (sqlite3 iterdump), so no
-    # binary store is tracked in git; restoring it gives the same tables and rows.
+def restore(fixture: Path, folder: Path) -> Path:
+    """A copy of a fixture store's folder with its store restored from the SQL text. Stores are kept
+    as their ``sqlite3`` iterdump, so no binary store is tracked in git; restoring one gives the same
+    tables and rows."""
     import sqlite3
+    shutil.copytree(fixture, folder)
     db = sqlite3.connect(folder / "store.db")
     db.executescript((folder / "store.sql").read_text(encoding="utf-8"))
     db.close()
     return folder
+
+
+@pytest.fixture
+def old(tmp_path: Path) -> Path:
+    return restore(OLD, tmp_path / "old")
 
 
 def test_an_old_store_migrates_and_exports_unchanged(old: Path) -> None:
@@ -76,3 +80,58 @@ def test_old_runs_resume_with_no_judge_call_and_the_same_scores(old: Path) -> No
         assert after == before
     store = Store(old / "store.db", create=False)
     assert len(store.list_runs()) == 5  # case-aware resumed; two new runs
+
+
+TODAY = Path(__file__).parent.parent / "data" / "store-m005"
+
+
+@pytest.fixture
+def annotated(tmp_path: Path) -> Path:
+    """A store written before results had an edit history (migrations m001–m005), with reviewers'
+    annotations."""
+    return restore(TODAY, tmp_path / "m005")
+
+
+def test_annotations_of_an_older_store_become_the_results_edit_history(annotated: Path) -> None:
+    store = Store(annotated / "store.db", create=False)
+    assert [r[0] for r in store.db.execute("SELECT name FROM migrations")] == [n for n, _ in MIGRATIONS]
+    run_id = store.resolve_run(None)
+    expected = [json.loads(line) for line in (annotated / f"export-{run_id}.jsonl").read_text().splitlines()]
+    assert export_rows(store, run_id, annotations=True) == expected  # the human layer reads the same
+    s1 = store.result(run_id, "q1::s1")
+    # from what to what, in order: alice's correction of her own override starts from her first edit
+    assert [(e.author, e.path, e.previous, e.value) for e in s1.history] == [
+        ("alice", "criteria[1].satisfied", False, True), ("alice", "criteria[1].satisfied", True, False),
+        ("bob", "recall", 0.5, 1.0), ("ann", "human.grade_correctness", None, 4),
+        ("ann", "human.comment", None, "clear answer")]
+    assert s1.resolve("criteria[1].satisfied") is False and s1.current("criteria[1].satisfied") is False
+    assert s1.scores["recall"] == 0.5 and s1.current_scores["recall"] == 1.0  # the judge's kept; the edit current
+    recall = s1.score("recall")
+    assert (recall.value, recall.original, recall.explanation, recall.edited) == (1.0, 0.5, "criterion 2 is met", True)
+    assert [e.reason for e in store.result(run_id, "q1::s2").history] == ["the figure is wrong"]
+    # still append-only after the migration
+    import sqlite3
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        store.db.execute("UPDATE annotations SET previous = NULL")
+    # a new edit after the migration records what it replaces
+    edit = store.annotate(run_id, "q1::s2", "elements[0].supported", True, author="ann", reason="it is right")
+    assert (edit.previous, edit.value) == (False, True)
+    assert store.result(run_id, "q1::s2").current("elements[0].supported") is True
+    store.close()
+
+
+@pytest.mark.skipif(ASSAY is None, reason="the assay console script is not installed")
+def test_an_annotated_run_of_an_older_store_resumes_with_no_judge_call(annotated: Path) -> None:
+    assert ASSAY is not None
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    before = Store(annotated / "store.db", create=False)
+    run_id = before.resolve_run(None)
+    before.close()
+    command = [ASSAY, "eval", "dece", "items.jsonl", "--judge", "scripted/judge.json", "--store", "store.db",
+               "--no-progress", "--resume"]
+    proc = subprocess.run(command, cwd=annotated, capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "0 judge call(s) made" in proc.stdout and "was already finished" in proc.stdout, proc.stdout
+    assert run_id in proc.stdout
+    store = Store(annotated / "store.db", create=False)
+    assert [r.run_id for r in store.list_runs()] == [run_id]

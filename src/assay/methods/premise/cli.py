@@ -33,6 +33,7 @@ from assay.methods.premise.refine import OPERATORS, RefineConfig, Refiner
 from assay.methods.premise.repair import PrefRepairConfig, preference_rank_selection
 from assay.methods.premise.report import COLUMNS
 from assay.methods.premise.units import audit_units
+from assay.report_models import RubricAuditReport, RubricAuditSummary
 from assay.runner import RunnerConfig
 from assay.session import JudgeSession
 
@@ -249,7 +250,7 @@ def compare(
             result = _run_audit(rubric, str(path), found, foreign, chosen, auditor, judge=judge,
                                 judge_opt=judge_opt, attacker=attacker, verifier=verifier, store_path=store_path,
                                 runner=runner_config(concurrency, budget, timeout, retries, progress=progress))
-            doc = _audit_doc(rubric, result, votes=votes, tau=tau)
+            doc = _audit_doc(rubric, result, votes=votes, tau=tau).to_dict()
         assert doc is not None
         detail = doc.get("detail", {})
         rows.append({"source": str(path), "k": detail.get("criteria", len(doc.get("rubrics", []))),
@@ -386,7 +387,7 @@ def _criterion_rows(rubric: RubricSet, result: dict[str, Any]) -> dict[str, dict
     return by_id
 
 
-def _audit_doc(rubric: RubricSet, result: dict[str, Any], *, votes: int, tau: float) -> dict[str, Any]:
+def _audit_doc(rubric: RubricSet, result: dict[str, Any], *, votes: int, tau: float) -> RubricAuditReport:
     """Print the audit's lines and return the JSON document (`rubrics` per criterion, `summary`)."""
     by_id = _criterion_rows(rubric, result)
     if "structure" in result:
@@ -434,7 +435,7 @@ def _audit_doc(rubric: RubricSet, result: dict[str, Any], *, votes: int, tau: fl
                **{k: sc.get(k) for k in ("eff_dim", "eff_dim_per_k", "mean_abs_rho")},
                "bt_cv_accuracy": sc.get("bt", {}).get("cv_accuracy"), "bt_entropy": sc.get("bt", {}).get("entropy"),
                "vfr": adv.get("vfr")}
-    return {"rubrics": list(by_id.values()), "summary": summary, "detail": result}
+    return RubricAuditReport(rubrics=list(by_id.values()), summary=RubricAuditSummary(**summary), detail=result)
 
 
 def _num(value: float | None, fmt: str = ".3f") -> str:
