@@ -67,14 +67,15 @@ def main() -> None:
                         help="the method's verdict mode (dece, lemaj), e.g. direct")
     args = parser.parse_args()
     if args.plain_fence:
-        import assay.methods.baselines as baselines
         import assay.methods.caseaware as caseaware
+        from assay.methods.baselines import base, claims, geval, pointwise
         from assay.prompts import fence
 
         def plain(tag: str, text: str, *, sealed: bool = False) -> str:
             return fence(tag, text)
 
-        baselines.fence = caseaware.fence = plain  # type: ignore[assignment]
+        for module in (base, claims, geval, pointwise, caseaware):
+            module.fence = plain  # type: ignore[attr-defined]
         if args.store == HERE / "results" / "injection.db":  # the run id does not see the patch: keep apart
             args.store = HERE / "results" / "injection_plain.db"
     if args.method == "caseaware":

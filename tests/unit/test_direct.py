@@ -48,6 +48,8 @@ def test_every_criterion_and_element_gets_a_probability_and_evidence() -> None:
     assert row["criteria"][1]["evidence"] == []  # a negative verdict is not asked for evidence
     label_calls = [m for m in backend.calls if "Reply yes or no" in m[-1].content]
     assert len(label_calls) == 4  # one isolated question per criterion and per element
+    # both halves are judged by one code path: an element's record has a criterion's fields
+    assert set(row["elements"][0]) == set(first) - {"criterion", "edited", "satisfied"} | {"element", "supported"}
 
 
 def test_the_report_shows_direct_verdicts_as_probabilities_and_who_decided(tmp_path: Path) -> None:

@@ -39,13 +39,14 @@ Readings we chose, so the next person knows:
   over. The band in the record stays the greedy one; the judge's score and S_final are kept as
   ``<metric>_score_hard`` / ``s_final_hard``; the identifier cap applies to the soft score too (a
   capped metric counts at most 0.30). A completion without logprobs at every band is Unscored.
+
+The package, by room: :mod:`.scoring` (metrics, bands, weight profiles, S_final),
+:mod:`.identifiers` (the identifier check), :mod:`.report`, :mod:`.compare` and :mod:`.cli`
+(comparing runs, the gate); the options, the turn's response model and the method are here.
 """
 
 from __future__ import annotations
 
-import math
-import re
-from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -53,7 +54,19 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from assay.direct import ask
 from assay.errors import ConfigError
 from assay.methods._base import CallEstimate, CliOption, ItemResult, Method, ReportSection, method_template
+from assay.methods.caseaware import report
 from assay.methods.caseaware.conversations import conversation_of as conversation_of  # re-exported
+from assay.methods.caseaware.identifiers import identifiers, unsupported_identifiers
+from assay.methods.caseaware.scoring import (
+    BANDS,
+    METRICS,
+    MIDPOINTS,
+    PROFILES,
+    band_of,
+    resolve_weights,
+    s_final,
+    validate_weights,
+)
 from assay.prompts import defuse, fence, load_prompt
 from assay.registry import register_method
 from assay.runner import JudgeClient
@@ -61,78 +74,9 @@ from assay.structured import OutputInvalid, generate_structured
 from assay.types import Completion, GenerateConfig, Item, Unscored
 from assay.verdicts import field_label_probs
 
-METRICS = ("hallucination", "retrieval_correctness", "context_sufficiency", "answer_helpfulness",
-           "answer_type_fit", "identifier_integrity", "case_issue_identification", "case_resolution_alignment")
-"""The eight metrics in the order of §5.2 (Table 5 field stems)."""
-
-BANDS: dict[str, tuple[float, float]] = {"severe": (0.00, 0.30), "moderate": (0.31, 0.60),
-                                         "minor": (0.61, 0.85), "none": (0.86, 1.00)}
-"""App. B.1 severity bands."""
-
-MIDPOINTS = {band: round((lo + hi) / 2, 3) for band, (lo, hi) in BANDS.items()}
-"""A band's score when soft verdicts weigh a band the judge did not write."""
-
-_DEFAULT = (0.20, 0.15, 0.10, 0.15, 0.10, 0.10, 0.10, 0.10)
-
-
-def _retrieval_heavy() -> dict[str, float]:
-    fixed = {"retrieval_correctness": 0.20, "context_sufficiency": 0.20}
-    rest = {m: w for m, w in zip(METRICS, _DEFAULT, strict=True) if m not in fixed}
-    scale = (1.0 - sum(fixed.values())) / sum(rest.values())
-    weights = {m: fixed.get(m, rest.get(m, 0.0) * scale) for m in METRICS}
-    return weights
-
-
-PROFILES: dict[str, dict[str, float]] = {
-    "default": dict(zip(METRICS, _DEFAULT, strict=True)),
-    "uniform": {m: 1 / 8 for m in METRICS},
-    "retrieval-heavy": _retrieval_heavy(),
-}
-
-
-def validate_weights(weights: dict[str, float], source: str = "weights") -> dict[str, float]:
-    """Exactly the eight metrics, each ≥ 0, summing to 1 (±1e-6)."""
-    unknown = sorted(set(weights) - set(METRICS))
-    missing = [m for m in METRICS if m not in weights]
-    if unknown:
-        raise ConfigError(f"{source}: unknown metric(s) {', '.join(unknown)}; the metrics are {', '.join(METRICS)}")
-    if missing:
-        raise ConfigError(f"{source}: no weight for {', '.join(missing)}")
-    for metric, value in weights.items():
-        if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
-            raise ConfigError(f"{source}: weight of {metric} must be a non-negative number, got {value!r}")
-    total = sum(weights.values())
-    if abs(total - 1.0) > 1e-6:
-        raise ConfigError(f"{source}: weights sum to {total:.6g}, not 1")
-    return {m: float(weights[m]) for m in METRICS}
-
-
-def resolve_weights(spec: str | Path | dict[str, float]) -> tuple[str, dict[str, float]]:
-    """A profile name, a TOML file (top-level keys or a ``[weights]`` table), or a mapping."""
-    if isinstance(spec, dict):
-        return "custom", validate_weights(spec)
-    if str(spec) in PROFILES:
-        return str(spec), dict(PROFILES[str(spec)])
-    path = Path(spec)
-    if path.suffix == ".toml" or path.is_file():
-        if not path.is_file():
-            raise ConfigError(f"weights file not found: {path}")
-        from assay._load import load_toml
-
-        data = load_toml(path)
-        table = data.get("weights", data)
-        if not isinstance(table, dict):
-            raise ConfigError(f"{path}: field 'weights' must be a table of metric = weight, got "
-                              f"{type(table).__name__}")
-        return f"file:{path.name}", validate_weights(dict(table), str(path))
-    raise ConfigError(f"unknown weight profile {str(spec)!r}; use {', '.join(PROFILES)} or a .toml file")
-
-
-def band_of(score: float) -> str | None:
-    for name, (lo, hi) in BANDS.items():
-        if lo - 1e-9 <= score <= hi + 1e-9:
-            return name
-    return None
+__all__ = ["BANDS", "METRICS", "MIDPOINTS", "PROFILES", "CaseAware", "CaseAwareConfig", "TurnOutput", "band_of",
+           "conversation_of", "identifiers", "resolve_weights", "s_final", "unsupported_identifiers",
+           "validate_weights"]
 
 
 class CaseAwareConfig(BaseModel):
@@ -184,89 +128,6 @@ def _check_turn(output: Any) -> None:
         raise OutputInvalid("; ".join(problems[:4]) + (f" (and {len(problems) - 4} more)" if len(problems) > 4 else ""))
 
 
-_TOKEN = re.compile(r"[/\\]?[A-Za-z0-9_][A-Za-z0-9_.\-:/\\*]*")
-_LIST_MARKER = re.compile(r"^\s*\d+[.)]\s", re.M)
-_NUMERIC_RANGE = re.compile(r"^\d+(?:\.\d+)?(?:[-–/]\d+(?:\.\d+)?)+$")  # "1-3", "3-3.5", "24/7": amounts, not IDs
-
-
-def identifiers(text: str) -> list[str]:
-    """Identifier-like tokens: with a digit and either 3+ characters or a non-digit character
-    (error codes, versions, IDs, "E-7731", "3.2.1", "806"), or paths with 2+ separators.
-    Numeric ranges and ratios ("1-3", "3-3.5", "24/7") are amounts, not identifiers."""
-    found = []
-    for token in _TOKEN.findall(_LIST_MARKER.sub(" ", text)):
-        token = token.rstrip(".:,;-")
-        has_digit = any(ch.isdigit() for ch in token)
-        is_path = token.count("/") + token.count("\\") >= 2
-        if _NUMERIC_RANGE.match(token):
-            continue
-        if (has_digit and (len(token) >= 3 or not token.isdigit())) or is_path:
-            if token not in found:
-                found.append(token)
-    return found
-
-
-def unsupported_identifiers(item: Item) -> list[str]:
-    """The answer's identifiers that occur nowhere in the turn's inputs (case-insensitive;
-    whole tokens for pure numbers, substrings otherwise)."""
-    parts = [item.query, *(t.content for t in item.history), *(c.text for c in item.contexts)]
-    if item.case is not None:
-        parts += [item.case.subject, item.case.description]
-    if item.reference is not None:
-        parts.append(item.reference.full_text())
-    haystack = "\n".join(parts).lower()
-    missing = []
-    for token in identifiers(item.response):
-        needle = token.lower().rstrip("*")
-        if token.isdigit():
-            present = re.search(rf"(?<![0-9]){re.escape(needle)}(?![0-9])", haystack) is not None
-        else:
-            present = needle in haystack
-        if not present:
-            missing.append(token)
-    return missing
-
-
-def _numbers(rows: list[dict[str, Any]], metric: str) -> list[float]:
-    return [float(r[metric]) for r in rows if r.get(metric) is not None]
-
-
-def _caseaware_section(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    from scipy import stats as sps
-
-    from assay.report import charts
-
-    scored = [r for r in rows if r.get("s_final") is not None]
-    names = [f"{m}_score" for m in METRICS]
-    systems = sorted({str(r.get("system")) for r in rows})
-    profiles = {}
-    for system in systems:
-        subset = [r for r in scored if str(r.get("system")) == system]
-        profiles[system] = {m: (sum(_numbers(subset, f"{m}_score")) / len(subset)) if subset else None
-                            for m in METRICS}
-    matrix: list[list[float | None]] = []
-    for a in names:
-        line: list[float | None] = []
-        for b in names:
-            xs, ys = _numbers(scored, a), _numbers(scored, b)
-            if len(xs) < 3 or len(set(xs)) < 2 or len(set(ys)) < 2:
-                line.append(None)
-            else:
-                line.append(float(sps.spearmanr(xs, ys).statistic))
-        matrix.append(line)
-    helpful = {system: [(r["answer_helpfulness_score"], r["s_final"], f"{r['id']} · {system}")
-                        for r in scored if str(r.get("system")) == system] for system in systems}
-    worst = sorted(scored, key=lambda r: r["s_final"])[:10]
-    worst_view = [{"id": r["id"], "system": r.get("system"), "s_final": r["s_final"],
-                   "problems": [(m, r.get(f"{m}_band"), r.get(f"{m}_score"), r.get(f"{m}_justification"))
-                                for m in METRICS if r.get(f"{m}_band") in ("severe", "moderate")]} for r in worst]
-    return {"metrics": list(METRICS), "profiles": profiles, "radar": charts.radar(profiles, list(METRICS)),
-            "histograms": charts.histograms({m: _numbers(scored, f"{m}_score") for m in METRICS}
-                                            | {"s_final": _numbers(scored, "s_final")}),
-            "heatmap": charts.heatmap(list(METRICS), matrix),
-            "helpfulness": charts.scatter(helpful, "answer_helpfulness", "S_final"), "worst": worst_view}
-
-
 @register_method
 class CaseAware(Method):
     """Case-aware RAG judge: 8 metrics per turn with severity bands, and S_final."""
@@ -309,7 +170,7 @@ class CaseAware(Method):
 
     @classmethod
     def report_section(cls, rows: list[dict[str, Any]]) -> ReportSection | None:
-        context = _caseaware_section(rows)
+        context = report.section_context(rows)
         return ReportSection(section=method_template("section.html.j2", __name__),
                              item=method_template("item.html.j2", __name__),
                              context={"ca": context, "ca_metrics": context["metrics"]})
@@ -482,17 +343,3 @@ class CaseAware(Method):
             total += CallEstimate(calls=1, prompt_tokens=prompt,
                                   completion_tokens=len(METRICS) * (self.config.max_justification_chars // 5 + 16))
         return total
-
-
-def s_final(scores: dict[str, float | None], weights: dict[str, float]) -> float | None:
-    """Σ w_i s_i over the eight metrics; None if any metric is unscored."""
-    values = [scores.get(m) for m in METRICS]
-    if any(v is None for v in values):
-        return None
-    return float(sum(weights[m] * float(v) for m, v in zip(METRICS, values, strict=True) if v is not None))
-
-
-def cost_usd(prompt_tokens: int, completion_tokens: int, price_in: float = 3.0, price_out: float = 12.0) -> float:
-    """§6.1: cost ≈ p_in·T_in + p_out·T_out, prices in USD per million tokens (default: the
-    paper's gpt-4.1 list prices, $3 in / $12 out)."""
-    return (price_in * prompt_tokens + price_out * completion_tokens) / 1_000_000

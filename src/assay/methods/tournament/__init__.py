@@ -209,7 +209,8 @@ class Tournament(Dice):
             from assay.stats import bradley_terry
 
             systems = sorted({s for _, a, b, _, _ in matches for s in (a, b)})
-            elo = elo_after(systems, matches, k=32.0, upset_weight=0.0, initial=1500.0)
+            default = TournamentConfig()
+            elo = elo_after(systems, matches, k=default.k, upset_weight=default.upset_weight, initial=default.initial)
             comparisons = [(str(r["system_a"]), str(r["system_b"]), float(r["score_a"])) for r in rows
                            if r.get("score_a") is not None and r.get("system_a") is not None]
             bt = bradley_terry(comparisons, resamples=200, seed=0)

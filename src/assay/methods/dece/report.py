@@ -1,0 +1,53 @@
+"""DeCE in reports: the precision/recall scatter of the report section, and the lines that
+explain one item's scores."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def section_context(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    from assay.report import charts
+
+    def points(group: str) -> dict[str, list[tuple[float, float, str]]]:
+        series: dict[str, list[tuple[float, float, str]]] = {}
+        for r in rows:
+            if r.get("precision") is None or r.get("recall") is None:
+                continue
+            key = str(r.get("system")) if group == "system" else str((r.get("metadata") or {}).get(group))
+            series.setdefault(key, []).append((r["recall"], r["precision"], f"{r['id']} · {r.get('system')}"))
+        return series
+
+    plots = [("system", charts.scatter(points("system"), "recall", "precision", quadrants=(0.5, 0.5)))]
+    fields = sorted({k for r in rows for k, v in (r.get("metadata") or {}).items() if isinstance(v, str)})
+    for field in fields:
+        distinct = {(r.get("metadata") or {}).get(field) for r in rows}
+        if 1 < len(distinct) <= 8:
+            plots.append((field, charts.scatter(points(field), "recall", "precision", quadrants=(0.5, 0.5))))
+    return {"plots": plots}
+
+
+def explain(details: dict[str, Any]) -> list[str]:
+    """A line per criterion the answer misses and per element the reference does not support."""
+    def mark(value: Any) -> str:
+        return "?" if value is None else "✓" if float(value) >= 0.5 else "✗"
+
+    def why(entry: dict[str, Any]) -> str:
+        # a written reason when the judge gave one; a direct verdict has its probability instead,
+        # and a verdict a deterministic check overruled says so
+        parts = [str(entry.get("reasoning") or "").strip()[:140]]
+        if entry.get("p_judge") is not None and not parts[0]:
+            parts[0] = f"P(yes) {float(entry['p_judge']):.2f}"
+        if entry.get("downgraded"):
+            parts.append(f"not counted: {entry['downgraded']}")
+        text = "; ".join(p for p in parts if p)
+        return f" — {text}" if text else ""
+
+    lines = []
+    for c in details.get("criteria") or []:
+        lines.append(f"{mark(c.get('satisfied'))} criterion: {c.get('criterion')}"
+                     + (why(c) if mark(c.get("satisfied")) != "✓" else ""))
+    for e in details.get("elements") or []:
+        if mark(e.get("supported")) != "✓":
+            lines.append(f"{mark(e.get('supported'))} not in the reference: {e.get('element')}" + why(e))
+    return lines
