@@ -107,7 +107,7 @@ def test_assay_tournament_through_the_executable(tmp_path) -> None:
     env = always_a_judge(tmp_path)
     proc = subprocess.run([exe, "tournament", "answers.jsonl", "--judge", "scripted/judge.json", "--samples", "2",
                            "--store", "t.db", "--output", "t.json", "--versus-round-robin", "--no-progress"],
-                          cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+                          cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr
     result = json.loads((tmp_path / "t.json").read_text())
     assert result["mode"] == "swiss" and result["rounds"] == 4 and result["systems"] == 5

@@ -208,7 +208,8 @@ class DeCE(DeCEPrompts, Method):
         self.config = config or DeCEConfig()
         self.domain = load_domain(self.config.domain)
         self.prompts = load_prompts(self.config.reasoning, self.config.verdicts)
-        self.mode = MODES[self.config.verdicts]
+        # auto stands for hard until a judge settles it (:meth:`for_judge`), as its prompts and manifest do
+        self.mode = MODES["hard" if self.config.verdicts == "auto" else self.config.verdicts]
         self.frozen = criteria
 
     def for_judge(self, capabilities: Any) -> DeCE:
