@@ -320,6 +320,7 @@ class DeCE(Method):
     """DeCE: precision and recall of answers against criteria from a gold answer."""
 
     name: ClassVar[str] = "dece"
+    renamed_flags: ClassVar[dict[str, dict[str, str]]] = {"dece": {"--cache": "--store"}}
     metrics: ClassVar[tuple[str, ...]] = ("precision", "recall", "f_beta")
     version: ClassVar[str] = "2"
     config_model: ClassVar[type[BaseModel] | None] = DeCEConfig
@@ -394,6 +395,13 @@ class DeCE(Method):
             self.prompts.update(criterion_direct=load_prompt("dece/criterion_direct"),
                                 element_direct=load_prompt("dece/element_direct"))
         self.frozen = criteria
+
+    @classmethod
+    def recognises_output(cls, record: dict[str, Any]) -> bool:
+        return {"criteria", "original"} <= set(record)  # a criteria file (assay dece criteria extract)
+
+    def reads_label_probs(self) -> bool:
+        return self.config.verdicts == "direct"  # --verdicts direct
 
     def manifest(self) -> dict[str, Any]:
         frozen_hash = None

@@ -355,6 +355,7 @@ class LeMAJ(Method):
     """LeMAJ: the answer split into Legal Data Points, each tagged against the document."""
 
     name: ClassVar[str] = "lemaj"
+    renamed_flags: ClassVar[dict[str, dict[str, str]]] = {"triage": {"--out": "--output"}}
     metrics: ClassVar[tuple[str, ...]] = ("correctness", "precision", "recall", "f1", "relevance")
     version: ClassVar[str] = "1"
     config_model: ClassVar[type[BaseModel] | None] = LeMAJConfig
@@ -396,6 +397,9 @@ class LeMAJ(Method):
         self.domain = load_domain(self.config.domain)
         self.prompt = load_prompt("lemaj/tagging")
         self.direct_prompt = load_prompt("lemaj/point_direct") if self.config.verdicts == "direct" else None
+
+    def reads_label_probs(self) -> bool:
+        return self.config.verdicts == "direct"  # --verdicts direct
 
     def manifest(self) -> dict[str, Any]:
         prompts = {"tagging": self.prompt.sha256}

@@ -27,6 +27,8 @@ class RubricAudit(Method):
     store's readers how to show it and what a reviewer may change."""
 
     name: ClassVar[str] = "rubric-audit"
+    renamed_flags: ClassVar[dict[str, dict[str, str]]] = {"rubric": {"--out": "--output"}}
+    flag_aliases: ClassVar[dict[str, dict[str, str]]] = {"rubric": {"--k": "--size"}}  # the rubric's size (the tournament's --k is --elo-k)
     metrics: ClassVar[tuple[str, ...]] = AUDIT_SCORES
     eval_command: ClassVar[bool] = False
     session_view: ClassVar[bool] = True
