@@ -68,6 +68,10 @@ def register_method(cls: type[Method]) -> type[Method]:
                         f"{existing.__qualname__} and {cls.__module__}.{cls.__qualname__})")
     known[name] = cls
     _ENTRIES["command"][f"method:{name}"] = cls.register_commands
+    if cls.review_panel.__func__ is not Method.review_panel.__func__:  # type: ignore[attr-defined]
+        from assay.views import ReviewView  # a panel given by the hook: the UI finds it as any view
+
+        _ENTRIES["view"].setdefault(f"review:{name}", ReviewView(panel=cls.review_panel, context=cls.review_context))
     return cls
 
 

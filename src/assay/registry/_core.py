@@ -21,6 +21,9 @@ kind's group. Third-party packages plug in through entry points, as simonw/llm p
     [project.entry-points."assay.views"]
     review:mymethod = "my_package.views:panel"    # a ReviewView / ReportView (see assay.views)
 
+    [project.entry-points."assay.annotations"]
+    mynote = "my_package.review:check"            # check(path, value) of human.mynote[k]
+
 assay's own entries are loaded the same way: :data:`BUILTINS` is written as a plug-in writes its
 entry points and goes through the same loader, so the registry names no method. A plug-in that
 fails to load is reported on stderr once, naming it, and left out; it does not break the
@@ -47,11 +50,12 @@ KINDS: dict[str, tuple[str, ...]] = {
     "reader": ("assay.datasets", "assay.readers"),
     "view": ("assay.views",),
     "command": ("assay.commands",),
+    "annotation": ("assay.annotations",),
 }
 """Each kind and the entry-point groups its plug-ins use."""
 
 LABELS = {"method": "method", "backend": "judge provider", "reader": "dataset kind", "view": "view",
-          "command": "command"}
+          "command": "command", "annotation": "annotation address"}
 """How an error names an entry of each kind."""
 
 BUILTINS = """
@@ -189,8 +193,8 @@ def load(kind: str | None = None) -> None:
         if each in _loaded:
             continue
         _loaded.add(each)
-        if each in ("view", "command"):
-            load("method")  # methods register their views and commands when they load
+        if each in ("view", "command", "annotation"):
+            load("method")  # methods register their views, commands and annotation checks when they load
         for group in KINDS[each]:
             for entry in _builtin_entry_points(group):
                 _accept(each, entry.name, entry.load())  # a built-in that fails to load is a bug: raise

@@ -77,6 +77,7 @@ from assay.embeddings import Matcher, match
 from assay.errors import ConfigError
 from assay.human import grade_score
 from assay.methods._base import CallEstimate, ItemResult, Method, ReportSection, method_template
+from assay.methods.lemaj import review as _review  # noqa: F401 - registers LeMAJ's review view and grades
 from assay.methods.lemaj.scores import TAGS, bucket, bucketed_accuracy, ldp_scores, percent_agreement
 from assay.prompts import defuse, fence, load_domain, load_prompt
 from assay.registry import register_method
@@ -366,18 +367,6 @@ class LeMAJ(Method):
     annotation_labels: ClassVar[dict[str, tuple[str, ...]]] = {"tag": TAGS, "judge_tag": TAGS}
     compact_columns: ClassVar[tuple[str, ...]] = ("correctness", "precision", "recall", "f1", "relevance", "ldps")
     config: LeMAJConfig
-
-    @classmethod
-    def review_panel(cls) -> str | None:
-        return method_template("review.html.j2", __name__)
-
-    @classmethod
-    def review_context(cls, row: dict[str, Any], mine: dict[str, Any]) -> dict[str, Any]:
-        from assay.methods.lemaj.review import reviewed_ldps
-
-        reviewed = (reviewed_ldps(str(row.get("response") or ""), row.get("ldps") or [], mine)
-                    if row.get("ldps") is not None else None)
-        return {"reviewed": reviewed, "tags": TAGS}
 
     @classmethod
     def agreement(cls, rows: list[dict[str, Any]], annotations: list[Any]) -> dict[str, Any] | None:
