@@ -48,9 +48,10 @@ def _head(path: Path, size: int = 65536) -> bytes:
 
 def written_by_assay(path: Path) -> bool:
     """Whether an existing file is one assay wrote, judged from its content (not its name):
-    a report carries the generator tag; an export's rows start with ``run_id``; a JSON Lines file
-    whose first record a method recognises as its own (``Method.recognises_output``); a JSON result carries assay's ``signature`` or a
-    comparison's ``rows``; a Parquet export has a ``run_id`` column."""
+    a report carries the generator tag; an export's rows start with ``run_id``; a JSON Lines
+    file's first record is one a method recognises as its own (``Method.recognises_output``); a
+    JSON result carries assay's ``signature`` or a comparison's ``rows``; a Parquet export has a
+    ``run_id`` column."""
     try:
         head = _head(path)
     except OSError:

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from assay.errors import ConfigError
-from assay.registry._core import (  # noqa: F401 - the registry's API
+from assay.registry._core import (
+    _ENTRIES,
     ACCEPT,
     BUILTINS,
     KINDS,
     PLUGIN_ERRORS,
-    _ENTRIES,
     add,
     builtin_values,
     entries,

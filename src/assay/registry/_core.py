@@ -1,4 +1,5 @@
-"""The registry's core (a leaf: it imports nothing of assay but its errors): every method, judge backend, dataset reader, view and command assay knows, built
+"""The registry's core (a leaf: it imports nothing of assay but its errors): every method,
+judge backend, dataset reader, view and command assay knows, built
 in or from a plug-in, is an entry here — a *kind* and a *name* — under one rule.
 
 An entry is registered by a decorator (:func:`register`, or the kind's own spelling:

@@ -20,9 +20,11 @@ LeMAJ Table 4 (manual grades, and scores derived from their LDP tags).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Any
 
 from assay.annotation_rules import AnnotationRefused, is_int
+from assay.embeddings import Matcher, match
 from assay.human import GRADES, grade_score, latest
 from assay.records import Annotation
 from assay.registry import add
@@ -42,7 +44,9 @@ GRADE_SCALE = GradeScale(
 ``assay ui`` (the ``grades`` view)."""
 
 REVIEW_SCRIPT = """
-  document.querySelectorAll("select.ldp-tag").forEach(sel => sel.onchange = async () => { if (await post(sel.dataset.path, sel.value)) done(); });
+  document.querySelectorAll("select.ldp-tag").forEach(sel => sel.onchange = async () => {
+    if (await post(sel.dataset.path, sel.value)) done();
+  });
   document.querySelectorAll("button.split").forEach(b => b.onclick = async () => {
     const at = Number(prompt(`split after which character (1–${Number(b.dataset.len) - 1})?`));
     if (at > 0 && await post(`human.split[${count("human.split")}]`, {ldp: Number(b.dataset.ldp), at})) done();
@@ -182,6 +186,33 @@ def agreement(rows: list[dict[str, Any]], annotations: list[Annotation]) -> dict
     table = {name: {"answers": len(v), "agreement": percent_agreement([x for x, _ in v], [y for _, y in v])}
              for name, v in pairs.items()}
     return {"reviewers": [first, second], "table": table}
+
+
+def alignment(judge: list[dict[str, Any]], human: list[dict[str, Any]], matcher: Matcher = "embeddings",
+              threshold: float | None = None) -> dict[str, Any]:
+    """LeMAJ Alignment (§4.2.2): the judge's LDPs are matched one-to-one to a human's by text
+    similarity and their tags compared; an unmatched judge LDP counts as if the human had tagged
+    it ``irrelevant``, an unmatched human LDP as if the judge had tagged it ``missing``. Accuracy
+    is the share of agreeing tags over matched + unmatched LDPs; the confusion matrix is human
+    tag → judge tag (``unmatched`` where one side has none)."""
+    pairs = match([d["text"] for d in judge], [d["text"] for d in human], matcher, threshold)
+    matched_j = {i for i, _, _ in pairs}
+    matched_h = {k for _, k, _ in pairs}
+    confusion: dict[str, Counter[str]] = {}
+    agree = 0
+    for i, k, _ in pairs:
+        agree += judge[i]["tag"] == human[k]["tag"]
+        confusion.setdefault(human[k]["tag"], Counter())[judge[i]["tag"]] += 1
+    only_judge = [judge[i] for i in range(len(judge)) if i not in matched_j]
+    only_human = [human[k] for k in range(len(human)) if k not in matched_h]
+    agree += sum(d["tag"] == "irrelevant" for d in only_judge) + sum(d["tag"] == "missing" for d in only_human)
+    for d in only_judge:
+        confusion.setdefault("unmatched", Counter())[d["tag"]] += 1
+    for d in only_human:
+        confusion.setdefault(d["tag"], Counter())["unmatched"] += 1
+    total = len(pairs) + len(only_judge) + len(only_human)
+    return {"accuracy": agree / total if total else None, "matched": len(pairs), "judge_only": len(only_judge),
+            "human_only": len(only_human), "confusion": {h: dict(c) for h, c in confusion.items()}}
 
 
 def register_views() -> None:

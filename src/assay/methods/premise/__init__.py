@@ -29,7 +29,8 @@ class RubricAudit(Method):
 
     name: ClassVar[str] = "rubric-audit"
     renamed_flags: ClassVar[dict[str, dict[str, str]]] = {"rubric": {"--out": "--output"}}
-    flag_aliases: ClassVar[dict[str, dict[str, str]]] = {"rubric": {"--k": "--size"}}  # the rubric's size (the tournament's --k is --elo-k)
+    # the rubric's size (the tournament's --k, the Elo factor, is --elo-k)
+    flag_aliases: ClassVar[dict[str, dict[str, str]]] = {"rubric": {"--k": "--size"}}
     metrics: ClassVar[tuple[str, ...]] = AUDIT_SCORES
     eval_command: ClassVar[bool] = False
     session_view: ClassVar[bool] = True
