@@ -48,9 +48,10 @@ def _head(path: Path, size: int = 65536) -> bytes:
 
 def written_by_assay(path: Path) -> bool:
     """Whether an existing file is one assay wrote, judged from its content (not its name):
-    a report carries the generator tag; an export's rows start with ``run_id``; a criteria file's
-    rows carry ``criteria`` and ``original``; a JSON result carries assay's ``signature`` or a
-    comparison's ``rows``; a Parquet export has a ``run_id`` column."""
+    a report carries the generator tag; an export's rows start with ``run_id``; a JSON Lines
+    file's first record is one a method recognises as its own (``Method.recognises_output``); a
+    JSON result carries assay's ``signature`` or a comparison's ``rows``; a Parquet export has a
+    ``run_id`` column."""
     try:
         head = _head(path)
     except OSError:
@@ -75,7 +76,7 @@ def written_by_assay(path: Path) -> bool:
         record = json.loads(first)
     except ValueError:
         record = None
-    if isinstance(record, dict) and ("run_id" in record or {"criteria", "original"} <= set(record)):
+    if isinstance(record, dict) and ("run_id" in record or _a_method_wrote(record)):
         return True
     try:
         whole = json.loads(path.read_text(encoding="utf-8"))
@@ -84,6 +85,14 @@ def written_by_assay(path: Path) -> bool:
     if isinstance(whole, list):  # a JSON export: an array of rows, each with its run id
         return bool(whole) and all(isinstance(row, dict) and "run_id" in row for row in whole)
     return isinstance(whole, dict) and ("signature" in whole or ("rows" in whole and "unpaired" in whole))
+
+
+def _a_method_wrote(record: dict[str, Any]) -> bool:
+    """Whether a method recognises ``record`` (the first line of a JSON Lines file) as one its
+    commands write (DeCE's criteria files)."""
+    from assay.registry import _core as registry
+
+    return any(cls.recognises_output(record) for cls in registry.entries("method").values())
 
 
 def _reject_constant(name: str) -> float:

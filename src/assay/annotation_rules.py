@@ -4,8 +4,8 @@ append-only: a bad value stored once would stay for ever).
 * The value is JSON with finite numbers only, at most :data:`MAX_BYTES` once encoded and at most
   :data:`MAX_DEPTH` levels deep.
 * ``human.grade_*``: an integer on the 1–5 scale of the reviewer grades.
-* ``human.comment``: text. ``human.missing[k]``: ``{"text": ...}``. ``human.split[k]``:
-  ``{"ldp": i, "at": n}``. ``human.merge[k]``: ``{"ldps": [i, j]}``.
+* ``human.comment``: text. ``human.NAME``: a free note. ``human.LIST[k]``: what the method that
+  registered ``LIST`` as an ``annotation`` entry accepts (LeMAJ's ``missing``, ``split``, ``merge``).
 * An override of a verdict takes the verdict's own type: a number stays a finite number within the
   metric's range (a score) or within the range its values live in (a probability, a 0/1 verdict);
   a yes/no stays a boolean; a label stays one of the method's labels for that field.
@@ -47,7 +47,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _is_int(value: Any) -> bool:
+def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -65,13 +65,16 @@ def check_encoded(value: Any) -> None:
         raise AnnotationRefused(f"value larger than {MAX_BYTES // 1024} KiB")
 
 
-_HUMAN_LIST = re.compile(r"^human\.(missing|split|merge)\[\d+\]$")
+_HUMAN_LIST = re.compile(r"^human\.([A-Za-z_]\w*)\[\d+\]$")
 
 
 def check_human(path: str, value: Any) -> None:
+    """Something a reviewer adds under ``human.``: a grade, a comment, a free note under its own
+    name, or an entry of a list (``human.split[0]``) whose checks a method registered (the
+    registry's ``annotation`` entries: LeMAJ's missing points, splits and merges)."""
     if path.startswith("human.grade_"):
         low, high = GRADE_SCALE
-        if not _is_int(value) or not low <= value <= high:
+        if not is_int(value) or not low <= value <= high:
             raise AnnotationRefused(f"{path} is a grade: an integer from {low} to {high}, got {value!r}")
         return
     if path == "human.comment":
@@ -83,20 +86,12 @@ def check_human(path: str, value: Any) -> None:
         if not re.match(r"^human\.[A-Za-z_]\w*$", path):
             raise AnnotationRefused(f"{path!r} is not an address a reviewer can annotate")
         return  # a free note of the reviewer's under its own name: any JSON within the limits
-    kind = match.group(1)
-    if value is None:
-        return  # withdraws an earlier one
-    if not isinstance(value, dict):
-        raise AnnotationRefused(f"{path} takes an object, got {type(value).__name__}")
-    if kind == "missing" and not isinstance(value.get("text"), str):
-        raise AnnotationRefused(f"{path} takes {{\"text\": ...}}")
-    if kind == "split" and not (_is_int(value.get("ldp")) and _is_int(value.get("at"))
-                                and value["ldp"] >= 0 and value["at"] >= 0):
-        raise AnnotationRefused(f"{path} takes {{\"ldp\": i, \"at\": n}} with integers ≥ 0")
-    if kind == "merge":
-        ldps = value.get("ldps")
-        if not (isinstance(ldps, list) and len(ldps) == 2 and all(_is_int(i) and i >= 0 for i in ldps)):
-            raise AnnotationRefused(f"{path} takes {{\"ldps\": [i, j]}} with integers ≥ 0")
+    from assay.registry import _core as registry
+
+    check = registry.find("annotation", match.group(1))
+    if check is None:
+        raise AnnotationRefused(f"{path!r} is not an address a reviewer can annotate")
+    check(path, value)
 
 
 def check_override(path: str, current: Any, value: Any, *, scores: dict[str, Any], rules: Any = None) -> None:

@@ -255,10 +255,11 @@ def _majority(labels: list[float]) -> float | None:
     return winners[0] if len(winners) == 1 else 0.0
 
 
-def pair_agreement(metaset: MetaSet, rows: list[Any]) -> dict[str, Any] | None:
-    """A pairwise method's verdicts against the humans' majority preference (−1 first better,
-    0 tie, +1 second better): see :func:`verdict_agreement`. Units whose first answer is the
-    pair's ``b`` are read the other way round."""
+def pair_agreement(metaset: MetaSet, rows: list[Any], method: Any) -> dict[str, Any] | None:
+    """A pairwise method's verdicts (its ``pair_verdict`` of each row's evidence) against the
+    humans' majority preference (−1 first better, 0 tie, +1 second better): see
+    :func:`verdict_agreement`. Units whose first answer is the pair's ``b`` are read the other way
+    round."""
     if "preference" not in metaset.labels:
         return None
     by_id = {u.id: u for u in metaset.units}
@@ -266,19 +267,19 @@ def pair_agreement(metaset: MetaSet, rows: list[Any]) -> dict[str, Any] | None:
     deciders: dict[str, list[int]] = {}
     for r in rows:
         unit = by_id.get(str(r.items[0]["id"]))
-        verdict = r.details.get("verdict")
-        if unit is None or verdict is None:
+        found = method.pair_verdict(r.details)
+        if unit is None or found is None:
             continue
         human = _majority(list(unit.human.get("preference") or []))
         if human is None:
             continue
+        verdict, confidence, decision, decider = found
         flipped = _item_key(r.items[0]) != unit.keys[0]
         judge = {"A": -1.0, "B": 1.0, "Tie": 0.0}[verdict] * (-1.0 if flipped else 1.0)
-        confidence = {"A": r.details.get("p_a"), "B": r.details.get("p_b"), "Tie": r.details.get("p_tie")}[verdict]
-        pairs.append((judge, human, r.details.get("decision"), confidence))
-        deciders.setdefault(str(r.details.get("decided_by") or "judge"), []).append(int(judge == human))
+        pairs.append((judge, human, decision, confidence))
+        deciders.setdefault(str(decider or "judge"), []).append(int(judge == human))
     result = verdict_agreement(pairs)
-    if result is not None:  # DICE: orders decided by the §3.1 class hierarchy vs by the stage-II label
+    if result is not None:  # what decided each order (DICE: the class hierarchy or the judge's label)
         result["by_decider"] = {k: {"n": len(v), "accuracy": statistics.fmean(v)} for k, v in sorted(deciders.items())}
     return result
 
@@ -398,14 +399,15 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
         scores = {r.key: r.scores for r in rows}
         metrics: tuple[str, ...] = method_obj.metrics
         if method_obj.unit_kind == "pair":
-            # A pair's scores go to its two answers, so a pairwise set's units (first, second
-            # response) correlate as for pointwise methods: score(second) − score(first).
+            # A pair's scores go to its two answers (the method says which: per_answer_scores), so a
+            # pairwise set's units (first, second response) correlate as for pointwise methods:
+            # score(second) − score(first).
             scores = {}
             for r in rows:
-                scores[_item_key(r.items[0])] = {"score": r.scores.get("score_a")}
-                scores[_item_key(r.items[1])] = {"score": r.scores.get("score_b")}
-            metrics = ("score",)
-            pair_results[method] = pair_agreement(metaset, rows)
+                for answer, answer_scores in zip(r.items, method_obj.per_answer_scores(r.scores), strict=True):
+                    scores[_item_key(answer)] = answer_scores
+            metrics = tuple(dict.fromkeys(m for values in scores.values() for m in values))
+            pair_results[method] = pair_agreement(metaset, rows, type(method_obj))
         runs[method] = MetaRun(run_id=result.run_id, judge="none" if not method_obj.needs_judge else judge_name,
                                unscored_items=sum(1 for r in rows if r.status != "scored"),
                                judge_calls=result.client_stats.calls if result.client_stats else None,

@@ -77,3 +77,48 @@ def test_a_caller_that_reuses_runs_starts_the_new_version_beside_the_old(tmp_pat
     again = asyncio.run(aevaluate([ITEM], RougeL3(), "scripted/none", store=store, runner=QUIET, resume=True,
                                   version_check=False))
     assert again.run_id != first.run_id and len(store.list_runs()) == 2
+
+
+def test_one_registry_one_rule_for_every_kind() -> None:
+    """Methods, judges, dataset readers, views and commands are entries of one registry; assay's
+    own are loaded by the plug-ins' entry-point loader; an unknown name is one line listing what
+    there is, whatever the kind."""
+    from assay import registry
+    from assay.backends import providers
+    from assay.datasets.adapters import adapters
+    from assay.errors import InputError
+
+    assert {"llamacpp", "openai", "jury", "scripted", "litellm"} <= set(providers())
+    assert {"ragchecker", "mtrag", "pandalm", "expertqa", "haluquestqa", "assay", "annotations"} <= set(adapters())
+    assert "method:lemaj" in registry.commands() and "method:dece" in registry.commands()
+    assert {"review:lemaj", "review:dece", "grades", "report:rubric"} <= set(registry.entries("view"))
+    for kind, label in (("method", "method"), ("backend", "judge provider"), ("reader", "dataset kind"),
+                        ("view", "view")):
+        with pytest.raises(ConfigError, match=rf"^unknown {label} 'nope'; available: "):
+            registry.get(kind, "nope")
+    with pytest.raises(InputError, match=r"unknown dataset kind 'nope'; available: .*ragchecker"):
+        registry.get("reader", "nope", error=InputError)
+    with pytest.raises(ConfigError, match=r"unknown judge provider 'nope' in 'nope/x'; available: .*scripted"):
+        assay.backends.get_backend("nope/x")
+
+
+def test_a_plugin_entry_goes_through_the_loader_the_built_ins_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An entry point of a kind's group is registered by the same loader as assay's own entries; one
+    that fails to load is named on stderr and left out."""
+    from importlib.metadata import EntryPoint
+
+    from assay.registry import _core
+
+    plugin = [EntryPoint("toy-note", "assay.human:grade_score", "assay.annotations"),
+              EntryPoint("broken", "assay.no_such_module:x", "assay.annotations")]
+    monkeypatch.setattr(_core, "entry_points", lambda group: plugin if group == "assay.annotations" else [])
+    saved = dict(_core._ENTRIES["annotation"])
+    monkeypatch.setattr(_core, "_loaded", set(_core._loaded) - {"annotation"})
+    try:
+        found = _core.entries("annotation")
+        assert found["toy-note"].__name__ == "grade_score" and "broken" not in found
+        assert {"split", "merge", "missing"} <= set(found)  # the built-in (LeMAJ's) are there too
+        assert any("'broken'" in message for message in _core.PLUGIN_ERRORS)
+    finally:
+        _core._ENTRIES["annotation"].clear()
+        _core._ENTRIES["annotation"].update(saved)

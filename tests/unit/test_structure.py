@@ -84,6 +84,80 @@ def test_no_module_outside_the_method_packages_imports_a_method(graph: Any) -> N
     assert not offenders, offenders
 
 
+GENERIC = ("assay.ui", "assay.report", "assay.meta", "assay.cli", "assay._files", "assay.annotation_rules",
+           "assay.registry", "assay.views", "assay.clikit")
+"""The generic rooms: what they show or do for a method, they ask the method or the registry."""
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_the_generic_modules_import_no_method(graph: Any) -> None:
+    """No module of the UI, the report, meta-evaluation, the command line (the kit included), the
+    output-file rules, the annotation rules or the registry imports a method's package
+    (``assay.methods.<name>``, built in or not): they reach methods through the registry's
+    hooks and views. Only the interface, ``assay.methods._base``, is theirs to import."""
+    offenders = []
+    for module in sorted(graph.modules):
+        if not any(_within(module, g) for g in GENERIC):
+            continue
+        for imported in graph.find_modules_directly_imported_by(module):
+            parts = imported.split(".")
+            if parts[:2] == ["assay", "methods"] and len(parts) > 2 and not parts[2].startswith("_"):
+                offenders.append(f"{module} -> {imported}")
+    assert not offenders, offenders
+
+
+def test_methods_import_only_the_kit_of_the_command_line(graph: Any) -> None:
+    """A method's package takes its options and helpers from ``assay.clikit`` and nothing else of
+    the command line."""
+    offenders = []
+    for module in sorted(graph.modules):
+        parts = module.split(".")
+        if parts[:2] != ["assay", "methods"] or len(parts) < 3 or parts[2].startswith("_"):
+            continue
+        for imported in graph.find_modules_directly_imported_by(module):
+            if _within(imported, "assay.cli"):
+                offenders.append(f"{module} -> {imported}")
+    assert not offenders, offenders
+
+
+NAME_FREE = ("assay.ui", "assay.report", "assay.meta", "assay.cli", "assay._files", "assay.annotation_rules",
+             "assay.registry", "assay.views")
+"""Modules whose code names no method: ``assay.cli`` is the root of the command line only (a
+command such as ``assay demo`` may run a method it asks the registry for by name)."""
+
+
+def test_the_generic_modules_name_no_method() -> None:
+    """No string in the code of the generic modules (docstrings aside) is the name of a method,
+    and none in the command line's root is a command a method adds: ``if command == "dece"`` is
+    how a method's knowledge leaks into a generic room."""
+    import ast
+
+    from assay.registry import methods
+
+    names = set(methods())
+    commands_of_methods = {"dece", "triage", "tournament", "rubric", "pairwise", "gate", "compare"}
+    found = []
+    for path in sorted((ROOT / "src" / "assay").rglob("*.py")):
+        module = ".".join(path.relative_to(ROOT / "src").with_suffix("").parts).removesuffix(".__init__")
+        if module == "assay.registry._core" or not any(
+                module == g or (g != "assay.cli" and _within(module, g)) for g in NAME_FREE):
+            continue  # the registry's table of built-in entry points names each package once, as pyproject would
+        banned = names | commands_of_methods if module == "assay.cli" else names
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+                      and node.body and isinstance(node.body[0], ast.Expr)
+                      and isinstance(node.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings \
+                    and node.value in banned:
+                found.append(f"{module}:{node.lineno} {node.value!r}")
+    assert not found, found
+
+
 def test_nothing_below_the_command_line_imports_it(graph: Any) -> None:
     """The arrow goes from the command line to the methods and the library, never up: no method
     package and no module of the library outside ``assay.cli`` imports ``assay.cli`` (a method's

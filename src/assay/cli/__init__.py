@@ -66,10 +66,10 @@ _built = False
 
 def build_app() -> typer.Typer:
     """The whole ``assay`` command tree, built once, on first use: the built-in commands, then
-    ``assay eval NAME`` for every method and each method's own commands through its
-    ``register_commands(app, kit)`` hook, built-in methods and plug-ins' alike (the way simonw/llm
-    plug-ins add commands): DeCE's criteria review, case-aware's compare and gate, LeMAJ's
-    triage, DICE's pairwise, the tournament, PReMISE's rubric commands."""
+    ``assay eval NAME`` for every method, then every ``command`` entry of the registry — each
+    method's ``register_commands(app, kit)`` hook and the ``assay.commands`` plug-ins' — built-in
+    methods and plug-ins alike (the way simonw/llm plug-ins add commands). Nothing here names a
+    method."""
     global _built
     if _built:
         return _app
@@ -78,7 +78,7 @@ def build_app() -> typer.Typer:
 
     install()  # the compact help layout (one line per option, expert options behind --help-all)
     from assay.cli import align, demo, doctor, eval, export, injection, judges, meta, model, report, ui
-    from assay.registry import methods
+    from assay.registry import commands
 
     _app.add_typer(eval.app, name="eval", rich_help_panel=EVALUATE)
     _app.command("demo", rich_help_panel=EVALUATE)(demo.demo)
@@ -93,8 +93,8 @@ def build_app() -> typer.Typer:
     _app.command("judges", rich_help_panel=TOOLS)(judges.judges)
     _app.command("version", rich_help_panel=TOOLS)(version)
     eval.register_eval_commands(eval.app)
-    for method in methods().values():
-        method.register_commands(_app, KIT)
+    for register in commands().values():
+        register(_app, KIT)
     return _app
 
 
@@ -236,24 +236,31 @@ def _fail(message: str, code: int) -> NoReturn:
 
 # Flags renamed so that one flag means one thing everywhere: --store is the run store, -o/--output a
 # file the command writes. The old spellings keep working for one release, with a one-line notice.
-STORE_WAS_OUT = ("demo",)  # eval and pairwise read their old flag themselves
-OUTPUT_WAS_OUT = ("tournament", "meta", "injection", "triage", "compare", "rubric")
+# A method's own commands declare theirs (Method.renamed_flags, Method.flag_aliases).
+RENAMED_FLAGS: dict[str, dict[str, str]] = {
+    "demo": {"--out": "--store"},  # -o is the report written, as everywhere a file written
+    "meta": {"--out": "--output"}, "injection": {"--out": "--output"},
+}
+SILENT_FLAGS = {"--run-id": "--run"}  # one name for a run id in every command; the old one is a hidden alias
+
+
+def _renames(command: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The renamed flags of ``command`` (with a notice) and its silent aliases."""
+    renames, silent = dict(RENAMED_FLAGS.get(command, {})), dict(SILENT_FLAGS)
+    if command and command not in RENAMED_FLAGS:
+        from assay.registry import methods
+
+        for cls in methods().values():
+            renames.update(cls.renamed_flags.get(command, {}))
+            silent.update(cls.flag_aliases.get(command, {}))
+    return renames, silent
 
 
 def _deprecated(args: list[str]) -> list[str]:
     """``args`` with the old flags replaced by their new names (a notice on stderr for each)."""
     words = [a for a in args if not a.startswith("-")]
     command = words[0] if words else ""
-    renames: dict[str, str] = {}
-    if command in STORE_WAS_OUT:
-        renames = {"--out": "--store"}  # -o is the report written, as everywhere a file written
-    elif command in OUTPUT_WAS_OUT:
-        renames = {"--out": "--output"}
-    elif command == "dece":
-        renames = {"--cache": "--store"}
-    silent = {"--run-id": "--run"}  # one name for a run id in every command; the old one is a hidden alias
-    if command == "rubric":
-        silent["--k"] = "--size"  # the rubric's size (tournament's --k, the Elo factor, is --elo-k)
+    renames, silent = _renames(command)
     out: list[str] = []
     for arg in args:
         name, eq, value = arg.partition("=")

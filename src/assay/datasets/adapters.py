@@ -14,7 +14,6 @@ labels), ``haluquestqa`` (HaluQuestQA spans or preferences), and ``assay`` (our 
 from __future__ import annotations
 
 import random
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -468,35 +467,21 @@ def read_annotated(path: str | Path) -> MetaSet:
     return MetaSet("annotations", text, False, labels, items, units)
 
 
-ADAPTERS = {"ragchecker": read_ragchecker, "mtrag": read_mtrag, "pandalm": read_pandalm, "expertqa": read_expertqa,
-            "haluquestqa": read_haluquestqa, "assay": read_assay_labelled, "annotations": read_annotated}
-
-
 def adapters() -> dict[str, Any]:
-    """The human-labelled dataset readers by kind: the built-in ones and those plug-ins declare
-    in the ``assay.datasets`` entry-point group (``kind = "package:reader"``, a function of a
-    path returning a :class:`MetaSet`). A plug-in that fails to load is named on stderr and left out."""
-    from importlib.metadata import entry_points
+    """The human-labelled dataset readers by kind (the registry's ``reader`` entries): the
+    built-in ones and those plug-ins declare in the ``assay.datasets`` (or ``assay.readers``)
+    entry-point group (``kind = "package:reader"``, a function of a path returning a
+    :class:`MetaSet`). A plug-in that fails to load is named on stderr and left out."""
+    from assay.registry import _core as registry
 
-    found: dict[str, Any] = dict(ADAPTERS)
-    for entry in entry_points(group="assay.datasets"):
-        if entry.name in found:
-            continue  # a built-in kind keeps its reader
-        try:
-            found[entry.name] = entry.load()
-        except Exception as exc:  # a broken plug-in must not break assay
-            print(f"assay: plug-in dataset adapter {entry.name!r} ({entry.value}) failed to load: {exc}",
-                  file=sys.stderr)
-    return found
+    return registry.entries("reader")
 
 
 def read_labelled(kind: str, path: str | Path) -> MetaSet:
     """Read a human-labelled set with the adapter called ``kind``."""
-    known = adapters()
-    try:
-        adapter = known[kind]
-    except KeyError:
-        raise InputError(f"unknown dataset kind {kind!r}; known: {', '.join(sorted(known))}") from None
+    from assay.registry import _core as registry
+
+    adapter = registry.get("reader", kind, error=InputError)
     found = adapter(path)
     if not isinstance(found, MetaSet):
         raise InputError(f"the {kind!r} dataset adapter returned {type(found).__name__}, not a MetaSet")

@@ -121,6 +121,13 @@ class Method(ABC):
     """What one evaluation scores: ``item`` (one answer), ``pair`` (two answers to one query),
     ``group``. A method of pairs or groups overrides :meth:`units` and :meth:`evaluate_unit`."""
 
+    renamed_flags: ClassVar[dict[str, dict[str, str]]] = {}
+    """Flags of the method's own commands that were renamed, by command: ``{"triage": {"--out":
+    "--output"}}``. The old spelling keeps working for one release, with a one-line notice."""
+
+    flag_aliases: ClassVar[dict[str, dict[str, str]]] = {}
+    """Old flags of the method's own commands kept as silent aliases, by command."""
+
     @classmethod
     def metric_range(cls, metric: str) -> tuple[float, float]:
         """The scale of ``metric``: 0–1 unless ``metric_ranges`` says otherwise."""
@@ -215,14 +222,41 @@ class Method(ABC):
         page (``{"title", "reviewers", "table"}``), or None."""
         return None
 
+    @classmethod
+    def per_answer_scores(cls, scores: dict[str, Any]) -> list[dict[str, Any]]:
+        """The scores of each answer of one unit, in the unit's order, from the unit's scores:
+        what meta-evaluation correlates with the humans' labels of each answer. An item method's
+        unit is its one answer; a method of pairs or groups overrides this (DICE: its two
+        answers' scores)."""
+        if cls.unit_kind != "item":
+            raise NotImplementedError(f"{cls.name} scores {cls.unit_kind}s: it says how through per_answer_scores")
+        return [dict(scores)]
+
+    @classmethod
+    def recognises_output(cls, record: dict[str, Any]) -> bool:
+        """Whether ``record``, the first line of a JSON Lines file, is one of the files the
+        method's own commands write: such a file may be replaced by a command's output without
+        ``--force`` (see the output-file rules)."""
+        return False
+
+    @classmethod
+    def pair_verdict(cls, details: dict[str, Any]) -> tuple[str, float | None, str | None, str | None] | None:
+        """A pairwise method's verdict on one pair from its evidence: (``A`` | ``B`` | ``Tie``,
+        its confidence, the kind of decision, what decided it), or None (no verdict: not a
+        pairwise method, or this pair was not decided)."""
+        return None
+
+    def reads_label_probs(self) -> bool:
+        """Whether the method as configured reads the judge's label probabilities (direct
+        verdicts): it then needs a judge that gives them, and its calls of one unit share a long
+        prefix. A method with such an option overrides this."""
+        return False
+
     def units_in_flight(self, concurrency: int) -> int | None:
         """How many units the engine evaluates at once (None: its default, several per call slot,
         so consecutive calls share their instructions). A method whose calls of one unit share a
         long prefix (direct verdicts) asks for one unit per call slot, so they follow each other."""
-        return concurrency if self._verdicts_direct() else None
-
-    def _verdicts_direct(self) -> bool:
-        return getattr(getattr(self, "config", None), "verdicts", None) == "direct"
+        return concurrency if self.reads_label_probs() else None
 
     def for_judge(self, capabilities: Any) -> Method:
         """The method as it runs on this judge: options whose default depends on the judge (DeCE's
@@ -240,7 +274,7 @@ class Method(ABC):
     def check_judge(self, capabilities: Any, name: str) -> str | None:
         """Why this judge (its ``Capabilities``) cannot serve the method as configured, or None:
         refused before the run starts, naming the alternatives."""
-        if self._verdicts_direct() and not capabilities.label_probs:
+        if self.reads_label_probs() and not capabilities.label_probs:
             return (f"--verdicts direct reads label probabilities, which {name} does not give; use the embedded "
                     "judge or an OpenAI-compatible server with logprobs, or --verdicts hard")
         return None

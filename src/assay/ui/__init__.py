@@ -1,10 +1,11 @@
 """`assay ui RUN.db`: a browser app to review and annotate any run, served by uvicorn.
 
 Pages: the runs of a store; a run's items with filters (system, status, a metric's range) and
-the reviewers' agreement (LeMAJ Table 4) once two have annotated; an item with its query,
+the reviewers' agreement (as the run's method measures it) once two have annotated; an item with its query,
 answer, reference, the method's evidence (the same partials as the HTML report: DeCE criteria
-and elements with quotes, case-aware metrics with bands, LeMAJ LDPs coloured in place, DICE's
-probabilities), the raw output of anything unscored, and the annotation panel. Annotations go
+and whatever else the method's report partial shows), the raw output of anything unscored, and the
+annotation panel: the answer grades and the method's review panel are views the registry holds
+(:mod:`assay.views`), so nothing here names a method. Annotations go
 to the store append-only (:mod:`assay.human`); the judge's output is never changed.
 
 Security. Bound to 127.0.0.1 unless told otherwise. Every request needs the session token:
@@ -42,6 +43,7 @@ from assay.human import latest
 from assay.registry import method_class, methods
 from assay.report import _fmt
 from assay.store import Store
+from assay.views import grade_scale, review_view
 
 COOKIE = "assay_token"
 MAX_BODY = 256 * 1024
@@ -244,13 +246,15 @@ def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowe
         annotations = store.annotations(run_id, record.key)
         mine = latest(annotations, author)
         values = {k: a.value for k, a in mine.items()}
-        panel = Markup("")
-        source = cls.review_panel() if cls is not None else None
-        if cls is not None and source:  # the method's own review controls (LeMAJ's data points, DeCE's verdicts)
-            panel = Markup(env.from_string(source).render(row=row, mine=values, **cls.review_context(row, mine)))
+        panel, script = Markup(""), Markup("")
+        view = review_view(run.method)  # the method's own review controls, as the registry has them
+        source = view.panel() if view is not None else None
+        if view is not None and source:
+            panel = Markup(env.from_string(source).render(row=row, mine=values, **view.context(row, mine)))
+            script = Markup(view.script)  # shipped with the method, not data: no user text reaches it
         return page("item.html.j2", run=run, row=row, idx=idx, unit_key=record.key, total=len(units),
                     evidence=evidence, annotations=annotations, mine=values, review_panel=panel,
-                    metrics=list(record.scores))
+                    review_script=script, grades=grade_scale(), metrics=list(record.scores))
 
     async def annotate(request: Request) -> Response:
         refused = guard(request, writing=True)

@@ -43,6 +43,9 @@ class BaselineMethod(Method):
     """Options added after runs were made, with their defaults: left out of the manifest while at
     the default, so those runs keep their run id."""
 
+    def reads_label_probs(self) -> bool:
+        return getattr(self.config, "verdicts", None) == "direct"  # --verdicts direct
+
     def manifest(self) -> dict[str, Any]:
         config = {k: v for k, v in self.config.model_dump().items()
                   if k not in self.added_options or v != self.added_options[k]}

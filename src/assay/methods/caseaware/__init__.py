@@ -133,6 +133,7 @@ class CaseAware(Method):
     """Case-aware RAG judge: 8 metrics per turn with severity bands, and S_final."""
 
     name: ClassVar[str] = "caseaware"
+    renamed_flags: ClassVar[dict[str, dict[str, str]]] = {"compare": {"--out": "--output"}}
     metrics: ClassVar[tuple[str, ...]] = (*(f"{m}_score" for m in METRICS), "s_final")
     version: ClassVar[str] = "1"
     config_model: ClassVar[type[BaseModel] | None] = CaseAwareConfig
@@ -179,6 +180,9 @@ class CaseAware(Method):
         self.config = config or CaseAwareConfig()
         self.profile, self.weights = resolve_weights(self.config.weights)
         self.prompt = load_prompt("caseaware/turn_direct" if self.config.verdicts == "direct" else "caseaware/turn")
+
+    def reads_label_probs(self) -> bool:
+        return self.config.verdicts == "direct"  # --verdicts direct
 
     def manifest(self) -> dict[str, Any]:
         config = self.config.model_dump()

@@ -162,6 +162,7 @@ class DeCE(DeCEPrompts, Method):
     """DeCE: precision and recall of answers against criteria from a gold answer."""
 
     name: ClassVar[str] = "dece"
+    renamed_flags: ClassVar[dict[str, dict[str, str]]] = {"dece": {"--cache": "--store"}}
     metrics: ClassVar[tuple[str, ...]] = ("precision", "recall", "f_beta")
     version: ClassVar[str] = "2"
     config_model: ClassVar[type[BaseModel] | None] = DeCEConfig
@@ -227,6 +228,13 @@ class DeCE(DeCEPrompts, Method):
             return []
         earlier = type(self)(self.config.model_copy(update={"verdicts": "hard"}), criteria=self.frozen)
         return [(earlier, "generated verdicts (--verdicts hard), the default before assay 0.2")]
+
+    @classmethod
+    def recognises_output(cls, record: dict[str, Any]) -> bool:
+        return {"criteria", "original"} <= set(record)  # a criteria file (assay dece criteria extract)
+
+    def reads_label_probs(self) -> bool:
+        return self.config.verdicts == "direct"  # --verdicts direct
 
     def manifest(self) -> dict[str, Any]:
         frozen_hash = None

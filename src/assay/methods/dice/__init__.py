@@ -187,6 +187,23 @@ class Dice(Method):
         self.prompts = ({"decision_direct": load_prompt("dice/decision_direct")} if self.config.verdicts == "direct"
                         else {"analysis": load_prompt("dice/analysis"), "decision": load_prompt("dice/decision")})
 
+    @classmethod
+    def per_answer_scores(cls, scores: dict[str, Any]) -> list[dict[str, Any]]:
+        """Each answer of the pair gets its own score (eqs. 3–4): ``score_a`` the first's,
+        ``score_b`` the second's."""
+        return [{"score": scores.get("score_a")}, {"score": scores.get("score_b")}]
+
+    @classmethod
+    def pair_verdict(cls, details: dict[str, Any]) -> tuple[str, float | None, str | None, str | None] | None:
+        verdict = details.get("verdict")
+        if verdict not in LABELS:
+            return None
+        confidence = {"A": details.get("p_a"), "B": details.get("p_b"), "Tie": details.get("p_tie")}[verdict]
+        return verdict, confidence, details.get("decision"), str(details.get("decided_by") or "judge")
+
+    def reads_label_probs(self) -> bool:
+        return self.config.verdicts == "direct"  # --verdicts direct
+
     def manifest(self) -> dict[str, Any]:
         config = self.config.model_dump()
         if config["verdicts"] == "analysis":  # added later: at its default, runs keep their run id

@@ -20,10 +20,48 @@ LeMAJ Table 4 (manual grades, and scores derived from their LDP tags).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Any
 
+from assay.annotation_rules import AnnotationRefused, is_int
+from assay.embeddings import Matcher, match
 from assay.human import GRADES, grade_score, latest
 from assay.records import Annotation
+from assay.registry import add
+from assay.views import GradeScale, ReviewView
+
+GRADE_SCALE = GradeScale(
+    questions={"human.grade_correctness": ("correctness", "your grade of the whole answer, 1–5 (the expert scale of "
+                                                          "the LeMAJ paper, Table 8)"),
+               "human.grade_relevance": ("relevance", "")},
+    levels={"human.grade_correctness": ((5, "completely correct"), (4, "mostly correct"),
+                                        (3, "equally correct and incorrect"), (2, "mostly incorrect"),
+                                        (1, "completely incorrect")),
+            "human.grade_relevance": ((5, "completely relevant"), (4, "mostly relevant"),
+                                      (3, "equally relevant and irrelevant"), (2, "mostly irrelevant"),
+                                      (1, "completely irrelevant"))})
+"""The reviewer's grades of a whole answer (LeMAJ Table 8), offered on every item's page of
+``assay ui`` (the ``grades`` view)."""
+
+REVIEW_SCRIPT = """
+  document.querySelectorAll("select.ldp-tag").forEach(sel => sel.onchange = async () => {
+    if (await post(sel.dataset.path, sel.value)) done();
+  });
+  document.querySelectorAll("button.split").forEach(b => b.onclick = async () => {
+    const at = Number(prompt(`split after which character (1–${Number(b.dataset.len) - 1})?`));
+    if (at > 0 && await post(`human.split[${count("human.split")}]`, {ldp: Number(b.dataset.ldp), at})) done();
+  });
+  document.querySelectorAll("button.merge").forEach(b => b.onclick = async () => {
+    if (await post(`human.merge[${count("human.merge")}]`, {ldps: JSON.parse(b.dataset.ldps)})) done();
+  });
+  const add = document.getElementById("add-missing");
+  if (add) add.onclick = async () => {
+    const text = document.getElementById("missing-text").value.trim();
+    if (text && await post(`human.missing[${count("human.missing")}]`, {text})) done();
+  };
+"""
+"""What wires the LDP controls of the review panel: a tag changed, a point split or merged, a
+missing point added (each posted as the annotation checked by :func:`check_edit`)."""
 
 
 def reviewed_ldps(response: str, ldps: list[dict[str, Any]],
@@ -70,6 +108,40 @@ def reviewed_ldps(response: str, ldps: list[dict[str, Any]],
     return sorted(kept, key=lambda d: (d["start"] is None, d["start"] or 0, d["end"] or 0))
 
 
+def review_panel() -> str:
+    from assay.methods._base import method_template
+
+    return method_template("review.html.j2", "assay.methods.lemaj")
+
+
+def review_context(row: dict[str, Any], mine: dict[str, Any]) -> dict[str, Any]:
+    from assay.methods.lemaj.scores import TAGS
+
+    reviewed = (reviewed_ldps(str(row.get("response") or ""), row.get("ldps") or [], mine)
+                if row.get("ldps") is not None else None)
+    return {"reviewed": reviewed, "tags": TAGS}
+
+
+def check_edit(path: str, value: Any) -> None:
+    """A reviewer's edit of the LDPs, before it is stored: ``human.missing[k]`` takes
+    ``{"text": ...}``, ``human.split[k]`` ``{"ldp": i, "at": n}``, ``human.merge[k]``
+    ``{"ldps": [i, j]}`` (integers ≥ 0); None withdraws an earlier one."""
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        raise AnnotationRefused(f"{path} takes an object, got {type(value).__name__}")
+    kind = path.removeprefix("human.").split("[", 1)[0]
+    if kind == "missing" and not isinstance(value.get("text"), str):
+        raise AnnotationRefused(f"{path} takes {{\"text\": ...}}")
+    if kind == "split" and not (is_int(value.get("ldp")) and is_int(value.get("at"))
+                                and value["ldp"] >= 0 and value["at"] >= 0):
+        raise AnnotationRefused(f"{path} takes {{\"ldp\": i, \"at\": n}} with integers ≥ 0")
+    if kind == "merge":
+        ldps = value.get("ldps")
+        if not (isinstance(ldps, list) and len(ldps) == 2 and all(is_int(i) and i >= 0 for i in ldps)):
+            raise AnnotationRefused(f"{path} takes {{\"ldps\": [i, j]}} with integers ≥ 0")
+
+
 def reviewer_scores(response: str, ldps: list[dict[str, Any]], annotations: dict[str, Annotation],
                     beta: float = 1.0) -> dict[str, Any]:
     """What one reviewer's annotations of one answer say: Table 8 grades as 0–1 scores, and —
@@ -114,3 +186,42 @@ def agreement(rows: list[dict[str, Any]], annotations: list[Annotation]) -> dict
     table = {name: {"answers": len(v), "agreement": percent_agreement([x for x, _ in v], [y for _, y in v])}
              for name, v in pairs.items()}
     return {"reviewers": [first, second], "table": table}
+
+
+def alignment(judge: list[dict[str, Any]], human: list[dict[str, Any]], matcher: Matcher = "embeddings",
+              threshold: float | None = None) -> dict[str, Any]:
+    """LeMAJ Alignment (§4.2.2): the judge's LDPs are matched one-to-one to a human's by text
+    similarity and their tags compared; an unmatched judge LDP counts as if the human had tagged
+    it ``irrelevant``, an unmatched human LDP as if the judge had tagged it ``missing``. Accuracy
+    is the share of agreeing tags over matched + unmatched LDPs; the confusion matrix is human
+    tag → judge tag (``unmatched`` where one side has none)."""
+    pairs = match([d["text"] for d in judge], [d["text"] for d in human], matcher, threshold)
+    matched_j = {i for i, _, _ in pairs}
+    matched_h = {k for _, k, _ in pairs}
+    confusion: dict[str, Counter[str]] = {}
+    agree = 0
+    for i, k, _ in pairs:
+        agree += judge[i]["tag"] == human[k]["tag"]
+        confusion.setdefault(human[k]["tag"], Counter())[judge[i]["tag"]] += 1
+    only_judge = [judge[i] for i in range(len(judge)) if i not in matched_j]
+    only_human = [human[k] for k in range(len(human)) if k not in matched_h]
+    agree += sum(d["tag"] == "irrelevant" for d in only_judge) + sum(d["tag"] == "missing" for d in only_human)
+    for d in only_judge:
+        confusion.setdefault("unmatched", Counter())[d["tag"]] += 1
+    for d in only_human:
+        confusion.setdefault(d["tag"], Counter())["unmatched"] += 1
+    total = len(pairs) + len(only_judge) + len(only_human)
+    return {"accuracy": agree / total if total else None, "matched": len(pairs), "judge_only": len(only_judge),
+            "human_only": len(only_human), "confusion": {h: dict(c) for h, c in confusion.items()}}
+
+
+def register_views() -> None:
+    """LeMAJ's contributions to the generic pages: its review panel (``review:lemaj``), the answer
+    grades (``grades``) and the checks of its LDP edits (``annotation`` entries)."""
+    add("view", "review:lemaj", ReviewView(panel=review_panel, context=review_context, script=REVIEW_SCRIPT))
+    add("view", "grades", GRADE_SCALE)
+    for kind in ("missing", "split", "merge"):
+        add("annotation", kind, check_edit)
+
+
+register_views()

@@ -15,8 +15,9 @@ from typing import Any, ClassVar
 
 from assay.methods._base import CallEstimate, Method, ReportSection, method_template
 from assay.methods.premise.units import AUDIT_SCORES
-from assay.registry import register_method
+from assay.registry import add, register_method
 from assay.types import Item
+from assay.views import ReportView
 
 
 @register_method
@@ -27,6 +28,9 @@ class RubricAudit(Method):
     store's readers how to show it and what a reviewer may change."""
 
     name: ClassVar[str] = "rubric-audit"
+    renamed_flags: ClassVar[dict[str, dict[str, str]]] = {"rubric": {"--out": "--output"}}
+    # the rubric's size (the tournament's --k, the Elo factor, is --elo-k)
+    flag_aliases: ClassVar[dict[str, dict[str, str]]] = {"rubric": {"--k": "--size"}}
     metrics: ClassVar[tuple[str, ...]] = AUDIT_SCORES
     eval_command: ClassVar[bool] = False
     session_view: ClassVar[bool] = True
@@ -63,3 +67,13 @@ class RubricAudit(Method):
     def explain(cls, scores: dict[str, Any], details: dict[str, Any]) -> list[str]:
         failed = [name for name, flag in (details.get("flags") or {}).items() if flag is False]
         return [f"fails the design property {name}" for name in failed]
+
+
+def render_report(audits: list[Any], refines: list[Any], rubrics: list[Any]) -> str:
+    """The PReMISE report of audit, refinement and rubric files (its template ships here)."""
+    from assay.methods.premise.report import render_rubric_report  # charts and Jinja load only now
+
+    return render_rubric_report(audits, refines, rubrics)
+
+
+add("view", "report:rubric", ReportView(render=render_report, title="PReMISE rubric report"))

@@ -626,9 +626,9 @@ def report_(
 ) -> None:
     """The PReMISE report: audit table, applicability map, refinement cost/benefit, rubrics with
     their support — one self-contained HTML page."""
-    from assay.methods.premise.report import render_rubric_report
+    from assay.views import report_view
 
     check_output(output, inputs=[*audits, *refines, *rubrics], force=force)
-    html = render_rubric_report(audits, refines, rubrics)
+    html = report_view("rubric").render(audits, refines, rubrics)
     atomic_write_text(output, html)
     console.print(f"wrote {output}")

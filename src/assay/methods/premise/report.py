@@ -100,9 +100,11 @@ def render_rubric_report(audits: list[Path], refines: list[Path], rubrics: list[
         refine_tables.append({"name": name, "delta": delta, "epsilon": d["config"].get("epsilon"), "rows": rows,
                               "chart": chart, "wall_s": d.get("wall_s"),
                               "revised": sum(r["operators"] != "—" for r in rows)})
-    env = Environment(loader=PackageLoader("assay", "report"), autoescape=select_autoescape(["j2", "html"]))
+    env = Environment(loader=PackageLoader("assay.methods.premise", "templates"),
+                      autoescape=select_autoescape(["j2", "html"]))
     env.filters["fmt"] = _fmt
     env.filters["signed"] = lambda v: "—" if v is None else f"{v:+.3f}"
     return env.get_template("rubric_report.html.j2").render(
         columns=[h for _, h, _ in shown], table=table, audits=audit_docs, app_map=app_map, refines=refine_tables,
         rubrics=rubric_sets, version=__version__)
+

@@ -138,6 +138,7 @@ class Tournament(Dice):
     """DICE tournament: Swiss rounds (or round-robin) of pairwise matches over many systems, Elo."""
 
     name: ClassVar[str] = "tournament"
+    renamed_flags: ClassVar[dict[str, dict[str, str]]] = {"tournament": {"--out": "--output"}}
     config_model: ClassVar[type[BaseModel] | None] = TournamentConfig
     cli_main: ClassVar[tuple[str, ...] | None] = ('domain', 'swap', 'verdicts', 'mode',
                                                   'tiers', 'rounds', 'k', 'rank_by')

@@ -1,91 +1,91 @@
-"""The method registry: every evaluation method, built in or from a plug-in, is known here.
+"""The registry: one rule for every method, judge backend, dataset reader, view and command
+assay knows, built in or from a plug-in — an entry with a *kind* and a *name*, registered by a
+decorator or by an entry point of the kind's group (see :mod:`assay.registry._core`).
 
-A method registers itself once with :func:`register_method` (a class decorator). Third-party
-packages plug in through entry points, as simonw/llm plug-ins do::
-
-    # the plug-in's pyproject.toml
-    [project.entry-points."assay.methods"]
-    mymethod = "my_package.module:MyMethod"      # a Method subclass (or a module that registers)
-
-    [project.entry-points."assay.backends"]
-    myjudge = "my_package.judge:factory"          # factory(model, options) -> JudgeBackend
-
-A plug-in that fails to load is reported on stderr once, naming it, and left out; it does not
-break the commands that do not need it.
+Methods have their own spelling, :func:`register_method` (a class decorator that checks the
+method's declarations and registers its commands hook too), and their own look-ups
+(:func:`methods`, :func:`method_class`, :func:`build_method`). assay's own methods are loaded
+through the same entry-point loader as a plug-in's; nothing here names a method.
 """
 
 from __future__ import annotations
 
-import importlib
 import re
-import sys
-from importlib.metadata import entry_points
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from assay.errors import ConfigError
+from assay.registry._core import (
+    _ENTRIES,
+    ACCEPT,
+    BUILTINS,
+    KINDS,
+    PLUGIN_ERRORS,
+    add,
+    builtin_values,
+    entries,
+    find,
+    get,
+    load,
+    register,
+    unknown,
+)
 
 if TYPE_CHECKING:
     from assay.methods._base import Method
 
-BUILTIN_METHODS = ("assay.methods.baselines", "assay.methods.caseaware", "assay.methods.dece", "assay.methods.dice",
-                   "assay.methods.lemaj", "assay.methods.lexical", "assay.methods.premise", "assay.methods.tournament")
+__all__ = ["BUILTINS", "BUILTIN_METHODS", "KINDS", "PLUGIN_ERRORS", "add", "build_method", "commands", "entries",
+           "find", "get", "item_methods", "load", "method_class", "methods", "register", "register_method", "unknown"]
+
+BUILTIN_METHODS = builtin_values("assay.methods")
 """The packages of the built-in methods; each registers its method class on import, as a
 plug-in's entry point does."""
 
-_METHODS: dict[str, type[Method]] = {}
-_loaded = False
-PLUGIN_ERRORS: list[str] = []
-"""Why each plug-in that failed to load failed (also printed to stderr once)."""
-
-_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
+_METHOD_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 
 
 def register_method(cls: type[Method]) -> type[Method]:
-    """Class decorator: make a :class:`~assay.methods._base.Method` known by its ``name``."""
+    """Class decorator: make a :class:`~assay.methods._base.Method` known by its ``name`` (the
+    ``method`` entry), with its commands (the ``command`` entry ``method:NAME``: its
+    :meth:`~assay.methods._base.Method.register_commands` hook)."""
     from assay.methods._base import Method
 
     if not (isinstance(cls, type) and issubclass(cls, Method)):
         raise TypeError(f"register_method: {cls!r} is not a Method subclass")
     name = getattr(cls, "name", None)
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not _METHOD_NAME.match(name):
         raise TypeError(f"register_method: {cls.__name__} needs a name of letters, digits, - and _")
     if not getattr(cls, "metrics", None):
         raise TypeError(f"register_method: {cls.__name__} declares no metrics")
     if not isinstance(cls.version, str) or not cls.version:
         raise TypeError(f"register_method: {cls.__name__}.version must be a non-empty string")
-    existing = _METHODS.get(name)
+    known = _ENTRIES["method"]
+    existing = known.get(name)
     if existing is not None and existing is not cls and existing.__qualname__ != cls.__qualname__:
         raise TypeError(f"register_method: two methods are called {name!r} ({existing.__module__}."
                         f"{existing.__qualname__} and {cls.__module__}.{cls.__qualname__})")
-    _METHODS[name] = cls
+    known[name] = cls
+    _ENTRIES["command"][f"method:{name}"] = cls.register_commands
+    if cls.review_panel.__func__ is not Method.review_panel.__func__:  # type: ignore[attr-defined]
+        from assay.views import ReviewView  # a panel given by the hook: the UI finds it as any view
+
+        _ENTRIES["view"].setdefault(f"review:{name}", ReviewView(panel=cls.review_panel, context=cls.review_context))
     return cls
 
 
-def _load() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    for module in BUILTIN_METHODS:  # loaded like a plug-in: the registry names no method
-        importlib.import_module(module)
+def _accept_method(name: str | None, loaded: Any) -> None:
+    if isinstance(loaded, type):
+        register_method(loaded)
 
-    for entry in entry_points(group="assay.methods"):
-        try:
-            loaded = entry.load()
-            if isinstance(loaded, type):
-                register_method(loaded)
-        except Exception as exc:  # a broken plug-in must not break assay
-            message = f"assay: plug-in method {entry.name!r} ({entry.value}) failed to load: {exc}"
-            PLUGIN_ERRORS.append(message)
-            print(message, file=sys.stderr)
+
+ACCEPT["method"] = _accept_method
 
 
 def methods() -> dict[str, type[Method]]:
     """Every registered method by name (built-in and plug-ins), sorted by name."""
-    _load()
-    return dict(sorted(_METHODS.items()))
+    return entries("method")
 
 
 def item_methods() -> dict[str, type[Method]]:
@@ -95,11 +95,15 @@ def item_methods() -> dict[str, type[Method]]:
 
 
 def method_class(name: str) -> type[Method]:
-    _load()
-    cls = _METHODS.get(name)
-    if cls is None:
-        raise ConfigError(f"unknown method {name!r}; available: {', '.join(sorted(_METHODS))}")
+    """The method called ``name``, or one line listing the methods there are."""
+    cls: type[Method] = get("method", name)
     return cls
+
+
+def commands() -> dict[str, Callable[[Any, Any], None]]:
+    """Every ``register(app, kit)`` hook: each method's ``register_commands`` (``method:NAME``)
+    and the ``assay.commands`` plug-ins'."""
+    return entries("command")
 
 
 def build_method(name: str, **options: Any) -> Method:
@@ -115,9 +119,9 @@ def build_method(name: str, **options: Any) -> Method:
             raise ConfigError(f"method {name!r} takes no options, got {', '.join(sorted(options))}")
         return cls.from_options(None, **extras)
     fields = cls.config_model.model_fields
-    unknown = sorted(set(options) - set(fields))
-    if unknown:
-        raise ConfigError(f"method {name!r} has no option {', '.join(map(repr, unknown))}; its options: "
+    unknown_options = sorted(set(options) - set(fields))
+    if unknown_options:
+        raise ConfigError(f"method {name!r} has no option {', '.join(map(repr, unknown_options))}; its options: "
                           f"{', '.join(sorted(set(fields) | extras_allowed))}")
     try:
         config = cls.config_model(**options)
