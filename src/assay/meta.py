@@ -254,6 +254,9 @@ def _majority(labels: list[float]) -> float | None:
     return winners[0] if len(winners) == 1 else 0.0
 
 
+majority = _majority  # its public name (the benchmarks)
+
+
 def pair_agreement(metaset: MetaSet, rows: list[Any]) -> dict[str, Any] | None:
     """A pairwise method's verdicts against the humans' majority preference (−1 first better,
     0 tie, +1 second better): see :func:`verdict_agreement`. Units whose first answer is the
