@@ -121,3 +121,15 @@ def test_a_stage_is_a_run_with_its_own_lock_and_status(tmp_path: Path) -> None:
             return locks()
 
     assert asyncio.run(locked()) == [f"stage:{done.stage_id}"] and locks() == []
+
+
+def test_a_ray_workers_store_reports_the_calls_it_made_and_only_those() -> None:
+    from assay._ray import CallLog
+
+    log = CallLog()
+    log.put_call("c1:seeded", "j", "{}", Completion(text="from the driver"))
+    log.mark()
+    log.put_call("c1:made", "j", "{}", Completion(text="made here"))
+    assert [key for key, *_ in log.made] == ["c1:made"]
+    assert log.cached_call("c1:seeded") is not None and Completion.model_validate_json(log.made[0][3]).text == \
+        "made here"
