@@ -16,6 +16,7 @@ from assay.engine.evaluate import (
     as_result,
     check_items,
     check_version,
+    evaluate,
     finite_scores,
     guarded,
     lineage_of,
@@ -80,9 +81,9 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
               judge_options=judge_options, runner=runner or RunnerConfig(), method=method_obj,
               items=[item.model_dump(mode="json") for item in item_list], wait_s=wait_s)
     async with run:
-        outcome = await run.evaluate(item_list, fresh=fresh, data_source=data_source, ray=ray,
-                                     version_check=version_check, on_result=on_result, input_notes=input_notes,
-                                     units_in_flight=units_in_flight)
+        outcome = await evaluate(run, item_list, fresh=fresh, data_source=data_source, ray=ray,
+                                 version_check=version_check, on_result=on_result, input_notes=input_notes,
+                                 units_in_flight=units_in_flight)
     return outcome.result()
 
 

@@ -11,12 +11,13 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from assay._version import __version__
 from assay.backends import JudgeBackend
+from assay.engine.run import Run
 from assay.engine.spec import RunSpec
 from assay.errors import ConfigError, InputError
 from assay.grader_text import grader_directed, redact
@@ -26,9 +27,6 @@ from assay.results import EvalResult
 from assay.runner import CallStats, gather_in_order
 from assay.store import Store
 from assay.types import Completion, GenerateConfig, Item, Message, Unit, Unscored
-
-if TYPE_CHECKING:
-    from assay.engine.run import Run
 
 ITEM_WINDOW = 4
 """Units in flight per call the judge takes at once (see :func:`evaluate`)."""

@@ -15,8 +15,8 @@ and raises :class:`JudgeUnreachable` when not one call of this invocation reache
 
 Its uses:
 
-- :meth:`evaluate`: a method over items (:mod:`assay.engine.evaluate`; the local scheduler or
-  Ray workers), each unit committed as it finishes;
+- :func:`assay.engine.evaluate.evaluate`: a method over items (the local scheduler or Ray
+  workers), each unit committed as it finishes;
 - :meth:`compute_parts`: a stage's parts, each committed as it finishes;
 - :attr:`client` (and :attr:`others`) for a free-form workflow, whose finished steps
   (:meth:`step`) and units (:meth:`put_units`) are committed as they finish, so a workflow
@@ -30,7 +30,7 @@ import contextlib
 import hashlib
 import json
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -236,12 +236,6 @@ class Run:
             self._progress = None
 
     # --- uses ---------------------------------------------------------------------------------
-    async def evaluate(self, items: Sequence[Any], **options: Any) -> Any:
-        """Evaluate the run's method over ``items`` (see :func:`assay.engine.evaluate.evaluate`)."""
-        from assay.engine.evaluate import evaluate
-
-        return await evaluate(self, list(items), **options)
-
     async def compute_parts(self, parts: dict[str, Part], *, window: int = 4) -> tuple[dict[str, Any], int, int]:
         """A stage's parts not yet stored, computed with at most ``window`` at once and each
         committed as it finishes; returns every part's value by key (in key order), the parts

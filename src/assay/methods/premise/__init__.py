@@ -6,8 +6,9 @@ commands, ``assay rubric …`` (:mod:`.cli`), are a thin layer over it.
 
 The audit is a judge session (:class:`assay.session.JudgeSession`); as each axis finishes, it is
 committed, and each audited criterion becomes (or is updated as) a unit of that run with its
-numbers as scores and its votes as details (:func:`.units.audit_units`), so ``assay export``, ``assay report`` and ``assay ui`` show an audit like any
-run, and a reviewer can override the judge's verdict on each design property of a criterion.
+numbers as scores and its votes as details (:func:`.units.audit_units`), so ``assay export``,
+``assay report`` and ``assay ui`` show an audit like any run, and a reviewer can override the
+judge's verdict on each design property of a criterion.
 """
 
 from __future__ import annotations
