@@ -23,7 +23,7 @@ import numpy as np
 
 from assay.align import decide, fit_tie_threshold
 from assay.datasets.adapters import read_pandalm
-from assay.meta import _majority, ameta
+from assay.meta import ameta, majority
 from assay.runner import RunnerConfig
 from assay.store import Store
 
@@ -43,10 +43,10 @@ def main() -> None:
     parser.add_argument("--store", type=Path, default=HERE / "results" / "meta_pandalm.db")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "align_pandalm.json")
     args = parser.parse_args()
-    from assay.backends._llamacpp import LlamaCppBackend
+    from assay import get_backend
 
     metaset = read_pandalm(args.data).subset(args.pairs, args.seed)
-    judge = LlamaCppBackend("default", n_ctx=4096, logits_all=True)
+    judge = get_backend("llamacpp/default", n_ctx=4096, logits_all=True)
     options = {"dice": {"swap": not args.no_swap, "verdicts": "direct"}}
     start = time.perf_counter()
     result = asyncio.run(ameta(metaset, ["dice"], judge, store=args.store, seed=args.seed, resamples=0,
@@ -58,7 +58,7 @@ def main() -> None:
     for row in rows:
         value = row.details.get("forced_choice_a")
         unit = by_id.get(str(row.items[0]["id"]))
-        human = _majority(list(unit.human.get("preference") or [])) if unit is not None else None
+        human = majority(list(unit.human.get("preference") or [])) if unit is not None else None
         if value is None or human is None:
             continue
         fc.append(float(value))

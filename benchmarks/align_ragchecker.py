@@ -54,8 +54,8 @@ def main() -> None:
     methods = [*SIGNALS, *([] if args.judge_free else ["dece@direct"])]
     judge: Any = "none/none"
     if not args.judge_free:
-        from assay.backends._llamacpp import LlamaCppBackend
-        judge = LlamaCppBackend("default", n_ctx=4096)
+        from assay import get_backend
+        judge = get_backend("llamacpp/default", n_ctx=4096)
     store = Store(args.store)
     start = time.perf_counter()
     result = asyncio.run(ameta(metaset, methods, judge, store=store, seed=args.seed, resamples=0,

@@ -32,11 +32,11 @@ from typing import Any
 
 from sklearn.metrics import roc_auc_score
 
-from assay.backends._llamacpp import LlamaCppBackend
+from assay import JudgeSession
 from assay.direct import ask, lettered
 from assay.methods.dece import DeCE, DeCEConfig
 from assay.prompts import fence, numbered
-from assay.runner import JudgeClient, RunnerConfig
+from assay.runner import RunnerConfig
 from assay.stats import brier, ece
 from assay.store import Store
 from assay.text import split_sentences
@@ -87,22 +87,20 @@ async def run(sample: list[dict[str, Any]], store: Store) -> list[float | None]:
     method = DeCE(DeCEConfig(verdicts="direct"))
     prompt = method.prompts["element_direct"]
     rules = numbered(method.domain["verification_rules"])
-    backend = LlamaCppBackend("default", n_ctx=4096)
-    client = JudgeClient(backend, store, RunnerConfig(progress=False))
     out: list[float | None] = []
-    try:
+    async with JudgeSession("bench-calibration-expertqa", "llamacpp/default", store=store,
+                            runner=RunnerConfig(progress=False), judge_options={"n_ctx": 4096},
+                            manifest={"claims": [c["claim"] for c in sample]}) as session:
         for k, c in enumerate(sample, 1):
             reference = fence("reference", lettered(split_sentences(c["evidence"])))
-            messages = prompt.render(expert=method._expert(), rules=rules, reference=reference,
+            messages = prompt.render(expert=str(method.domain["expert"]), rules=rules, reference=reference,
                                      statement=c["claim"])
-            probs, _key, problem = await ask(client, messages, metric="precision")
+            probs, _key, problem = await ask(session.client, messages, metric="precision")
             out.append(None if probs is None else probs["yes"])
             if problem is not None:
                 print(f"claim {k}: Unscored: {problem.reason}")
             if k % 20 == 0:
                 print(f"{k}/{len(sample)} claims", flush=True)
-    finally:
-        await backend.aclose()
     return out
 
 

@@ -21,9 +21,8 @@ import time
 from importlib import resources
 from pathlib import Path
 
-import assay._eval as engine
-from assay._eval import aevaluate
-from assay.backends._llamacpp import LlamaCppBackend
+from assay import JudgeBackend, aevaluate, get_backend
+from assay.engine import ITEM_WINDOW
 from assay.runner import RunnerConfig
 from assay.types import Item
 
@@ -37,11 +36,11 @@ def examples(questions: int) -> list[Item]:
     return [i for i in items if i.id in keep]
 
 
-async def run(items: list[Item], judge: LlamaCppBackend, window: int) -> dict:
-    engine.ITEM_WINDOW = window
+async def run(items: list[Item], judge: JudgeBackend, window: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        result = await aevaluate(items, "dece", judge, store=Path(tmp) / "run.db", runner=RunnerConfig(progress=False))
+        result = await aevaluate(items, "dece", judge, store=Path(tmp) / "run.db", runner=RunnerConfig(progress=False),
+                                 units_in_flight=window)
         wall = time.perf_counter() - start
         rows = result.records()
     return {"item_window": window, "wall_s": wall, "judge_calls": result.client_stats.calls if result.client_stats
@@ -50,8 +49,8 @@ async def run(items: list[Item], judge: LlamaCppBackend, window: int) -> dict:
 
 async def main_async(questions: int) -> dict:
     items = examples(questions)
-    judge = LlamaCppBackend("default", n_ctx=4096)
-    default = engine.ITEM_WINDOW
+    judge = get_backend("llamacpp/default", n_ctx=4096)
+    default = ITEM_WINDOW  # x the judge's concurrency, 1 for llama.cpp
     first = await run(items, judge, 1)
     second = await run(items, judge, default)
     await judge.aclose()

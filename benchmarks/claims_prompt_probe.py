@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from assay.backends._llamacpp import LlamaCppBackend
+from assay import get_backend
 from assay.text import numbered_text
 from assay.types import GenerateConfig, Message
 
@@ -104,7 +104,7 @@ def schema(n: int, labels: list[str], reason: bool) -> dict[str, Any]:
 
 
 async def probe(checks: list[tuple[str, str, list[str], list[str]]]) -> dict[str, Any]:
-    judge = LlamaCppBackend("default", n_ctx=4096)
+    judge = get_backend("llamacpp/default", n_ctx=4096)
     counts: dict[str, collections.Counter[str]] = {name: collections.Counter() for name in ("stored", *VARIANTS)}
     seconds: dict[str, float] = collections.defaultdict(float)
     unparsed: collections.Counter[str] = collections.Counter()

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from assay._eval import aevaluate
+from assay import aevaluate
 from assay.datasets.adapters import read_ragchecker
 from assay.model import resolve_model
 from assay.runner import RunnerConfig

@@ -1,7 +1,7 @@
 """Check-first vs stock grammar sampling with the embedded judge (llama.cpp backend).
 
 Replays real, stored greedy judge calls (JSON-schema constrained, temperature 0) from a
-benchmark store through two ``LlamaCppBackend`` instances — ``grammar_sampling="check-first"``
+benchmark store through two llama.cpp backends — ``grammar_sampling="check-first"``
 (assay's default) and ``"stock"`` (llama-cpp-python's chain) — alternating per call, and
 reports wall time per call and whether both gave the same text. The samplers pick the same
 greedy token from the same logits, but the two instances keep different prompts in their KV
@@ -24,7 +24,7 @@ import statistics
 import time
 from pathlib import Path
 
-from assay.backends._llamacpp import LlamaCppBackend
+from assay import get_backend
 from assay.types import GenerateConfig, Message
 
 HERE = Path(__file__).parent
@@ -48,8 +48,8 @@ def stored_requests(store: Path, calls: int) -> list[dict]:
 
 
 async def replay(requests: list[dict]) -> dict:
-    backends = {"check-first": LlamaCppBackend("default", n_ctx=4096),
-                "stock": LlamaCppBackend("default", n_ctx=4096, grammar_sampling="stock")}
+    backends = {"check-first": get_backend("llamacpp/default", n_ctx=4096),
+                "stock": get_backend("llamacpp/default", n_ctx=4096, grammar_sampling="stock")}
     warm = [Message(role="user", content="Say OK.")]
     for backend in backends.values():
         await backend.generate(warm, GenerateConfig(max_tokens=2))

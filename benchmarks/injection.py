@@ -34,7 +34,7 @@ import time
 from importlib import resources
 from pathlib import Path
 
-from assay.backends._llamacpp import LlamaCppBackend
+from assay import get_backend
 from assay.datasets.adapters import read_mtrag, read_pandalm
 from assay.injection import ainjection_audit, markdown_table
 from assay.meta import write_meta
@@ -86,7 +86,7 @@ def main() -> None:
         items = flawed_examples(args.with_good)[:args.items]
     # G-Eval weighs the digits by their probabilities when the judge gives logprobs, as in the
     # validity table, and DICE reads its label probabilities from them: load with logits_all
-    judge = LlamaCppBackend("default", n_ctx=8192 if args.method == "caseaware" else 4096,
+    judge = get_backend("llamacpp/default", n_ctx=8192 if args.method == "caseaware" else 4096,
                             logits_all=args.method in ("geval", "dice"))
     start = time.perf_counter()
     options = {"without_document": "knowledge", "domain": "general"} if args.method == "lemaj" else None

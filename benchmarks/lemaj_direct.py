@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import assay
-from assay.backends._llamacpp import LlamaCppBackend
+from assay import get_backend
 from assay.results import EvalResult
 from assay.runner import RunnerConfig
 from assay.store import Store
@@ -53,7 +53,7 @@ def main() -> None:
              for name, text in planted["answers"].items()]
     with tempfile.TemporaryDirectory() as folder:
         store = Store(Path(folder) / "l.db")
-        judge = LlamaCppBackend("default", n_ctx=4096)
+        judge = get_backend("llamacpp/default", n_ctx=4096)
         start = time.perf_counter()
         result = assay.evaluate(items, "lemaj", judge, store=store, runner=RunnerConfig(progress=False),
                                 verdicts="direct", max_reason_chars=90, max_quote_chars=120)

@@ -31,7 +31,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from assay.backends._llamacpp import LlamaCppBackend
+from assay import get_backend
 from assay.datasets.adapters import MetaSet, read_expertqa, read_haluquestqa
 from assay.embeddings import match
 from assay.export import export_rows
@@ -137,7 +137,7 @@ def main() -> None:
     parser.add_argument("--store", type=Path, default=HERE / "results" / "meta_lemaj.db")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "meta_lemaj.json")
     args = parser.parse_args()
-    judge = LlamaCppBackend("default", n_ctx=4096)
+    judge = get_backend("llamacpp/default", n_ctx=4096)
     store = Store(args.store)
     summary: dict[str, Any] = {"benchmark": "meta_lemaj", "judge": "llamacpp/default (Qwen2.5-Coder-1.5B Q4_K_M)",
                                "seed": args.seed}

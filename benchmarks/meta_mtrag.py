@@ -17,7 +17,7 @@ import asyncio
 import time
 from pathlib import Path
 
-from assay.backends._llamacpp import LlamaCppBackend
+from assay import get_backend
 from assay.datasets.adapters import read_mtrag
 from assay.meta import ameta, write_meta
 from assay.runner import RunnerConfig
@@ -40,7 +40,7 @@ def main() -> None:
     metaset = read_mtrag(args.data).subset(args.turns, args.seed)
     args.store.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    result = asyncio.run(ameta(metaset, ["caseaware"], LlamaCppBackend("default", n_ctx=8192), store=args.store,
+    result = asyncio.run(ameta(metaset, ["caseaware"], get_backend("llamacpp/default", n_ctx=8192), store=args.store,
                                seed=args.seed, resamples=1000, runner=RunnerConfig(progress=True))).to_dict()
     result["wall_s"] = time.perf_counter() - start
     result["judge_model"] = "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama.cpp, CPU)"

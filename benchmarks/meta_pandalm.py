@@ -30,9 +30,9 @@ import statistics
 import time
 from pathlib import Path
 
-from assay.backends._llamacpp import LlamaCppBackend
+from assay import get_backend
 from assay.datasets.adapters import read_pandalm
-from assay.meta import _majority, ameta
+from assay.meta import ameta, majority
 from assay.runner import RunnerConfig
 from assay.store import Store
 
@@ -54,7 +54,7 @@ def main() -> None:
                         help="direct: DICE's decision read from one forward pass, no written analysis")
     args = parser.parse_args()
     metaset = read_pandalm(args.data).subset(args.pairs, args.seed)
-    judge = LlamaCppBackend("default", n_ctx=4096, logits_all=True)
+    judge = get_backend("llamacpp/default", n_ctx=4096, logits_all=True)
     options = {"dice": {"swap": args.swap, "max_analysis_chars": args.max_analysis_chars,
                         **({"verdicts": "direct"} if args.verdicts == "direct" else {})},
                "pointwise": {"reference_free": True}}
@@ -73,10 +73,10 @@ def main() -> None:
     greedy_hits, greedy_n, first_wins = 0, 0, 0
     verdict_first = [r.details["verdict"] == "A" for r in rows if r.details.get("verdict")]
     order_first = [w for r in rows for w in r.details.get("first_position_won") or []]
-    human_first = [_majority(list(u.human.get("preference") or [])) == -1.0 for u in metaset.units]
+    human_first = [majority(list(u.human.get("preference") or [])) == -1.0 for u in metaset.units]
     for row in rows:
         unit = by_id[str(row.items[0]["id"])]
-        human = _majority(list(unit.human.get("preference") or []))
+        human = majority(list(unit.human.get("preference") or []))
         greedy = row.details.get("orders", [{}])[0].get("greedy")
         if human is None or greedy is None:
             continue
@@ -87,7 +87,7 @@ def main() -> None:
     # annotators' majority did not call a tie: accuracy, and calibration of P(A) (ECE, 10 bins; Brier)
     forced: list[tuple[float, float]] = []
     for row in rows:
-        human = _majority(list(by_id[str(row.items[0]["id"])].human.get("preference") or []))
+        human = majority(list(by_id[str(row.items[0]["id"])].human.get("preference") or []))
         p_a = row.details.get("forced_choice_a")
         if human in (-1.0, 1.0) and p_a is not None:
             forced.append((float(p_a), 1.0 if human == -1.0 else 0.0))

@@ -20,7 +20,7 @@ import asyncio
 import time
 from pathlib import Path
 
-from assay.backends._llamacpp import LlamaCppBackend
+from assay import get_backend
 from assay.datasets.adapters import read_ragchecker
 from assay.meta import ameta, markdown_table, write_meta
 from assay.runner import RunnerConfig
@@ -41,10 +41,10 @@ def main() -> None:
     args = parser.parse_args()
     metaset = read_ragchecker(args.data).subset(args.pairs, args.seed)
     methods = args.methods.split(",")
-    judge = LlamaCppBackend("default", n_ctx=4096)
+    judge = get_backend("llamacpp/default", n_ctx=4096)
     judge_for = {}
     if "geval" in methods:
-        judge_for["geval"] = LlamaCppBackend("default", n_ctx=3072, logits_all=True)
+        judge_for["geval"] = get_backend("llamacpp/default", n_ctx=3072, logits_all=True)
     args.store.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     result = asyncio.run(ameta(metaset, methods, judge, store=args.store, seed=args.seed, resamples=1000,

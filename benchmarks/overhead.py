@@ -1,12 +1,12 @@
 """Framework overhead of assay's runner + store (issue: < 0.5 ms per judge call, < 5% of wall
 time with the embedded judge).
 
-0. Runner + store alone: 2,000 distinct calls through JudgeClient vs bare scripted calls.
+0. Runner + store alone: 2,000 distinct calls through a judge session's client vs bare scripted calls.
 1. Zero-latency scripted judge: DeCE over N items through the whole engine (cache look-up,
    retries machinery, SQLite writes of every call and result) vs the same number of bare
    ``backend.generate`` calls. Overhead per call = (engine wall − bare wall) / calls.
 2. Embedded judge: the same K structured calls made directly with llama-cpp-python and through
-   assay's JudgeClient (a fresh store each round, so no cache hit), alternating, on one loaded
+   a judge session's client (a fresh store each round, so no cache hit), alternating, on one loaded
    model. Overhead = (assay − direct) / direct.
 
 Writes benchmarks/results/overhead.json. Usage: python benchmarks/overhead.py [--items N] [--calls K]
@@ -24,16 +24,17 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.helpers
 
 from tests.helpers import ITEM, dece_rules
 
 import assay
+from assay import JudgeBackend, JudgeSession, get_backend
 from assay.backends import ScriptedBackend
 from assay.backends._fastgrammar import json_schema_grammar
-from assay.backends._llamacpp import LlamaCppBackend
-from assay.runner import JudgeClient, RunnerConfig
+from assay.runner import RunnerConfig
 from assay.store import Store
 from assay.types import GenerateConfig, Message
 
@@ -67,22 +68,27 @@ def scripted_overhead(n_items: int) -> dict[str, float]:
             "overhead_ms_per_call": 1000 * (engine_wall - bare_wall) / calls}
 
 
+async def through_session(backend: JudgeBackend, path: Path, calls: list[list[Message]],
+                          config: GenerateConfig) -> Any:
+    """Make ``calls`` one after the other through a judge session's client (cache look-up, in-flight
+    de-duplication, semaphore, timeout, retry machinery, one SQLite commit per call); its counters."""
+    runner = RunnerConfig(progress=False)
+    async with JudgeSession("bench-overhead", backend, store=Store(path), runner=runner) as session:
+        for messages in calls:
+            await session.client.complete(messages, config)
+    return session.client.stats
+
+
 def runner_overhead(n_calls: int) -> dict[str, float]:
-    """The runner + store alone: distinct calls through JudgeClient (cache look-up, in-flight
+    """The runner + store alone: distinct calls through a judge session's client (cache look-up, in-flight
     de-duplication, semaphore, timeout, retry machinery, one SQLite commit per call) vs the
     same calls made on the bare scripted backend."""
     messages = [[Message(role="user", content=f"<query>q{i}</query><answer>a</answer>")] for i in range(n_calls)]
     config = GenerateConfig(max_tokens=64, seed=0)
     with tempfile.TemporaryDirectory() as tmp:
         backend = ScriptedBackend(responses=['{"score": 1}'] * n_calls)
-        client = JudgeClient(backend, Store(Path(tmp) / "s.db"), RunnerConfig(progress=False))
-
-        async def through() -> None:
-            for m in messages:
-                await client.complete(m, config)
-
         start = time.perf_counter()
-        asyncio.run(through())
+        asyncio.run(through_session(backend, Path(tmp) / "s.db", messages, config))
         engine_wall = time.perf_counter() - start
     bare = ScriptedBackend(responses=['{"score": 1}'] * n_calls)
 
@@ -103,7 +109,7 @@ SCHEMA = {"type": "object", "additionalProperties": False, "required": ["reasoni
 
 
 def embedded_overhead(k_calls: int, rounds: int) -> dict[str, object]:
-    backend = LlamaCppBackend("default", n_ctx=2048, process="inline")  # bare calls use .load()
+    backend = get_backend("llamacpp/default", n_ctx=2048, process="inline")  # bare calls use .load()
     llama = backend.load()
     prompts = [[{"role": "system", "content": "You grade claims. Reply in JSON with reasoning and score."},
                 {"role": "user", "content": f"Claim {i}: {i} + {i} = {2 * i + (i % 2)}. Is it correct?"}]
@@ -118,20 +124,15 @@ def embedded_overhead(k_calls: int, rounds: int) -> dict[str, object]:
                                          grammar=json_schema_grammar(SCHEMA))
         return time.perf_counter() - start
 
-    child = LlamaCppBackend("default", n_ctx=2048)  # the default: the model in a child process
+    child = get_backend("llamacpp/default", n_ctx=2048)  # the default: the model in a child process
 
-    def through_assay(judge: LlamaCppBackend = backend) -> float:
+    def through_assay(judge: JudgeBackend = backend) -> float:
         with tempfile.TemporaryDirectory() as tmp:
-            client = JudgeClient(judge, Store(Path(tmp) / "s.db"), RunnerConfig(progress=False))
-
-            async def run() -> None:
-                for messages in prompts:
-                    await client.complete([Message(**m) for m in messages], config)
-
             start = time.perf_counter()
-            asyncio.run(run())
+            stats = asyncio.run(through_session(judge, Path(tmp) / "s.db",
+                                                [[Message(**m) for m in messages] for messages in prompts], config))
             wall = time.perf_counter() - start
-            assert client.stats.calls == k_calls and client.stats.cache_hits == 0
+            assert stats.calls == k_calls and stats.cache_hits == 0
             return wall
 
     direct()  # warm-up: page the weights in

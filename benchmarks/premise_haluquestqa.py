@@ -18,11 +18,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from assay.backends._llamacpp import LlamaCppBackend
+from assay import JudgeSession, get_backend
 from assay.methods.premise.audit import Audit, AuditConfig
 from assay.methods.premise.discover import Discovery, DiscoveryConfig
 from assay.methods.premise.files import RubricSet, read_preference_pairs, save_rubric
-from assay.runner import JudgeClient, RunnerConfig
+from assay.runner import RunnerConfig
 from assay.store import Store
 
 HERE = Path(__file__).parent
@@ -48,7 +48,7 @@ def main() -> None:
     pairs = [p.model_copy(update={"chosen": p.chosen[: args.max_chars], "rejected": p.rejected[: args.max_chars]})
              for p in pairs]
     train, test = pairs[: args.discover], pairs[args.discover: args.discover + args.fit]
-    judge = LlamaCppBackend("default", n_ctx=4096, n_threads=args.threads)
+    judge = get_backend("llamacpp/default", n_ctx=4096, n_threads=args.threads)
     store = Store(args.store)
     timings: dict[str, float] = {}
     out: dict[str, Any] = {"judge": "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama.cpp, CPU)", "data": str(args.data),
@@ -56,28 +56,30 @@ def main() -> None:
                            "max_chars": args.max_chars}
 
     async def run() -> RubricSet:
-        client = JudgeClient(judge, store, RunnerConfig(progress=False))
-        start = time.perf_counter()
-        config = DiscoveryConfig(k=args.k, cluster_size=args.cluster_size, matcher=args.matcher)
-        rubric, trace = await Discovery(config).run(train, client, store)
-        timings["discover_s"] = time.perf_counter() - start
-        out["discovery_calls"] = client.stats.calls
-        out["trace"] = trace
-        out["rubric"] = [c.model_dump() for c in rubric.criteria]
-        if not rubric.criteria:
+        async with JudgeSession("bench-premise-haluquestqa", judge, store=store, runner=RunnerConfig(progress=False),
+                                manifest={"args": {k: str(v) for k, v in sorted(vars(args).items())}}) as session:
+            client = session.client
+            start = time.perf_counter()
+            config = DiscoveryConfig(k=args.k, cluster_size=args.cluster_size, matcher=args.matcher)
+            rubric, trace = await Discovery(config).run(train, client, store)
+            timings["discover_s"] = time.perf_counter() - start
+            out["discovery_calls"] = client.stats.calls
+            out["trace"] = trace
+            out["rubric"] = [c.model_dump() for c in rubric.criteria]
+            if not rubric.criteria:
+                return rubric
+            auditor = Audit(AuditConfig(votes=args.votes))
+            start = time.perf_counter()
+            fit = await auditor.fit(rubric, test, client)
+            timings["fit_s"] = time.perf_counter() - start
+            out["fit"] = {k: v for k, v in fit.items() if k != "rows"}
+            out["fit_rows"] = fit["rows"]
+            start = time.perf_counter()
+            sample = RubricSet(criteria=rubric.criteria[: args.structure])
+            out["structure"] = await auditor.structure(sample, client)
+            timings["structure_s"] = time.perf_counter() - start
+            out["judge_calls"] = client.stats.calls
             return rubric
-        auditor = Audit(AuditConfig(votes=args.votes))
-        start = time.perf_counter()
-        fit = await auditor.fit(rubric, test, client)
-        timings["fit_s"] = time.perf_counter() - start
-        out["fit"] = {k: v for k, v in fit.items() if k != "rows"}
-        out["fit_rows"] = fit["rows"]
-        start = time.perf_counter()
-        sample = RubricSet(criteria=rubric.criteria[: args.structure])
-        out["structure"] = await auditor.structure(sample, client)
-        timings["structure_s"] = time.perf_counter() - start
-        out["judge_calls"] = client.stats.calls
-        return rubric
 
     rubric = asyncio.run(run())
     out["timings"] = timings

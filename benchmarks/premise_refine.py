@@ -19,11 +19,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from assay.backends._llamacpp import LlamaCppBackend
+from assay import JudgeSession, get_backend
 from assay.methods.premise.audit import Audit, AuditConfig
 from assay.methods.premise.files import Criterion, RubricSet, load_rubric, read_preference_pairs
 from assay.methods.premise.refine import OPERATORS, RefineConfig, Refiner
-from assay.runner import JudgeClient, RunnerConfig
+from assay.runner import RunnerConfig
 from assay.store import Store
 
 HERE = Path(__file__).parent
@@ -53,7 +53,7 @@ def main() -> None:
     pairs = [p.model_copy(update={"chosen": p.chosen[: args.max_chars], "rejected": p.rejected[: args.max_chars]})
              for p in pairs][args.skip: args.skip + args.pairs]
     rubric = RubricSet(criteria=[*load_rubric(args.rubric).criteria, HAND], source="discovered + hand-written")
-    judge = LlamaCppBackend("default", n_ctx=4096, n_threads=args.threads)
+    judge = get_backend("llamacpp/default", n_ctx=4096, n_threads=args.threads)
     store = Store(args.store)
     config = RefineConfig(operators=tuple(args.operators.split(",")), depth=args.depth, beam=args.beam,
                           delta=args.delta)
@@ -67,21 +67,23 @@ def main() -> None:
                                       "delta": "inf" if math.isinf(args.delta) else args.delta}}
 
     async def run() -> list[dict[str, Any]]:
-        client = JudgeClient(judge, store, RunnerConfig(progress=False))
-        results = []
-        for criterion in rubric.criteria:
-            start = time.perf_counter()
-            before = client.stats.calls
-            r = await refiner.refine_criterion(criterion, pairs, client)
-            r["wall_s"] = time.perf_counter() - start
-            r["judge_calls_made"] = client.stats.calls - before
-            results.append(r)
-            print(f"{criterion.id}: before {r['before']} → "
-                  f"{r['chosen']['operators'] if r['chosen'] else None} ({r['reason']}); {r['wall_s']:.0f} s")
-            for c in r["candidates"]:
-                print(f"  {'+'.join(c['operators'])}: {c['status']} {c.get('reason') or c.get('violations') or ''} "
-                      f"{c.get('metrics', {}).get('vfr')}")
-        return results
+        async with JudgeSession("bench-premise-refine", judge, store=store, runner=RunnerConfig(progress=False),
+                                manifest={"args": {k: str(v) for k, v in sorted(vars(args).items())}}) as session:
+            client = session.client
+            results = []
+            for criterion in rubric.criteria:
+                start = time.perf_counter()
+                before = client.stats.calls
+                r = await refiner.refine_criterion(criterion, pairs, client)
+                r["wall_s"] = time.perf_counter() - start
+                r["judge_calls_made"] = client.stats.calls - before
+                results.append(r)
+                print(f"{criterion.id}: before {r['before']} → "
+                      f"{r['chosen']['operators'] if r['chosen'] else None} ({r['reason']}); {r['wall_s']:.0f} s")
+                for c in r["candidates"]:
+                    print(f"  {'+'.join(c['operators'])}: {c['status']} {c.get('reason') or c.get('violations') or ''} "
+                          f"{c.get('metrics', {}).get('vfr')}")
+            return results
 
     start = time.perf_counter()
     out["criteria"] = asyncio.run(run())

@@ -16,22 +16,24 @@ import argparse
 import asyncio
 import itertools
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from assay.backends._llamacpp import LlamaCppBackend
+from assay import JudgeSession, get_backend
 from assay.methods.premise.audit import Audit, AuditConfig
 from assay.methods.premise.files import RubricSet, load_rubric, read_preference_pairs
 from assay.methods.premise.refine import OPERATORS, RefineConfig, Refiner, echoes_instructions, sb_plr, split_pairs
-from assay.runner import JudgeClient, RunnerConfig
+from assay.runner import RunnerConfig
 from assay.store import Store
 
 HERE = Path(__file__).parent
 
 
 def main() -> None:
-    from premise_refine import DATA, HAND  # the same rubric and pairs as the search benchmark
+    sys.path.insert(0, str(HERE.parent))
+    from benchmarks.premise_refine import DATA, HAND  # the same rubric and pairs as the search benchmark
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--skip", type=int, default=20)
@@ -50,50 +52,53 @@ def main() -> None:
     rubric = RubricSet(criteria=[*load_rubric(HERE / "results" / "premise_haluquestqa.rubric.yaml").criteria, HAND])
     refiner = Refiner(Audit(AuditConfig(attacks=args.attacks, runs=args.runs, paraphrases=0,
                                         attack_tokens=args.attack_tokens)), RefineConfig())
-    judge = LlamaCppBackend("default", n_ctx=4096)
+    judge = get_backend("llamacpp/default", n_ctx=4096)
     store = Store(args.store)
     calibration_pairs, held = split_pairs(pairs, 0.5, 0)
     out: dict[str, Any] = {"judge": "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama.cpp, CPU)", "criteria": []}
 
     async def run() -> None:
-        client = JudgeClient(judge, store, RunnerConfig(progress=False))
-        for criterion in rubric.criteria:
-            before = await refiner.scorecard(criterion, held, client, attacker=None, verifier=None)
-            calibration = await refiner.scorecard(criterion, calibration_pairs, client, attacker=None, verifier=None)
-            packet = refiner.packet(calibration, calibration_pairs)
-            data = refiner.data_texts(calibration_pairs, calibration)
-            entry: dict[str, Any] = {"id": criterion.id, "packet": packet, "L": [], "P": []}
+        async with JudgeSession("bench-premise-repair-probe", judge, store=store, runner=RunnerConfig(progress=False),
+                                manifest={"args": {k: str(v) for k, v in sorted(vars(args).items())}}) as session:
+            client = session.client
+            for criterion in rubric.criteria:
+                before = await refiner.scorecard(criterion, held, client, attacker=None, verifier=None)
+                calibration = await refiner.scorecard(criterion, calibration_pairs, client, attacker=None,
+                                                      verifier=None)
+                packet = refiner.packet(calibration, calibration_pairs)
+                data = refiner.data_texts(calibration_pairs, calibration)
+                entry: dict[str, Any] = {"id": criterion.id, "packet": packet, "L": [], "P": []}
 
-            def budget(draft: Any, data: list[str] = data, original: str = criterion.description) -> list[str]:
-                return sb_plr(draft, data_texts=data, allowed=original) + echoes_instructions(draft, original)
+                def budget(draft: Any, data: list[str] = data, original: str = criterion.description) -> list[str]:
+                    return sb_plr(draft, data_texts=data, allowed=original) + echoes_instructions(draft, original)
 
-            singletons = []
-            for op in OPERATORS:
-                start = time.perf_counter()
-                draft, _, failed = await refiner.propose(criterion, refiner.public(before), packet, (op,), client,
-                                                         budget=budget)
-                row: dict[str, Any] = {"operators": [op], "s": round(time.perf_counter() - start, 1)}
-                if draft is None:
-                    row["unparsed"] = failed
-                else:
-                    row.update(text=draft.render(), violations=budget(draft))
-                entry["L"].append(row)
-                singletons.append({"operators": [op], "violations": row.get("violations") or ["unparsed"],
-                                   "text": row.get("text", "")})
-                print(criterion.id, op, row.get("violations", row.get("unparsed")), f"{row['s']} s")
-            for subset in itertools.combinations(args.pairs_of.split(","), 2):
-                start = time.perf_counter()
-                draft, predicted, failed = await refiner.propose(criterion, refiner.public(before), packet, subset,
-                                                                 client, singletons=singletons, budget=budget)
-                row = {"operators": list(subset), "s": round(time.perf_counter() - start, 1),
-                       "predicted_vfr": predicted}
-                if draft is None:
-                    row["unparsed"] = failed
-                else:
-                    row.update(text=draft.render(), violations=budget(draft))
-                entry["P"].append(row)
-                print(criterion.id, "+".join(subset), predicted, row.get("violations", row.get("unparsed")))
-            out["criteria"].append(entry)
+                singletons = []
+                for op in OPERATORS:
+                    start = time.perf_counter()
+                    draft, _, failed = await refiner.propose(criterion, refiner.public(before), packet, (op,), client,
+                                                             budget=budget)
+                    row: dict[str, Any] = {"operators": [op], "s": round(time.perf_counter() - start, 1)}
+                    if draft is None:
+                        row["unparsed"] = failed
+                    else:
+                        row.update(text=draft.render(), violations=budget(draft))
+                    entry["L"].append(row)
+                    singletons.append({"operators": [op], "violations": row.get("violations") or ["unparsed"],
+                                       "text": row.get("text", "")})
+                    print(criterion.id, op, row.get("violations", row.get("unparsed")), f"{row['s']} s")
+                for subset in itertools.combinations(args.pairs_of.split(","), 2):
+                    start = time.perf_counter()
+                    draft, predicted, failed = await refiner.propose(criterion, refiner.public(before), packet, subset,
+                                                                     client, singletons=singletons, budget=budget)
+                    row = {"operators": list(subset), "s": round(time.perf_counter() - start, 1),
+                           "predicted_vfr": predicted}
+                    if draft is None:
+                        row["unparsed"] = failed
+                    else:
+                        row.update(text=draft.render(), violations=budget(draft))
+                    entry["P"].append(row)
+                    print(criterion.id, "+".join(subset), predicted, row.get("violations", row.get("unparsed")))
+                out["criteria"].append(entry)
 
     start = time.perf_counter()
     asyncio.run(run())

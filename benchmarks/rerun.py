@@ -62,7 +62,7 @@ async def timed(label: str, data: list[dict], store: Store, **options: object) -
     return row
 
 
-async def main(n: int) -> dict:
+async def measure(n: int) -> dict:
     data = items(n)
     with tempfile.TemporaryDirectory() as folder:
         store = Store(Path(folder) / "rerun.db")
@@ -77,12 +77,16 @@ async def main(n: int) -> dict:
             "ratio_first_vs_cached": round(first["wall_s"] / cached["wall_s"], 2) if cached["wall_s"] else None}
 
 
-if __name__ == "__main__":
+def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--items", type=int, default=10_000)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
-    result = asyncio.run(main(args.items))
+    result = asyncio.run(measure(args.items))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import assay
-from assay.backends._base import Capabilities, JudgeBackend
+from assay.backends import Capabilities, JudgeBackend
 from assay.backends._pool import PoolBackend
 from assay.runner import RunnerConfig
 from assay.types import Completion, GenerateConfig, Message, Usage

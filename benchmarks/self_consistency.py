@@ -24,7 +24,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from assay.backends._llamacpp import LlamaCppBackend
+from assay import get_backend
 from assay.datasets.adapters import read_ragchecker
 from assay.meta import ameta, compare_metrics
 from assay.runner import RunnerConfig
@@ -47,7 +47,7 @@ def main() -> None:
     # the 40-pair subset's first --pairs units: nested in validity_ragchecker.py's run
     full = read_ragchecker(args.data).subset(40, args.seed)
     metaset = full.subset(args.pairs, args.seed)
-    judge = LlamaCppBackend("default", n_ctx=4096, logits_all=True)
+    judge = get_backend("llamacpp/default", n_ctx=4096, logits_all=True)
     sampled = f"dece@k{args.k}"
     base: dict[str, Any] = {"verdicts": "soft", **({"reasoning": False} if args.form == "brief" else {})}
     options = {"dece@soft": base, sampled: {**base, "extraction_samples": args.k}}

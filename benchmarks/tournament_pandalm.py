@@ -31,10 +31,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from assay._eval import aevaluate
-from assay.backends._llamacpp import LlamaCppBackend
+from assay import JudgeBackend, aevaluate, get_backend
 from assay.datasets.adapters import read_pandalm
-from assay.meta import _majority
+from assay.meta import majority
 from assay.methods.tournament import Tournament, TournamentConfig
 from assay.methods.tournament.cli import tournament_ranking
 from assay.runner import RunnerConfig
@@ -58,9 +57,9 @@ def answer_sets(path: Path) -> tuple[dict[str, dict[str, Item]], list[tuple[str,
         question = first.query
         for item in (first, second):
             answers.setdefault(question, {}).setdefault(str(item.system), item)
-        majority = _majority(list(unit.human.get("preference") or []))
-        if majority is not None:
-            human.append((str(first.system), str(second.system), {-1.0: 1.0, 0.0: 0.5, 1.0: 0.0}[majority], question))
+        verdict = majority(list(unit.human.get("preference") or []))
+        if verdict is not None:
+            human.append((str(first.system), str(second.system), {-1.0: 1.0, 0.0: 0.5, 1.0: 0.0}[verdict], question))
     return answers, human
 
 
@@ -84,7 +83,7 @@ def main() -> None:
     chosen = sorted(random.Random(args.seed).sample(complete, args.questions))
     items = [Item(id=f"q{n}", query=q, response=answers[q][s].response, system=s)
              for n, q in enumerate(chosen) for s in systems]
-    judge = LlamaCppBackend("default", n_ctx=4096, logits_all=True)
+    judge = get_backend("llamacpp/default", n_ctx=4096, logits_all=True)
     store = Store(args.store)
     out: dict[str, Any] = {"benchmark": "tournament_pandalm",
                            "judge": "llamacpp/default (Qwen2.5-Coder-1.5B Q4_K_M, logits_all)",
@@ -116,7 +115,7 @@ def main() -> None:
     print(f"wrote {args.out}")
 
 
-def play(items: list[Item], systems: list[str], judge: LlamaCppBackend, store: Store, hierarchy: str,
+def play(items: list[Item], systems: list[str], judge: JudgeBackend, store: Store, hierarchy: str,
          max_analysis_chars: int) -> dict[str, Any]:
     """Swiss, then round-robin, with one hierarchy setting: rankings, matches, calls, wall time."""
     out: dict[str, Any] = {}

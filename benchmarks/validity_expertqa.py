@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from assay.backends._llamacpp import LlamaCppBackend
+from assay import get_backend
 from assay.datasets.adapters import read_expertqa
 from assay.meta import ameta
 from assay.runner import RunnerConfig
@@ -54,7 +54,7 @@ def main() -> None:
     full = read_expertqa(args.data)
     full.units = [u for u in full.units if u.human]
     metaset = full.subset(args.answers, args.seed)
-    judge = LlamaCppBackend("default", n_ctx=4096, logits_all=True)
+    judge = get_backend("llamacpp/default", n_ctx=4096, logits_all=True)
     store = Store(args.store)
     options = {"claims@soft": {"verdicts": "soft"}}
     start = time.perf_counter()

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from assay.backends._llamacpp import LlamaCppBackend
+from assay import get_backend
 from assay.datasets.adapters import read_ragchecker
 from assay.meta import ameta
 from assay.runner import RunnerConfig
@@ -78,8 +78,8 @@ def main() -> None:
         parser.error(f"--dece: unknown variant(s) {unknown}; known: {', '.join(DECE_VARIANTS)}")
     methods = [*METHODS[:3], *(["dece"] if args.separate_hard else []), *(f"dece@{v}" for v in variants)]
     metaset = read_ragchecker(args.data).subset(args.pairs, args.seed)
-    judge = LlamaCppBackend("default", n_ctx=4096)
-    with_logprobs = LlamaCppBackend("default", n_ctx=4096, logits_all=True)
+    judge = get_backend("llamacpp/default", n_ctx=4096)
+    with_logprobs = get_backend("llamacpp/default", n_ctx=4096, logits_all=True)
     options = {f"dece@{v}": DECE_VARIANTS[v] for v in variants}
     judge_for = {"geval": with_logprobs, **{f"dece@{v}": with_logprobs for v in variants if v in NEEDS_LOGPROBS}}
     hard_of_soft = {f"dece@{v}": HARD for v in variants}

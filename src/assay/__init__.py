@@ -11,12 +11,12 @@ from assay.api import EvalResults, InputNote, aevaluate, estimate, evaluate, loa
 from assay.backends import JudgeBackend, get_backend
 from assay.errors import AssayError, ConfigError, InputError
 from assay.runner import RunnerConfig
+from assay.session import JudgeSession
 from assay.store import Store
 from assay.types import Completion, GenerateConfig, Item, Message, Reference, Unscored
 
 __all__ = [
     "AssayError", "Completion", "ConfigError", "EvalResult", "EvalResults", "GenerateConfig", "InputError",
-    "InputNote", "Item",
-    "JudgeBackend", "Message", "Reference", "RunnerConfig", "Store", "Unscored", "__version__", "aevaluate",
-    "estimate", "evaluate", "get_backend", "load_items",
+    "InputNote", "Item", "JudgeBackend", "JudgeSession", "Message", "Reference", "RunnerConfig", "Store", "Unscored",
+    "__version__", "aevaluate", "estimate", "evaluate", "get_backend", "load_items",
 ]

@@ -15,8 +15,12 @@ The driver (the process running ``assay eval``) stays the store's only writer:
    nothing is lost and, the driver being the only writer, nothing is written twice. A driver
    killed mid-run leaves a store that ``--resume`` continues as with the local executor.
 
-The token budget is checked by the driver before each dispatch against the tokens of every call
-returned so far. Progress names each worker with the units it finished. Workers evaluate one
+The token budget is the run's: the driver checks it before each dispatch against the tokens of
+every call returned so far, and sends the worker what is left of it, which the worker's client
+applies to its own calls (:class:`assay.runner.JudgeClient`, the same cache, retry, timeout and
+budget rules as the driver's). A worker that runs out of budget mid-unit returns the calls it made
+(they go to the cache) and the driver stops the run as ``incomplete: budget exhausted``.
+Progress names each worker with the units it finished. Workers evaluate one
 unit at a time each (``max_concurrency`` calls within it); ``workers`` actors in all.
 """
 
@@ -37,6 +41,22 @@ from assay.types import Completion, GenerateConfig, Message, Unit
 
 MAX_ATTEMPTS = 3
 """Times a unit is sent to a worker before its failure is the run's."""
+
+
+class CallLog(Store):
+    """A worker's in-memory store: the judge-call cache, and the calls put in it since
+    :meth:`mark` (the ones the worker made), in order."""
+
+    def __init__(self) -> None:
+        super().__init__(":memory:")
+        self.made: list[tuple[str, str, str, str]] = []
+
+    def put_call(self, key: str, backend: str, request: str, completion: Completion) -> None:
+        super().put_call(key, backend, request, completion)
+        self.made.append((key, backend, request, completion.model_dump_json()))
+
+    def mark(self) -> None:
+        self.made = []
 
 
 class CacheMiss(Exception):  # deliberately not a BackendError: nothing may turn it into Unscored
@@ -75,23 +95,28 @@ def _worker_class() -> Any:
                 raise ConfigError(f"worker judge {self.backend.name} is not the driver's: "
                                   f"{self.backend.identity()} vs {identity}")
             self.method = method
-            self.store = Store(":memory:")
-            self.runner = RunnerConfig(**{**runner, "progress": False, "budget_tokens": None})
+            self.store = CallLog()
+            self.runner = {**runner, "progress": False}
 
         def pid(self) -> int:
             return os.getpid()
 
-        async def evaluate(self, unit: dict[str, Any], cached: list[tuple[str, str, str]]) -> dict[str, Any]:
+        async def evaluate(self, unit: dict[str, Any], cached: list[tuple[str, str, str]],
+                           budget_left: int | None = None) -> dict[str, Any]:
             for key, request, completion in cached:
                 self.store.put_call(key, self.backend.name, request, Completion.model_validate_json(completion))
-            known = {row[0] for row in self.store.db.execute("SELECT key FROM judge_calls")}
-            client = JudgeClient(self.backend, self.store, self.runner)
+            self.store.mark()
+            runner = RunnerConfig(**{**self.runner, "budget_tokens": budget_left})
+            client = JudgeClient(self.backend, self.store, runner)
             started = time.perf_counter()
-            result = await self.method.evaluate_unit(Unit.model_validate(unit), client)
-            calls = [(r["key"], r["backend"], r["request"], r["completion"]) for r in
-                     self.store.db.execute("SELECT key, backend, request, completion FROM judge_calls")
-                     if r["key"] not in known]
-            return {"result": result.model_dump(), "calls": calls, "pid": os.getpid(),
+            result: dict[str, Any] | None = None
+            exhausted = None
+            try:
+                result = (await self.method.evaluate_unit(Unit.model_validate(unit), client)).model_dump()
+            except BudgetExhausted as exc:  # the calls made so far still go to the driver's cache
+                exhausted = str(exc)
+            return {"result": result, "budget_exhausted": exhausted, "calls": list(self.store.made),
+                    "pid": os.getpid(),
                     "seconds": time.perf_counter() - started, "stats": {
                         "calls": client.stats.calls, "retries": client.stats.retries,
                         "failures": client.stats.failures, "prompt_tokens": client.stats.prompt_tokens,
@@ -133,7 +158,8 @@ class RayPool:
     def pids(self) -> list[int]:
         return [self.ray.get(a.pid.remote()) for a in self.actors]
 
-    async def evaluate(self, unit: Unit, cached: list[tuple[str, str, str]]) -> dict[str, Any]:
+    async def evaluate(self, unit: Unit, cached: list[tuple[str, str, str]],
+                       budget_left: int | None = None) -> dict[str, Any]:
         """Run ``unit`` on an idle worker; a dead worker is replaced and the unit sent again
         (to whichever worker is idle next), at most :data:`MAX_ATTEMPTS` times."""
         from ray import exceptions
@@ -146,7 +172,7 @@ class RayPool:
         for _ in range(MAX_ATTEMPTS):
             index = await self.idle.get()
             try:
-                reply: dict[str, Any] = await self.actors[index].evaluate.remote(payload, cached)
+                reply: dict[str, Any] = await self.actors[index].evaluate.remote(payload, cached, budget_left)
             except dead as exc:
                 last = exc
                 self.restarts += 1
@@ -185,7 +211,8 @@ async def evaluate_on_ray(pool: RayPool, method: Method, unit: Unit, store: Stor
         pass
     if runner.budget_tokens is not None and stats.tokens >= runner.budget_tokens:
         raise BudgetExhausted(f"token budget of {runner.budget_tokens} reached ({stats.tokens} used)")
-    reply = await pool.evaluate(unit, probe.served)
+    left = None if runner.budget_tokens is None else runner.budget_tokens - stats.tokens
+    reply = await pool.evaluate(unit, probe.served, left)
     for key, name, request, completion in reply["calls"]:
         store.put_call(key, name, request, Completion.model_validate_json(completion))
     worker = reply["stats"]
@@ -194,4 +221,6 @@ async def evaluate_on_ray(pool: RayPool, method: Method, unit: Unit, store: Stor
     stats.failures += worker["failures"]
     stats.prompt_tokens += worker["prompt_tokens"]
     stats.completion_tokens += worker["completion_tokens"]
+    if reply.get("budget_exhausted"):
+        raise BudgetExhausted(reply["budget_exhausted"])
     return ItemResult.model_validate(reply["result"])

@@ -255,6 +255,9 @@ def _majority(labels: list[float]) -> float | None:
     return winners[0] if len(winners) == 1 else 0.0
 
 
+majority = _majority  # its public name (the benchmarks)
+
+
 def pair_agreement(metaset: MetaSet, rows: list[Any], method: Any) -> dict[str, Any] | None:
     """A pairwise method's verdicts (its ``pair_verdict`` of each row's evidence) against the
     humans' majority preference (−1 first better, 0 tie, +1 second better): see

@@ -1,8 +1,8 @@
 """The async engine (SPEC §2.4): every judge call goes through :class:`JudgeClient` — cache,
 in-flight de-duplication, per-backend concurrency, timeout, retries with exponential backoff
 and jitter that honour Retry-After, token budget — and :func:`gather_in_order` runs jobs with
-a concurrency limit, returning results in input order. The engine that drives a method over
-items and commits each finished unit to the store is :mod:`assay._eval`.
+a concurrency limit, returning results in input order. The run that owns a client — a method
+over items committing each finished unit, a stage, a workflow — is :class:`assay.engine.Run`.
 """
 
 from __future__ import annotations

@@ -1,12 +1,14 @@
 """PReMISE ("Policy Rubrics for Multi-dimensional Scoring Evaluation"): rubrics discovered from
 preference pairs (:mod:`.discover`, Algorithm 1), audited on four axes (:mod:`.audit`: structure,
 reliability, fit, adversarial; the computations in :mod:`.metrics`) and repaired
-(:mod:`.repair`, :mod:`.refine`). Its commands are ``assay rubric …`` (:mod:`.cli`).
+(:mod:`.repair`, :mod:`.refine`). The workflow itself is a library (:mod:`.workflow`); its
+commands, ``assay rubric …`` (:mod:`.cli`), are a thin layer over it.
 
-The audit is a judge session (:class:`assay.session.JudgeSession`); when it ends, each audited
-criterion becomes a unit of that run with its numbers as scores and its votes as details
-(:func:`.units.audit_units`), so ``assay export``, ``assay report`` and ``assay ui`` show an audit like any
-run, and a reviewer can override the judge's verdict on each design property of a criterion.
+The audit is a judge session (:class:`assay.session.JudgeSession`); as each axis finishes, it is
+committed, and each audited criterion becomes (or is updated as) a unit of that run with its
+numbers as scores and its votes as details (:func:`.units.audit_units`), so ``assay export``,
+``assay report`` and ``assay ui`` show an audit like any run, and a reviewer can override the
+judge's verdict on each design property of a criterion.
 """
 
 from __future__ import annotations

@@ -26,16 +26,22 @@ from assay.clikit import (
     runner_config,
 )
 from assay.errors import ConfigError
-from assay.methods.premise.audit import AXES, FIT_PARTS, NOT_BUILT, Audit, AuditConfig
-from assay.methods.premise.discover import Discovery, DiscoveryConfig
+from assay.methods.premise.audit import FIT_PARTS, Audit, AuditConfig
+from assay.methods.premise.discover import DiscoveryConfig
 from assay.methods.premise.files import RubricSet, load_rubric, read_preference_pairs, save_rubric
-from assay.methods.premise.refine import OPERATORS, RefineConfig, Refiner
-from assay.methods.premise.repair import PrefRepairConfig, preference_rank_selection
+from assay.methods.premise.refine import OPERATORS, RefineConfig
 from assay.methods.premise.report import COLUMNS
-from assay.methods.premise.units import audit_units
-from assay.report_models import RubricAuditReport, RubricAuditSummary
+from assay.methods.premise.workflow import (
+    audit_document,
+    audit_estimate,
+    audit_rubric,
+    check_axes,
+    discover_rubric,
+    refine_rubric,
+    repair_by_preference,
+)
+from assay.report_models import RubricAuditReport
 from assay.runner import RunnerConfig
-from assay.session import JudgeSession
 
 app = typer.Typer(help="PReMISE policy rubrics: discover, audit (four axes), repair (pref, vfr), compare.",
                   no_args_is_help=True)
@@ -103,30 +109,18 @@ def discover(
                       f"{max(1, len(found) * 4 // cluster_size)} consolidation call(s) a level for about {levels} "
                       "level(s) (each level merges clusters of --cluster-size); call no judge, write nothing")
         return
-    discovery = Discovery(config)
     start = time.perf_counter()
-    calls = {"made": 0}
-    runner = runner_config(concurrency, budget, timeout, retries, progress=progress)
-
-    async def run() -> tuple[RubricSet, dict[str, Any]]:
-        async with JudgeSession("rubric-discover", judge, store=store_path, runner=runner,
-                                judge_options=parse_options(judge_opt),
-                                manifest={"pairs": [p.model_dump() for p in found], "config": config.model_dump()}
-                                ) as session:
-            try:
-                return await discovery.run(found, session.client, session.store)
-            finally:
-                calls["made"] = session.client.stats.calls
-
-    rubric, steps = asyncio.run(run())
-    steps["judge_calls_made"] = calls["made"]
+    rubric, steps = asyncio.run(discover_rubric(found, config, judge=judge, store=store_path,
+                                                runner=runner_config(concurrency, budget, timeout, retries,
+                                                                     progress=progress),
+                                                judge_options=parse_options(judge_opt)))
     steps["wall_s"] = time.perf_counter() - start
     for note in notes:
         console.print(note)
     sizes = " → ".join(str(level["pool"]) for level in steps["levels"])
     console.print(f"{len(found)} pair(s); pool per level {sizes}; stopped: {steps.get('stopped')}; "
                   f"{steps['eligible']} with support ≥ {min_support}; selected {len(rubric.criteria)}; "
-                  f"{calls['made']} judge call(s) made")
+                  f"{steps['judge_calls_made']} judge call(s) made")
     if steps["pairs_failed"]:
         console.print(f"[red]{len(steps['pairs_failed'])} pair(s) gave no criteria[/red]: "
                       + "; ".join(f"{p['pair']}: {p['reason']}" for p in steps["pairs_failed"][:3]))
@@ -171,7 +165,7 @@ def audit(
 ) -> None:
     """Audit a rubric set: structure of each criterion, reliability (flip rate over re-runs and
     rewordings), fit to human preferences, and robustness to answers written to fool it."""
-    chosen, parts = _check_axes(axes, fit_parts, pairs)
+    chosen, parts = check_axes(axes, fit_parts, pairs)
     if out is not None:
         check_output(out, inputs=[rubric_path, store_path, *([pairs] if pairs else []),
                                   *([out_of_domain] if out_of_domain else [])], force=force)
@@ -230,7 +224,7 @@ def compare(
         doc = _audit_json(path)
         loaded.append((path, None if doc is not None else load_rubric(path), doc))
     to_audit = [r for _, r, _ in loaded if r is not None]
-    chosen, parts = _check_axes(axes, fit_parts, pairs) if to_audit else ([], ())
+    chosen, parts = check_axes(axes, fit_parts, pairs) if to_audit else ([], ())
     if out is not None:
         check_output(out, inputs=[*sources, store_path, *([pairs] if pairs else []),
                                   *([out_of_domain] if out_of_domain else [])], force=force)
@@ -294,102 +288,25 @@ def _audit_pairs(chosen: list[str], pairs: Path | None, out_of_domain: Path | No
     return found, foreign
 
 
-def _check_axes(axes: str, fit_parts: str, pairs: Path | None) -> tuple[list[str], tuple[str, ...]]:
-    chosen = [a.strip() for a in axes.split(",") if a.strip()]
-    parts = tuple(p.strip() for p in fit_parts.split(",") if p.strip())
-    if not chosen:
-        raise ConfigError(f"--axes names no axis; choose from {', '.join(AXES)}")
-    if "fit" in chosen and not parts:
-        raise ConfigError(f"--fit-parts names no part; choose from {', '.join(FIT_PARTS)}")
-    for part in parts:
-        if part not in FIT_PARTS:
-            raise ConfigError(f"--fit-parts {part!r} is not one of {', '.join(FIT_PARTS)}")
-    for axis in chosen:
-        if axis in NOT_BUILT:
-            raise ConfigError(f"--axes {axis}: this axis is not built yet (built: {', '.join(AXES)})")
-        if axis not in AXES:
-            raise ConfigError(f"--axes {axis!r} is not an axis: {', '.join(AXES + NOT_BUILT)}")
-    for axis in ("fit", "reliability", "adversarial"):
-        if axis in chosen and pairs is None:
-            raise ConfigError(f"--axes {axis} needs --pairs")
-    return chosen, parts
-
-
 def _run_audit(rubric: RubricSet, label: str, found: list[Any], foreign: list[Any], chosen: list[str],
                auditor: Audit, *, judge: str, judge_opt: list[str] | None, attacker: str | None,
                verifier: str | None, store_path: Path, runner: RunnerConfig) -> dict[str, Any]:
-    result: dict[str, Any] = {"rubric": label, "criteria": len(rubric.criteria)}
-    manifest = {"rubric": rubric.model_dump(mode="json"), "axes": chosen, "config": auditor.config.model_dump(),
-                "pairs": [p.model_dump() for p in found], "out_of_domain": [p.model_dump() for p in foreign]}
-
-    async def run() -> None:
-        async with JudgeSession("rubric-audit", judge, store=store_path, runner=runner,
-                                judge_options=parse_options(judge_opt), manifest=manifest,
-                                others={"attacker": attacker, "verifier": verifier}) as session:
-            client = session.client
-            result["judge"] = client.backend.name
-            result["run_id"] = session.run_id
-            if "structure" in chosen:
-                result["structure"] = await auditor.structure(rubric, client)
-            if "reliability" in chosen:
-                result["reliability"] = await auditor.reliability(rubric, found, client)
-            if "fit" in chosen:
-                result["fit"] = await auditor.fit(rubric, found, client, out_of_domain=foreign or None)
-            if "adversarial" in chosen:
-                result["adversarial"] = await auditor.adversarial(rubric, found, client, **session.others)
-            result["judge_calls"] = client.stats.calls
-            # each criterion a unit of the run, for export, report and the review UI
-            session.put_units(audit_units(rubric, _criterion_rows(rubric, result), result))
-
-    start = time.perf_counter()
-    asyncio.run(run())
-    result["wall_s"] = time.perf_counter() - start
-    return result
+    return asyncio.run(audit_rubric(rubric, label, found, foreign, chosen, auditor, judge=judge, store=store_path,
+                                    runner=runner, judge_options=parse_options(judge_opt), attacker=attacker,
+                                    verifier=verifier))
 
 
 def _audit_estimate(rubric: RubricSet, chosen: list[str], parts: tuple[str, ...], found: list[Any],
                     foreign: list[Any], cfg: AuditConfig) -> None:
-    """Upper bounds of the judge calls of each axis, one judge (a jury multiplies the structure and
-    agreement calls by its size); re-asks and cached calls not counted."""
-    k, n = len(rubric.criteria), len(found)
-    calls: dict[str, int] = {}
-    if "structure" in chosen:
-        calls["structure"] = k * 5
-    if "reliability" in chosen:
-        calls["reliability"] = k * n * (1 + cfg.runs + cfg.paraphrases) + k * cfg.paraphrases
-    if "fit" in chosen:
-        calls["fit"] = ((2 * n * cfg.votes if "accuracy" in parts else 0)
-                        + (k * (len({p.prompt for p in found}) + len({p.prompt for p in foreign}))
-                           if "applicability" in parts else 0)
-                        + (k * n if "scores" in parts else 0))
-    if "adversarial" in chosen:
-        calls["adversarial"] = k * (3 * cfg.attacks + min(cfg.attacks, n))
+    """Print the dry run of an audit: upper bounds of each axis's judge calls."""
+    calls = audit_estimate(rubric, chosen, parts, found, foreign, cfg)
     shown = ", ".join(f"{axis} ≤{c}" for axis, c in calls.items())
-    console.print(f"dry run: {k} criteria, {n} pair(s) → ≤{sum(calls.values())} judge calls ({shown}); call no judge, "
-                  "write nothing")
-
-
-def _criterion_rows(rubric: RubricSet, result: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Each criterion's numbers from every axis the audit ran, by criterion id."""
-    by_id: dict[str, dict[str, Any]] = {c.id: {"id": c.id} for c in rubric.criteria}
-    for entry in result.get("structure", {}).get("criteria", []):
-        by_id[entry["id"]].update(structure=entry["structure"], flags=entry["flags"])
-    for entry in result.get("reliability", {}).get("criteria", []):
-        by_id[entry["id"]].update({k: entry.get(k) for k in ("alpha", "flip_rate", "rho")})
-    app_ = result.get("fit", {}).get("applicability", {})
-    for cid, share in app_.get("per_criterion", {}).items():
-        by_id[cid]["applicability"] = share
-    for cid, share in app_.get("per_criterion_out", {}).items():
-        by_id[cid]["applicability_out"] = share
-    for entry in result.get("adversarial", {}).get("criteria", []):
-        by_id[entry["id"]].update(vfr=entry["vfr"], attack_mean_score=entry["attack_mean_score"],
-                                  reference_mean_score=entry["reference_mean_score"])
-    return by_id
+    console.print(f"dry run: {len(rubric.criteria)} criteria, {len(found)} pair(s) → ≤{sum(calls.values())} judge "
+                  f"calls ({shown}); call no judge, write nothing")
 
 
 def _audit_doc(rubric: RubricSet, result: dict[str, Any], *, votes: int, tau: float) -> RubricAuditReport:
     """Print the audit's lines and return the JSON document (`rubrics` per criterion, `summary`)."""
-    by_id = _criterion_rows(rubric, result)
     if "structure" in result:
         st = result["structure"]
         scored = len(rubric.criteria) - st["unscored_criteria"]
@@ -427,15 +344,7 @@ def _audit_doc(rubric: RubricSet, result: dict[str, Any], *, votes: int, tau: fl
         console.print(f"adversarial: VFR {_num(adv['vfr'])} ({adv['attacks']} attack(s) per criterion, τ {tau:g}; "
                       f"attacker {adv['attacker']}, verifier {adv['verifier']}"
                       + (f"; {incomplete} attempt(s) left out, unparseable" if incomplete else "") + ")")
-    rel_ = result.get("reliability", {})
-    summary = {"structure_mean": result.get("structure", {}).get("mean"),
-               **{k: rel_.get(k) for k in ("alpha", "flip_rate", "rho")},
-               **{k: fit.get(k) for k in ("accuracy_rubric", "accuracy_no_rubric", "delta", "delta_ci")},
-               **{k: app_.get(k) for k in ("app_in", "app_out", "delta_app", "t_per_prompt")},
-               **{k: sc.get(k) for k in ("eff_dim", "eff_dim_per_k", "mean_abs_rho")},
-               "bt_cv_accuracy": sc.get("bt", {}).get("cv_accuracy"), "bt_entropy": sc.get("bt", {}).get("entropy"),
-               "vfr": adv.get("vfr")}
-    return RubricAuditReport(rubrics=list(by_id.values()), summary=RubricAuditSummary(**summary), detail=result)
+    return audit_document(rubric, result)
 
 
 def _num(value: float | None, fmt: str = ".3f") -> str:
@@ -506,27 +415,15 @@ def repair(
                       f"{2 * len(rubric.criteria) * len(found)} judge calls (applicability and a score per criterion "
                       "and pair); call no judge, write nothing")
         return
-    auditor = Audit(AuditConfig(seed=seed))
-    calls = {"made": 0}
-    runner = runner_config(concurrency, budget, timeout, retries, progress=progress)
-
-    async def run() -> tuple[RubricSet, list[dict[str, Any]]]:
-        async with JudgeSession("rubric-repair", judge, store=store_path, runner=runner,
-                                judge_options=parse_options(judge_opt),
-                                manifest={"mode": "pref", "eta": eta, "rubric": rubric.model_dump(mode="json"),
-                                          "pairs": [p.model_dump() for p in found], "seed": seed}) as session:
-            try:
-                return await preference_rank_selection(rubric, found, session.client, auditor,
-                                                       PrefRepairConfig(eta=eta))
-            finally:
-                calls["made"] = session.client.stats.calls
-
-    repaired, decisions = asyncio.run(run())
+    repaired, decisions, made = asyncio.run(repair_by_preference(
+        rubric, found, eta=eta, seed=seed, judge=judge, store=store_path,
+        runner=runner_config(concurrency, budget, timeout, retries, progress=progress),
+        judge_options=parse_options(judge_opt)))
     for d in decisions:
         mark = "kept   " if d["kept"] else "dropped"
         console.print(f"{mark} {d['id']}: {d['reason']}")
     console.print(f"kept {len(repaired.criteria)} of {len(rubric.criteria)} on {len(found)} pair(s); "
-                  f"{calls['made']} judge call(s) made")
+                  f"{made} judge call(s) made")
     if not repaired.criteria:
         console.print("[red]no criterion passed: nothing written[/red]")
         raise typer.Exit(1)
@@ -578,24 +475,10 @@ def _refine(rubric_path: Path, pairs: Path, output: Path, *, report: Path | None
                       f"{3 * attacks + attacks + len(found) * (1 + runs + paraphrases)} calls; call no judge, "
                       "write nothing")
         return
-    refiner = Refiner(Audit(audit_config), config)
-    calls = {"made": 0}
     start = time.perf_counter()
-
-    async def run() -> tuple[RubricSet, list[dict[str, Any]]]:
-        async with JudgeSession("rubric-repair", judge, store=store_path, runner=runner,
-                                judge_options=parse_options(judge_opt),
-                                manifest={"mode": "vfr", "rubric": rubric.model_dump(mode="json"),
-                                          "pairs": [p.model_dump() for p in found], "config": config.model_dump(),
-                                          "audit": audit_config.model_dump()},
-                                others={"predictor": predictor, "attacker": attacker, "verifier": verifier}
-                                ) as session:
-            try:
-                return await refiner.refine(rubric, found, session.client, **session.others)
-            finally:
-                calls["made"] = session.client.stats.calls
-
-    repaired, results = asyncio.run(run())
+    repaired, results, made = asyncio.run(refine_rubric(
+        rubric, found, config, audit_config, judge=judge, store=store_path, runner=runner,
+        judge_options=parse_options(judge_opt), predictor=predictor, attacker=attacker, verifier=verifier))
     wall = time.perf_counter() - start
     for r in results:
         b = r["before"]
@@ -607,7 +490,7 @@ def _refine(rubric_path: Path, pairs: Path, output: Path, *, report: Path | None
         console.print(f"{line} ({r['reason']})")
     revised = sum(r["chosen"] is not None for r in results)
     console.print(f"revised {revised} of {len(rubric.criteria)} criteria on {len(found)} pair(s) "
-                  f"(δ {delta}, ε {epsilon:g}); {calls['made']} judge call(s) made in {wall:.0f} s")
+                  f"(δ {delta}, ε {epsilon:g}); {made} judge call(s) made in {wall:.0f} s")
     save_rubric(repaired, output)
     if report is not None:
         dumped = {**config.model_dump(mode="json"), "delta": delta if slack == float("inf") else slack}

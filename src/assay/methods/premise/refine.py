@@ -517,11 +517,15 @@ class Refiner:
 
     async def refine(self, rubric: RubricSet, pairs: list[PreferencePair], judge: JudgeClient, *,
                      predictor: JudgeClient | None = None, attacker: JudgeClient | None = None,
-                     verifier: JudgeClient | None = None) -> tuple[RubricSet, list[dict[str, Any]]]:
+                     verifier: JudgeClient | None = None, step: Any = None) -> tuple[RubricSet, list[dict[str, Any]]]:
+        """Refine each criterion in turn. ``step(key, compute)``: how each criterion's search is run
+        (a workflow's committed step, :meth:`assay.engine.Run.step`); by default, directly."""
         results, criteria = [], []
         for criterion in rubric.criteria:
-            r = await self.refine_criterion(criterion, pairs, judge, predictor=predictor, attacker=attacker,
-                                            verifier=verifier)
+            def search(criterion: Criterion = criterion) -> Any:
+                return self.refine_criterion(criterion, pairs, judge, predictor=predictor, attacker=attacker,
+                                             verifier=verifier)
+            r = await (step(f"criterion:{criterion.id}", search) if step is not None else search())
             results.append(r)
             if r["chosen"] is None:
                 criteria.append(criterion)
