@@ -54,7 +54,8 @@ from assay.records import ResultRecord
 from assay.store import Store
 
 FORMAT = "assay-alignment"
-VERSION = 1
+VERSION = 2
+"""2: the aligned score keeps its out-of-fold predictions (``out_of_fold``) for the report's plot; 1 still reads."""
 SIGNALS = ("rougeL", "semantic")
 """Judge-free signals an aligned score may combine with the method's scores."""
 MIN_GRADES = 12
@@ -278,7 +279,9 @@ def fit_aligned_score(names: list[str], x: np.ndarray, y: np.ndarray, groups: Se
             "inputs": names, "weights": dict(zip(names, map(float, weights), strict=True)),
             "shares": {n: (float(w) / total if total > 0 else 0.0) for n, w in zip(names, weights, strict=True)},
             "intercept": intercept, "alpha": RIDGE_ALPHA,
-            "before": inputs, "after_cv": correlation_report(pred, y, groups, resamples, seed)}
+            "before": inputs, "after_cv": correlation_report(pred, y, groups, resamples, seed),
+            "out_of_fold": {"predicted": [float(v) for v in pred], "target": [float(v) for v in y],
+                            "items": [str(g) for g in groups]}}
 
 
 def aligned_value(score: dict[str, Any], values: dict[str, float | None]) -> float | None:
