@@ -576,6 +576,27 @@ def aligned_fields(alignment: dict[str, Any], store: Store, run_id: str,
     return out
 
 
+def readings(alignment: dict[str, Any], store: Store, run_id: str) -> dict[str, dict[str, float | None]]:
+    """Per result key, the aligned values a gate can hold a run to: ``aligned_score`` (None when an
+    input is missing) and, per calibrated kind, ``p_calibrated.KIND`` = the mean calibrated P of the
+    answer's verdicts (None when it has none). Refused (one line) for a run it does not fit."""
+    out: dict[str, dict[str, float | None]] = {}
+    rows = store.results(run_id)
+    extra = aligned_fields(alignment, store, run_id, rows)
+    kinds = list(alignment.get("calibration") or {})
+    for row in rows:
+        if row.kind != "item":
+            continue
+        values: dict[str, float | None] = {}
+        if alignment.get("aligned_score") is not None:
+            values["aligned_score"] = extra[row.key].get("aligned_score")
+        for kind in kinds:
+            ps = [p for p in (extra[row.key].get("p_calibrated") or {}).get(kind, []) if p is not None]
+            values[f"p_calibrated.{kind}"] = float(np.mean(ps)) if ps else None
+        out[row.key] = values
+    return out
+
+
 def decorate(record: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     """An exported row with the alignment's values beside the raw ones: ``aligned_score``,
     ``aligned_verdict``, and ``p_calibrated`` in a copy of each verdict entry (``p_judge`` kept)."""

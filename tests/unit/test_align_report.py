@@ -1,6 +1,7 @@
 """assay report --alignment: the alignment section, its three inline SVG plots drawn from the
 file's cross-validated data, the aligned values beside the raw ones, an older file's missing plot
-said in one line, and an alignment of another method refused (scripted judge; no model)."""
+said in one line, an alignment of another method refused, and assay gate --alignment (scripted
+judge; no model)."""
 
 from __future__ import annotations
 
@@ -114,3 +115,28 @@ def test_report_alignment_on_the_command_line(aligned_run: tuple[Path, str, Path
     proc = _run("report", "runs.db", "--alignment", "other.json", "-o", "r2.html", cwd=tmp_path)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "fitted for method lemaj" in proc.stderr
     assert not (tmp_path / "r2.html").exists()
+
+
+@pytest.mark.skipif(ASSAY is None, reason="the assay console script is not installed (make setup)")
+def test_gate_on_the_aligned_score_and_calibrated_values(aligned_run: tuple[Path, str, Path], tmp_path: Path) -> None:
+    path, run_id, file = aligned_run
+    with sqlite3.connect(path) as source, sqlite3.connect(tmp_path / "runs.db") as copy:
+        source.backup(copy)
+    store = Store(tmp_path / "runs.db", create=False)
+    values = al.readings(al.load_for(file, store, run_id), store, run_id)
+    mean = sum(v["aligned_score"] for v in values.values()) / len(values)  # one answer per conversation here
+    proc = _run("gate", "runs.db", "--alignment", file, "--min-aligned", mean - 0.01, "--min-calibrated",
+                "criteria=0.05", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"aligned_score = {mean:.3f}" in proc.stdout and "p_calibrated.criteria" in proc.stdout
+    proc = _run("gate", "runs.db", "--alignment", file, "--min-aligned", mean + 0.01, cwd=tmp_path)
+    assert proc.returncode == 1 and "aligned_score" in proc.stderr and "below the minimum" in proc.stderr
+    other = json.loads(file.read_text())
+    other["fitted_for"]["method"] = "lemaj"
+    (tmp_path / "other.json").write_text(json.dumps(other))
+    for args, message in ((("--alignment", "other.json", "--min-aligned", "0.5"), "fitted for method lemaj"),
+                          (("--min-aligned", "0.5"), "need --alignment"),
+                          (("--alignment", file, "--min-calibrated", "claims=0.5"), "calibrates criteria, elements"),
+                          (("--alignment", file, "--min-aligned", "nan"), "not a finite number")):
+        proc = _run("gate", "runs.db", *args, cwd=tmp_path)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and message in proc.stderr, (args, proc.stderr)
