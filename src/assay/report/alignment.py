@@ -7,6 +7,7 @@ support (an older file, a part not fitted) is replaced by one line saying why.""
 
 from __future__ import annotations
 
+import math
 from html import escape
 from typing import Any
 
@@ -103,8 +104,8 @@ def plots(alignment: dict[str, Any]) -> list[dict[str, Any]]:
     else:
         points = [(t, p, f"{item}: grade {t:.2f}, aligned {p:.2f}")
                   for p, t, item in zip(oof["predicted"], oof["target"], oof["items"], strict=True)]
-        lo = min(0.0, *(min(p, t) for t, p, _ in points))
-        hi = max(1.0, *(max(p, t) for t, p, _ in points))
+        lo = math.floor(min(0.0, *(min(p, t) for t, p, _ in points)))  # [0, 1] for grades, whole numbers beyond
+        hi = math.ceil(max(1.0, *(max(p, t) for t, p, _ in points)))
         svg = scatter({"held-out": points}, "reviewers' grade" if grades else "reviewers' preference",
                       "aligned score (out-of-fold)", x_range=(lo, hi), y_range=(lo, hi), diagonal=True)
         r = score["after_cv"].get("pearson")
