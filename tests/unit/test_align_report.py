@@ -19,7 +19,7 @@ from assay.errors import ConfigError
 from assay.report import render_report
 from assay.results import EvalResult
 from assay.store import Store
-from tests.unit.test_align import ASSAY, EXAMPLES, QUIET, Judge, _items, _run
+from tests.unit.test_align import ASSAY, EXAMPLES, QUIET, Judge, _items, _pairs_judge, _run
 
 
 @pytest.fixture(scope="module")
@@ -140,3 +140,36 @@ def test_gate_on_the_aligned_score_and_calibrated_values(aligned_run: tuple[Path
                           (("--alignment", file, "--min-aligned", "nan"), "not a finite number")):
         proc = _run("gate", "runs.db", *args, cwd=tmp_path)
         assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and message in proc.stderr, (args, proc.stderr)
+
+
+def test_a_pairwise_report_shows_the_verdicts_at_the_tie_threshold(tmp_path: Path) -> None:
+    pairs = [{"id": f"p{n}", "query": f"Question {n}?", "a": {"system": "s1", "response": f"answer one {n}"},
+              "b": {"system": "s2", "response": f"answer two {n * 7}"}} for n in range(30)]
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps(p) + "\n" for p in pairs))
+    result = assay.evaluate(str(data), "dice", _pairs_judge(), runner=QUIET, verdicts="direct",
+                            store=tmp_path / "p.db")
+    lines = []
+    for row in result.rows:
+        fc = row.details["forced_choice_a"]
+        lines.append({"id": row.item["id"], "a": "s1", "b": "s2",
+                      "winner": "tie" if abs(fc - 0.5) < 0.1 else ("A" if fc > 0.5 else "B")})
+    (tmp_path / "winners.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    store = Store(tmp_path / "p.db", create=False)
+    alignment = al.fit(store, result.run_id, al.read_labels(tmp_path / "winners.jsonl"), resamples=0)
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
+    from assay.report import _fmt
+    from assay.report.alignment import render
+
+    env = Environment(loader=PackageLoader("assay", "report"), autoescape=select_autoescape(["j2", "html"]))
+    env.filters["fmt"] = _fmt  # as render_report's (its DICE item partial needs the judge's analysis text)
+    section, items = render(env, alignment, store, result.run_id, EvalResult(store, result.run_id).records())
+    tree = _section(f"<html><body>{section}</body></html>")
+    assert sum("at the tie threshold" in str(i) for i in items) == 30
+    missing = [p.text_content() for p in tree.xpath('//p[contains(@class, "missing-plot")]')]
+    assert len(missing) == 2 and "no calibration" in missing[0] and "no aligned score" in missing[1]
+    cells = [r.xpath("./td")[-1].text_content() for r in tree.xpath('//table[@class="aligned"]//tr[td]')]
+    fields = al.aligned_fields(alignment, store, result.run_id)
+    assert len(cells) == 30 and all(" → " in c for c in cells)
+    assert sorted(c.split(" → ")[1] for c in cells) == sorted(v["aligned_verdict"] for v in fields.values())
