@@ -19,7 +19,7 @@ from assay.errors import ConfigError
 from assay.report import render_report
 from assay.results import EvalResult
 from assay.store import Store
-from tests.unit.test_align import ASSAY, EXAMPLES, QUIET, Judge, _items, _pairs_judge, _run
+from tests.unit.test_align import ASSAY, EXAMPLES, QUIET, Judge, _items, _run, dice_pairs
 
 
 @pytest.fixture(scope="module")
@@ -143,12 +143,7 @@ def test_gate_on_the_aligned_score_and_calibrated_values(aligned_run: tuple[Path
 
 
 def test_a_pairwise_report_shows_the_verdicts_at_the_tie_threshold(tmp_path: Path) -> None:
-    pairs = [{"id": f"p{n}", "query": f"Question {n}?", "a": {"system": "s1", "response": f"answer one {n}"},
-              "b": {"system": "s2", "response": f"answer two {n * 7}"}} for n in range(30)]
-    data = tmp_path / "pairs.jsonl"
-    data.write_text("".join(json.dumps(p) + "\n" for p in pairs))
-    result = assay.evaluate(str(data), "dice", _pairs_judge(), runner=QUIET, verdicts="direct",
-                            store=tmp_path / "p.db")
+    result = dice_pairs(tmp_path)
     lines = []
     for row in result.rows:
         fc = row.details["forced_choice_a"]
