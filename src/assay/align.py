@@ -55,7 +55,8 @@ from assay.records import ResultRecord
 from assay.store import Store
 
 FORMAT = "assay-alignment"
-VERSION = 1
+VERSION = 2
+"""2: the aligned score keeps its out-of-fold predictions (``out_of_fold``) for the report's plot; 1 still reads."""
 SIGNALS = ("rougeL", "semantic")
 """Judge-free signals an aligned score may combine with the method's scores."""
 MIN_GRADES = 12
@@ -279,7 +280,9 @@ def fit_aligned_score(names: list[str], x: np.ndarray, y: np.ndarray, groups: Se
             "inputs": names, "weights": dict(zip(names, map(float, weights), strict=True)),
             "shares": {n: (float(w) / total if total > 0 else 0.0) for n, w in zip(names, weights, strict=True)},
             "intercept": intercept, "alpha": RIDGE_ALPHA,
-            "before": inputs, "after_cv": correlation_report(pred, y, groups, resamples, seed)}
+            "before": inputs, "after_cv": correlation_report(pred, y, groups, resamples, seed),
+            "out_of_fold": {"predicted": [float(v) for v in pred], "target": [float(v) for v in y],
+                            "items": [str(g) for g in groups]}}
 
 
 def aligned_value(score: dict[str, Any], values: dict[str, float | None]) -> float | None:
@@ -582,6 +585,27 @@ def aligned_fields(alignment: dict[str, Any], store: Store, run_id: str,
         for row in items:
             values = {m: _finite(row.scores.get(m)) for m in score["inputs"]} | sig.get(row.key, {})
             out[row.key]["aligned_score"] = aligned_value(score, values)
+    return out
+
+
+def readings(alignment: dict[str, Any], store: Store, run_id: str) -> dict[str, dict[str, float | None]]:
+    """Per result key, the aligned values a gate can hold a run to: ``aligned_score`` (None when an
+    input is missing) and, per calibrated kind, ``p_calibrated.KIND`` = the mean calibrated P of the
+    answer's verdicts (None when it has none). Refused (one line) for a run it does not fit."""
+    out: dict[str, dict[str, float | None]] = {}
+    rows = store.results(run_id)
+    extra = aligned_fields(alignment, store, run_id, rows)
+    kinds = list(alignment.get("calibration") or {})
+    for row in rows:
+        if row.kind != "item":
+            continue
+        values: dict[str, float | None] = {}
+        if alignment.get("aligned_score") is not None:
+            values["aligned_score"] = extra[row.key].get("aligned_score")
+        for kind in kinds:
+            ps = [p for p in (extra[row.key].get("p_calibrated") or {}).get(kind, []) if p is not None]
+            values[f"p_calibrated.{kind}"] = float(np.mean(ps)) if ps else None
+        out[row.key] = values
     return out
 
 

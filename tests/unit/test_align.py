@@ -217,13 +217,17 @@ def _pairs_judge() -> ScriptedBackend:
     return PairJudge(rules=[], label_probs=True)
 
 
-def test_a_pairwise_run_gets_a_tie_threshold_and_aligned_verdicts(tmp_path: Path) -> None:
+def dice_pairs(tmp_path: Path, n: int = 30) -> Any:
+    """A DICE run (direct verdicts, the scripted pair judge) of ``n`` pairs of systems s1 and s2 in tmp_path/p.db."""
     pairs = [{"id": f"p{n}", "query": f"Question {n}?", "a": {"system": "s1", "response": f"answer one {n}"},
-              "b": {"system": "s2", "response": f"answer two {n * 7}"}} for n in range(30)]
+              "b": {"system": "s2", "response": f"answer two {n * 7}"}} for n in range(n)]
     data = tmp_path / "pairs.jsonl"
     data.write_text("".join(json.dumps(p) + "\n" for p in pairs))
-    result = assay.evaluate(str(data), "dice", _pairs_judge(), runner=QUIET, verdicts="direct",
-                            store=tmp_path / "p.db")
+    return assay.evaluate(str(data), "dice", _pairs_judge(), runner=QUIET, verdicts="direct", store=tmp_path / "p.db")
+
+
+def test_a_pairwise_run_gets_a_tie_threshold_and_aligned_verdicts(tmp_path: Path) -> None:
+    result = dice_pairs(tmp_path)
     labels = tmp_path / "winners.jsonl"
     lines = []
     for row in result.rows:

@@ -19,6 +19,10 @@ def report(
     run_id: str | None = typer.Option(None, "--run", help="which run of the store (an id or its prefix; "
                                                                      "default: the latest; the report lists them all)"),
     meta: Path | None = typer.Option(None, "--meta", help="meta.json from assay meta: add its agreement tables"),
+    alignment: Path | None = typer.Option(None, "--alignment", metavar="FILE",
+                                          help="alignment file from assay align: add the calibrated probabilities, "
+                                               "aligned score and tie-threshold decisions beside the raw values, "
+                                               "and its reliability, grade and weight plots"),
     force: bool = typer.Option(False, "--force", help="replace an existing output file that assay did not write "
                                                       "(never a store or an input)"),
 ) -> None:
@@ -26,8 +30,13 @@ def report(
     store = Store(run, create=False)
     rid = store.resolve_run(run_id)
     source = store.run(rid).manifest.get("data_source")
-    check_output(output, inputs=[run, meta, source], force=force)
-    path = write_report(EvalResult(store, rid), output, meta)
+    fitted = None
+    if alignment is not None:  # refused (one line) for a run of another method, prompt or judge
+        from assay.align import load_for
+
+        fitted = load_for(alignment, store, rid)
+    check_output(output, inputs=[run, meta, source, alignment], force=force)
+    path = write_report(EvalResult(store, rid), output, meta, fitted)
     console.print(f"report written to {path}")
     runs = store.list_runs()
     if len(runs) > 1 and run_id is None:

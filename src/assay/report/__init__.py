@@ -85,10 +85,11 @@ def read_meta_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def render_report(result: EvalResult, meta: Path | None = None) -> str:
+def render_report(result: EvalResult, meta: Path | None = None, alignment: dict[str, Any] | None = None) -> str:
     """The report page of a run's result as a string; ``meta`` adds the Table-2-style
     meta-evaluation of an ``assay meta`` result (a pairwise set's labels live there, not on the
-    items)."""
+    items); ``alignment`` (checked with :func:`assay.align.load_for`) adds the alignment section
+    (:mod:`assay.report.alignment`)."""
     env = Environment(loader=PackageLoader("assay", "report"), autoescape=select_autoescape(["j2", "html"]))
     env.filters["fmt"] = _fmt
     env.filters["pval"] = lambda v: _fmt(v) if v is None or v >= 0.001 else f"{v:.1e}"
@@ -107,6 +108,12 @@ def render_report(result: EvalResult, meta: Path | None = None) -> str:
             if section.item:
                 partial = env.from_string(section.item)
                 item_html = [Markup(partial.render(row=row, **section.context)) for row in rows]
+    if alignment is not None:
+        from assay.report.alignment import render as render_alignment
+
+        aligned, aligned_items = render_alignment(env, alignment, result.store, result.run.run_id, rows)
+        section_html = Markup(section_html + aligned)
+        item_html = [a + b for a, b in zip(item_html, aligned_items, strict=True)]
     human = _human_table(rows, result.metrics) if any(r.get("human") for r in rows) else []
     meta_data = read_meta_json(meta) if meta is not None else None
     store_runs = [{"run_id": r.run_id, "method": r.method, "judge": r.manifest.get("judge"), "status": r.status,
@@ -119,7 +126,8 @@ def render_report(result: EvalResult, meta: Path | None = None) -> str:
                            meta_source=meta.name if meta is not None else None, version=__version__)
 
 
-def write_report(result: EvalResult, out: Path, meta: Path | None = None) -> Path:
+def write_report(result: EvalResult, out: Path, meta: Path | None = None,
+                 alignment: dict[str, Any] | None = None) -> Path:
     """Write the report to ``out`` (atomically) and return the path. The caller checks ``out``
     first with ``check_output``."""
-    return atomic_write_text(out, render_report(result, meta))
+    return atomic_write_text(out, render_report(result, meta, alignment))

@@ -11,7 +11,14 @@ from rich.table import Table
 from assay._files import check_output, write_json
 from assay.clikit import console, err_console
 from assay.errors import ConfigError
-from assay.methods.caseaware.compare import compare_runs, gate, judge_robustness, load_run
+from assay.methods.caseaware.compare import (
+    RunScores,
+    add_readings,
+    compare_runs,
+    gate,
+    judge_robustness,
+    load_run,
+)
 
 
 def _f(value: float | None, digits: int = 3) -> str:
@@ -59,6 +66,40 @@ def compare(
         console.print(f"wrote {out}")
 
 
+def _pairs(option: str, entries: list[str] | None, what: str) -> dict[str, float]:
+    """NAME=NUMBER entries of a repeatable option; one clear error for a malformed one."""
+    out: dict[str, float] = {}
+    for entry in entries or []:
+        key, sep, value = entry.partition("=")
+        try:
+            out[key.strip()] = float(value)
+        except ValueError:
+            raise typer.BadParameter(f"{option} {entry!r}: expected {what}=NUMBER") from None
+        if not sep:
+            raise typer.BadParameter(f"{option} {entry!r}: expected {what}=NUMBER")
+    return out
+
+
+def _aligned(scores: RunScores, path: Path, minimums: dict[str, float]) -> RunScores:
+    """The run's scores with the alignment's values as metrics (refused in one line when the
+    alignment does not fit the run or lacks a part the gate asks for)."""
+    from assay.align import load_for, readings
+    from assay.store import Store
+
+    store = Store(Path(scores.path), create=False)
+    fitted = load_for(path, store, scores.run_id)
+    if "aligned_score" in minimums and fitted.get("aligned_score") is None:
+        raise ConfigError(f"--alignment {path}: holds no aligned score (too few grades when it was fitted); "
+                          "--min-aligned cannot be checked")
+    kinds = list(fitted.get("calibration") or {})
+    for name in minimums:
+        kind = name.removeprefix("p_calibrated.")
+        if name.startswith("p_calibrated.") and kind not in kinds:
+            raise ConfigError(f"--min-calibrated {kind}: {path} calibrates "
+                              f"{', '.join(kinds) if kinds else 'no kind of verdict'}")
+    return add_readings(scores, readings(fitted, store, scores.run_id))
+
+
 def gate_command(
     run: Path = typer.Argument(..., help="run store to gate"),
     min_final: float | None = typer.Option(None, "--min-final", help="minimum conversation-level mean S_final"),
@@ -70,20 +111,29 @@ def gate_command(
                                                          "the latest)"),
     baseline_run: str | None = typer.Option(None, "--baseline-run", help="which run of --baseline (default: the "
                                                                         "latest)"),
+    alignment: Path | None = typer.Option(None, "--alignment", metavar="FILE",
+                                          help="alignment file from assay align: gate on its aligned score and "
+                                               "calibrated probabilities (--min-aligned, --min-calibrated)"),
+    min_aligned: float | None = typer.Option(None, "--min-aligned", help="minimum mean aligned score "
+                                                                          "(needs --alignment)"),
+    min_calibrated: list[str] | None = typer.Option(None, "--min-calibrated", metavar="KIND=V",
+                                                    help="minimum mean calibrated P of a kind of verdict, e.g. "
+                                                         "criteria=0.7 (repeatable; needs --alignment)"),
 ) -> None:
     """Release gate for CI pipelines: exit 0 when every check passes, 1 with the reasons when
     one fails (2 for bad input). Each metric is the mean over conversations of the
     per-conversation mean (turns of every system in the run together). Example step:
-    `assay gate run.db --min-final 0.75 --baseline released.db --max-drop 0.03`."""
-    minimums: dict[str, float] = {}
-    for entry in minimum or []:
-        key, sep, value = entry.partition("=")
-        try:
-            minimums[key.strip()] = float(value)
-        except ValueError:
-            raise typer.BadParameter(f"--min {entry!r}: expected METRIC=NUMBER") from None
-        if not sep:
-            raise typer.BadParameter(f"--min {entry!r}: expected METRIC=NUMBER")
+    `assay gate run.db --min-final 0.75 --baseline released.db --max-drop 0.03`. With
+    `--alignment FILE` (from assay align) it gates on the aligned score (`--min-aligned 0.6`) or a
+    kind's calibrated probabilities (`--min-calibrated criteria=0.7`); a baseline is read through
+    the same alignment."""
+    minimums = _pairs("--min", minimum, "METRIC")
+    calibrated = _pairs("--min-calibrated", min_calibrated, "KIND")
+    if (min_aligned is not None or calibrated) and alignment is None:
+        raise ConfigError("--min-aligned and --min-calibrated need --alignment FILE (from assay align)")
+    minimums.update({f"p_calibrated.{k}": v for k, v in calibrated.items()})
+    if min_aligned is not None:
+        minimums["aligned_score"] = min_aligned
     for name, number in [("--min-final", min_final), ("--max-drop", max_drop),
                          *((f"--min {k}", v) for k, v in minimums.items())]:
         if number is not None and not math.isfinite(number):
@@ -95,8 +145,12 @@ def gate_command(
         raise ConfigError("--max-drop needs --baseline (the run store to compare against)")
     if baseline_run is not None and baseline is None:
         raise ConfigError("--baseline-run needs --baseline")
-    result = gate(load_run(run, run_id), min_final=min_final, minimums=minimums,
-                  baseline=load_run(baseline, baseline_run) if baseline else None, max_drop=max_drop)
+    scores = load_run(run, run_id)
+    before = load_run(baseline, baseline_run) if baseline else None
+    if alignment is not None:
+        scores = _aligned(scores, alignment, minimums)
+        before = _aligned(before, alignment, minimums) if before is not None else None
+    result = gate(scores, min_final=min_final, minimums=minimums, baseline=before, max_drop=max_drop)
     for check in result.checks:
         mark = "pass" if check["passed"] else "FAIL"
         if check["check"] == "minimum":

@@ -63,6 +63,26 @@ def load_run(path: str | Path, run_id: str | None = None) -> RunScores:
     return RunScores(str(path), rid, run.method, metrics, conversations, unscored, len(rows))
 
 
+def add_readings(run: RunScores, values: dict[str, dict[str, float | None]]) -> RunScores:
+    """``run`` with more per-answer values (by result key, e.g. :func:`assay.align.readings`) as
+    metrics: their per-conversation means, an answer without a value counted as unscored."""
+    names = list(dict.fromkeys(name for v in values.values() for name in v))
+    grouped: dict[str, dict[str, list[float]]] = {}
+    unscored = dict.fromkeys(names, 0)
+    for row in Store(Path(run.path), create=False).results(run.run_id):
+        for name in names:
+            value = values.get(row.key, {}).get(name)
+            if value is None:
+                unscored[name] += 1
+            else:
+                grouped.setdefault(conversation_of(row.item), {}).setdefault(name, []).append(float(value))
+    conversations = {c: dict(m) for c, m in run.conversations.items()}
+    for c, by_name in grouped.items():
+        conversations.setdefault(c, {}).update({n: statistics.fmean(v) for n, v in by_name.items()})
+    return RunScores(run.path, run.run_id, run.method, [*run.metrics, *names], conversations,
+                     {**run.unscored_turns, **unscored}, run.turns)
+
+
 def _paired_values(a: RunScores, b: RunScores, metric: str) -> tuple[list[str], list[float], list[float]]:
     ids = sorted(c for c in a.conversations if c in b.conversations
                  and metric in a.conversations[c] and metric in b.conversations[c])
