@@ -170,6 +170,8 @@ class DeCE(DeCEPrompts, Method):
     primary_metric: ClassVar[str | None] = "f_beta"
     meta_reference: ClassVar[bool] = True
     compact_columns: ClassVar[tuple[str, ...]] = ("f_beta",)
+    by_default: bool = False
+    """Its verdicts were settled from "auto" for the judge (:meth:`for_judge`), not chosen."""
 
     @classmethod
     def review_panel(cls) -> str | None:
