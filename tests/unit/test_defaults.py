@@ -102,3 +102,13 @@ def test_a_store_with_a_one_order_dice_run_continues_it(tmp_path: Path) -> None:
     again = assay.evaluate(pair_items(), "dice", backend, runner=QUIET, store=store, verdicts="direct")
     assert again.run_id == earlier.run_id and again.was_finished and backend.calls == []
     assert any("one order and three-way verdicts" in n for n in again.notes)
+
+
+def test_the_report_of_a_direct_pairwise_run_shows_each_order_and_the_forced_choice(tmp_path: Path) -> None:
+    from assay.report import render_report
+
+    result = assay.evaluate(pair_items(), "dice", dice_judge(), runner=QUIET, verdicts="direct",
+                            store=tmp_path / "p.db")
+    html = render_report(result)  # type: ignore[arg-type]
+    assert "decided directly, no written analysis" in html and "order 2 (swapped)" in html
+    assert "(forced choice; three-way Tie)" in html
