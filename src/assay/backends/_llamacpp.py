@@ -35,7 +35,6 @@ import asyncio
 import ctypes
 import os
 import signal
-import sys
 import threading
 import time
 from collections import OrderedDict
@@ -400,17 +399,22 @@ def _read_logprobs(llama: Any, ids: list[int], prompt_tokens: int, top: int) -> 
     return out
 
 
-def die_with_parent() -> None:
-    """Linux: the kernel sends this process SIGKILL when its parent dies, however it dies (kill -9,
-    a SIGTERM without cleanup): a model busy in a long forward pass would otherwise read the
-    closed pipe only when the pass ends, and run on, orphaned, for minutes. Elsewhere nothing."""
-    if not sys.platform.startswith("linux"):
-        return
-    pr_set_pdeathsig = 1
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() == 1:  # the parent was gone before the request was made
-        os._exit(0)
+def die_with_parent(interval_s: float = 0.5) -> None:
+    """The child ends itself when its parent dies, however the parent dies (kill -9, a SIGTERM
+    without cleanup): a model busy in a long forward pass would otherwise read the closed pipe only
+    when the pass ends, and run on, orphaned, for minutes. A daemon thread watches the parent's pid
+    (a forward pass runs in llama.cpp with the GIL released, so the thread keeps its turn).
+    Not Linux's PR_SET_PDEATHSIG: that fires when the *thread* that started the child ends, and the
+    child is started from whichever thread first calls the judge."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval_s)
+            if os.getppid() != parent:
+                os._exit(0)
+
+    threading.Thread(target=watch, name="assay-parent-watch", daemon=True).start()
 
 
 def _child_main(conn: Any, cancel: Any, options: dict[str, Any]) -> None:
