@@ -188,9 +188,9 @@ def test_a_pairwise_audit_attacks_the_first_answer_and_keeps_each_attacked_pair_
     assert rows[("override", "score_a")]["clean_mean"] == 0.0 and rows[("override", "score_a")]["attacked_mean"] == 1.0
     assert rows[("override", "score_a")]["raised"] == 3 and rows[("override", "score_b")]["mean_delta"] == -1.0
     assert result["attacked_side"].startswith("a") and result["signature"]["n"] == 3
-    # 3 clean + 6 attacked pairs, each judged once (analysis + decision): the attacked pairs did not
-    # merge with the clean ones into larger groups
-    assert len(judge.calls) == 9 * 2
+    # 3 clean + 6 attacked pairs, each judged in both orders (analysis + decision each): the attacked
+    # pairs did not merge with the clean ones into larger groups
+    assert len(judge.calls) == 9 * 2 * 2
     guarded = injection_audit(items, "dice", LogprobJudge(), runner=QUIET, resamples=200,
                               attacks=["override", "authority", "prefilled_output"])
     rows = {(r["attack"], r["metric"]): r for r in guarded["rows"]}
