@@ -1,4 +1,4 @@
-"""Typed records of the run store (SPEC §2.0): what :class:`assay.store.Store` hands out.
+"""Typed records of the run store: what :class:`assay.store.Store` hands out.
 
 Records read back from a store are built without re-validation (``model_construct``): the store
 wrote them from validated models, and re-validating every row is what made re-deriving a large

@@ -1,4 +1,4 @@
-"""Statistics used across assay (SPEC §2.5), as thin, checked wrappers over scipy, scikit-learn
+"""Statistics used across assay, as thin, checked wrappers over scipy, scikit-learn
 and krippendorff: what they compute we do not re-write, we only make the inputs explicit, drop
 nothing silently, and record the seed and number of resamples of every resampling.
 

@@ -1,5 +1,5 @@
 """The SQLite run store: runs, items, judge calls (the content-addressed cache), results with
-their evidence, and append-only human annotations (SPEC §2.4).
+their evidence, and append-only human annotations.
 
 Every judge call and every finished item is committed as soon as it exists, in WAL mode, so a
 process killed at any moment loses nothing it had written and a resumed run repeats no call.
