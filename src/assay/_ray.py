@@ -1,4 +1,4 @@
-"""The Ray executor (SPEC §5): units evaluated by Ray actors, each with its own judge backend.
+"""The Ray executor: units evaluated by Ray actors, each with its own judge backend.
 
 The driver (the process running ``assay eval``) stays the store's only writer:
 

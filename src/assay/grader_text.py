@@ -1,7 +1,7 @@
 """A deterministic detector of text in an evaluated answer that addresses the grader instead of
 the reader: orders to ignore instructions, demands for a score, forged chat turns or delimiters,
 forged verdicts, and the answer vouching for itself (reviewed / certified / accurate in every
-detail) (SPEC §2.3; the defence of holistic judges asked for in issue 17).
+detail) (the defence of holistic judges).
 
 Every run records, per unit, the passages that matched (``details.grader_directed_text``:
 pattern name and the matched text), and the report and ``assay ui`` show them, so a reviewer

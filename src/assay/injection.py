@@ -1,4 +1,4 @@
-"""Prompt-injection audit (SPEC §2.3): how far does text planted in the evaluated answer raise
+"""Prompt-injection audit: how far does text planted in the evaluated answer raise
 a judge's scores?
 
 Each attack appends (or prefixes) a piece of text to every answer; the same method and judge

@@ -391,6 +391,10 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
     names += [f"{m}.{d}" for m, ds in (detail_metrics or {}).items() for d in ds]
     if versus is not None and versus not in names:  # before any judge call
         raise InputError(f"--versus {versus!r} is not one of the metrics of this run: {', '.join(names)}")
+    for method, obj in built.items():  # before any judge call
+        if obj.unit_kind != "item" and obj.per_answer_scores({m: None for m in obj.metrics}) is None:
+            raise InputError(f"{method} scores {obj.unit_kind}s as a whole and does not say which score is each "
+                             "answer's, so its scores cannot be compared with labels of answers")
     for method in methods:
         method_obj = built[method]
         method_judge = (judge_for or {}).get(method, (judge_for or {}).get(method.split("@", 1)[0], judge))
@@ -407,7 +411,7 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
             # score(second) − score(first).
             scores = {}
             for r in rows:
-                for answer, answer_scores in zip(r.items, method_obj.per_answer_scores(r.scores), strict=True):
+                for answer, answer_scores in zip(r.items, method_obj.per_answer_scores(r.scores) or [], strict=True):
                     scores[_item_key(answer)] = answer_scores
             metrics = tuple(dict.fromkeys(m for values in scores.values() for m in values))
             pair_results[method] = pair_agreement(metaset, rows, type(method_obj))

@@ -1,4 +1,4 @@
-"""The embedded judge model: find it, assemble it from its PyPI parts, verify it (SPEC §2.2).
+"""The embedded judge model: find it, assemble it from its PyPI parts, verify it.
 
 Resolution order, first hit wins:
 

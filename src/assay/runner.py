@@ -1,4 +1,4 @@
-"""The async engine (SPEC §2.4): every judge call goes through :class:`JudgeClient` — cache,
+"""The async engine: every judge call goes through :class:`JudgeClient` — cache,
 in-flight de-duplication, per-backend concurrency, timeout, retries with exponential backoff
 and jitter that honour Retry-After, token budget — and :func:`gather_in_order` runs jobs with
 a concurrency limit, returning results in input order. The run that owns a client — a method

@@ -1,5 +1,5 @@
 """``python -m assay.serve``: llama-cpp-python's OpenAI-compatible server with the embedded
-judge's fast paths, for judging over HTTP (one or several endpoints, SPEC §5).
+judge's fast paths, for judging over HTTP (one or several endpoints).
 
 It is the stock ``llama_cpp.server`` (same options, same API) whose model class is replaced
 before it starts, with two changes a judge notices:

@@ -1,4 +1,4 @@
-"""Structured judge output (SPEC §2.3): constrained decoding where the backend has it, strict
+"""Structured judge output: constrained decoding where the backend has it, strict
 validation always, a bounded re-ask carrying the validation error, then fail closed as
 :class:`~assay.types.Unscored` with the reason and the raw output. No score is ever invented.
 """

@@ -360,3 +360,17 @@ def test_detail_metrics_correlate_numbers_kept_beside_the_scores() -> None:
     assert rows[("rougeL.absent", "overall")]["unscored"] == len(metaset.units)
     with pytest.raises(InputError, match="detail metrics for geval, which this run does not have"):
         meta(metaset, ["rougeL"], None, resamples=0, detail_metrics={"geval": ("x",)})
+
+
+def test_a_pair_method_that_does_not_split_its_scores_is_refused_before_any_call(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A method scoring pairs as a whole (no per-answer scores) cannot be correlated with labels of
+    answers: meta-evaluation says so in one line, before the judge is asked anything."""
+    from assay.methods._base import Method
+    from assay.methods.dice import Dice
+
+    monkeypatch.setattr(Dice, "per_answer_scores", classmethod(Method.per_answer_scores.__func__))
+    judge = ScriptedBackend([])
+    with pytest.raises(InputError, match=r"^dice scores pairs as a whole and does not say which score is each"):
+        meta(read_ragchecker(SLICE), ["dice"], judge)
+    assert judge.calls == []

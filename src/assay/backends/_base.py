@@ -1,4 +1,4 @@
-"""The judge backend interface (SPEC §2.1)."""
+"""The judge backend interface."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""In-process GGUF judge on llama-cpp-python: the offline default (SPEC §2.2).
+"""In-process GGUF judge on llama-cpp-python: the offline default.
 
 Names: ``llamacpp/default`` (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, resolved by
 :func:`assay.model.resolve_model`), ``llamacpp/smollm2`` (SmolLM2-135M, for plumbing tests) or

@@ -1,4 +1,4 @@
-"""OpenAI-compatible backend on the official ``openai`` SDK (SPEC §2.1).
+"""OpenAI-compatible backend on the official ``openai`` SDK.
 
 Names: ``openai/MODEL`` (api.openai.com, key from ``OPENAI_API_KEY``) or
 ``openai/MODEL@BASE_URL`` (any OpenAI-compatible server: vLLM, Ollama, LM Studio, the

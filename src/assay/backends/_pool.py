@@ -1,4 +1,4 @@
-"""One judge behind several endpoints (SPEC §5): ``openai/MODEL@URL1,URL2,...``.
+"""One judge behind several endpoints: ``openai/MODEL@URL1,URL2,...``.
 
 The pool spreads calls over its endpoints — each call goes to the endpoint with the fewest calls
 in flight, each endpoint capped at its own concurrency — and routes around one that fails: a

@@ -1,4 +1,4 @@
-"""Adapters for public human-labelled sets, read in their original formats (../shared/data).
+"""Adapters for public human-labelled sets, read in their original formats (the files as their authors publish them).
 
 Each adapter returns a :class:`MetaSet`: the answers to score, as assay items, and the units the
 humans labelled. A unit is one answer (pointwise) or two answers to the same question

@@ -223,14 +223,13 @@ class Method(ABC):
         return None
 
     @classmethod
-    def per_answer_scores(cls, scores: dict[str, Any]) -> list[dict[str, Any]]:
+    def per_answer_scores(cls, scores: dict[str, Any]) -> list[dict[str, Any]] | None:
         """The scores of each answer of one unit, in the unit's order, from the unit's scores:
         what meta-evaluation correlates with the humans' labels of each answer. An item method's
         unit is its one answer; a method of pairs or groups overrides this (DICE: its two
-        answers' scores)."""
-        if cls.unit_kind != "item":
-            raise NotImplementedError(f"{cls.name} scores {cls.unit_kind}s: it says how through per_answer_scores")
-        return [dict(scores)]
+        answers' scores). None: the method's scores belong to the unit, not to its answers
+        (meta-evaluation refuses such a method before any judge call)."""
+        return [dict(scores)] if cls.unit_kind == "item" else None
 
     @classmethod
     def recognises_output(cls, record: dict[str, Any]) -> bool:

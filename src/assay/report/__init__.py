@@ -1,4 +1,4 @@
-"""Self-contained HTML report of a run (SPEC §4). Every model-written string is escaped."""
+"""Self-contained HTML report of a run. Every model-written string is escaped."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Case-aware multi-turn RAG judge (case-aware-rag-judge.txt §4–6, App. A.2, B, C, H, J, L, M).
+"""Case-aware multi-turn RAG judge.
+
+Paper: Case-Aware LLM-as-a-Judge Evaluation for Enterprise-Scale RAG Systems, §4–6, App. A.2, B, C, H, J,
+L, M.
 
 One judge call per turn, conditioned on the case subject and description, the earlier turns,
 the query, the retrieved passages, the answer and an optional reference, and restricted to

@@ -1,5 +1,5 @@
 """Comparing runs at conversation level, judge robustness, and the release gate
-(case-aware-rag-judge.txt §8.3–8.4, Tables 2, 3, 6; SPEC §3.2).
+(Case-Aware LLM-as-a-Judge Evaluation for Enterprise-Scale RAG Systems, §8.3–8.4, Tables 2, 3, 6).
 
 A run is read from its store as per-conversation means of each metric (turns grouped by
 ``metadata.conversation_id``, unscored turns left out and counted). Two systems are compared on

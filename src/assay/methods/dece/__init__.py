@@ -1,4 +1,6 @@
-"""DeCE: decomposed precision and recall against instance criteria (dece.txt §2, App. C.4–C.5).
+"""DeCE: decomposed precision and recall against instance criteria.
+
+Paper: Beyond Pointwise Scores: Decomposed Criteria-Based Evaluation of LLM Responses, §2, App. C.4–C.5.
 
 Recall workflow (§2.2 step 2): criteria are extracted from the reference's Required Information
 (T=0.3) and each is judged satisfied or not by the answer, citing the answer's sentences (T=0).

@@ -1,4 +1,7 @@
-"""DICE: pairwise A/B/Tie verdicts with probabilities (``../shared/papers/dice.txt`` §3, App. A).
+"""DICE: pairwise A/B/Tie verdicts with probabilities.
+
+Paper: DICE: Discrete Interpretable Comparative Evaluation with Probabilistic Scoring for Retrieval-Augmented
+Generation, §3, App. A.
 
 A unit is an ordered pair of answers to one query (a pairwise record's ``a`` and ``b``, or two
 systems answering the same id). Two judge calls per order:

@@ -1,4 +1,6 @@
-"""LeMAJ: reference-free Legal Data Points (``../shared/papers/lemaj.txt`` §3–5, App. E.4, H).
+"""LeMAJ: reference-free Legal Data Points.
+
+Paper: LeMAJ (Legal LLM-as-a-Judge): Bridging Legal Reasoning and LLM Evaluation, §3–5, App. E.4, H.
 
 One judge call (§3.2) reads the document, the question, the answer (its sentences numbered) and
 — when the item has one — a gold answer, splits the answer into Legal Data Points and tags each

@@ -1,4 +1,4 @@
-"""PReMISE audit of any rubric set (``premise.txt`` §4, App. B.1, F.9, F.10). Axes built:
+"""PReMISE audit of any rubric set (PReMISE, arXiv:2605.30803 §4, App. B.1, F.9, F.10). Axes built:
 
 * ``structure`` — structural adequacy (F.9): each criterion against the five design properties
   (no conflicting requirements, unambiguous scope, response-observable, atomic,

@@ -1,4 +1,4 @@
-"""PReMISE discovery: a policy rubric from preference pairs (``premise.txt`` §3.1, Algorithm 1).
+"""PReMISE discovery: a policy rubric from preference pairs (PReMISE, arXiv:2605.30803 §3.1, Algorithm 1).
 
 Stage 1 — per pair, the judge names the qualities that separate the preferred answer from the
 other and scores both 1–10 (F.1). The two answers are shown in a seeded random order so that

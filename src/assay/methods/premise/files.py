@@ -1,4 +1,4 @@
-"""Rubric files and preference pairs for PReMISE (SPEC §3.5; ``premise.txt`` §3, App. A).
+"""Rubric files and preference pairs for PReMISE (PReMISE, arXiv:2605.30803, §3, App. A).
 
 A rubric set is YAML or JSON: either a list of criteria or an object with ``criteria`` (or
 ``rubrics``) and optional ``source`` / ``provenance``. A criterion has ``id`` and ``description``

@@ -1,4 +1,4 @@
-"""PReMISE's audit computations (``../shared/papers/premise.txt`` §3, App. A, B.1, B.3, C.1), as
+"""PReMISE's audit computations (PReMISE, arXiv:2605.30803 §3, App. A, B.1, B.3, C.1), as
 pure functions over judge outputs — the judge calls that produce their inputs live with the
 audit commands.
 

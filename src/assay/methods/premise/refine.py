@@ -1,4 +1,4 @@
-"""PReMISE reliability-constrained refinement (``premise.txt`` §3.4, App. C.1 Algorithm 2, C.2
+"""PReMISE reliability-constrained refinement (PReMISE, arXiv:2605.30803 §3.4, App. C.1 Algorithm 2, C.2
 Table 8): ``assay rubric repair --mode vfr``.
 
 Per criterion r (the pairs are split, seeded, into a calibration part and a held-out part):

@@ -1,4 +1,4 @@
-"""PReMISE repair (``premise.txt`` §3.3, App. C). Preference-rank selection (``--mode pref``).
+"""PReMISE repair (PReMISE, arXiv:2605.30803 §3.3, App. C). Preference-rank selection (``--mode pref``).
 
 **Preference-rank selection** (§3.3): every criterion scores the preference pairs with the
 pairwise judge (F.4, the same calls as the audit's, so a store that audited the rubric answers

@@ -1,5 +1,7 @@
-"""DICE tournaments (``../shared/papers/dice.txt`` §3.3, Algorithm 1): rank many systems that
-answered the same questions, with DICE's pairwise judgments.
+"""DICE tournaments: rank many systems that answered the same questions, with DICE's pairwise judgments.
+
+Paper: DICE: Discrete Interpretable Comparative Evaluation with Probabilistic Scoring for Retrieval-Augmented
+Generation, §3.3, Algorithm 1.
 
 A *match* between two systems is every question both answered, judged as a DICE pair unit; the
 match score of the first system is its summed DICE score over those questions divided by their
