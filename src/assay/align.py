@@ -369,6 +369,8 @@ def read_alignment(path: str | Path) -> dict[str, Any]:
                            parse_constant=lambda c: (_ for _ in ()).throw(ValueError(f"{c} is not a number")))
     except FileNotFoundError:
         raise ConfigError(f"--alignment {path}: file not found") from None
+    except OSError as exc:
+        raise ConfigError(f"--alignment {path}: cannot be read ({exc.strerror or exc})") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise ConfigError(f"--alignment {path}: not an alignment file written by assay align ({exc})") from None
     if not isinstance(value, dict) or value.get("format") != FORMAT or not isinstance(value.get("fitted_for"), dict):

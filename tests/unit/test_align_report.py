@@ -168,3 +168,72 @@ def test_a_pairwise_report_shows_the_verdicts_at_the_tie_threshold(tmp_path: Pat
     fields = al.aligned_fields(alignment, store, result.run_id)
     assert len(cells) == 30 and all(" → " in c for c in cells)
     assert sorted(c.split(" → ")[1] for c in cells) == sorted(v["aligned_verdict"] for v in fields.values())
+
+
+def test_the_review_ui_shows_the_aligned_values_beside_the_raw_ones(aligned_run: tuple[Path, str, Path],
+                                                                      tmp_path: Path) -> None:
+    """assay ui --alignment: the run's page has the aligned column and the summary with its plots; an
+    item's page lists each calibrated verdict with P(yes) beside calibrated P; a run of another method
+    in the same store says why the alignment does not apply; the store is not written."""
+    from starlette.testclient import TestClient
+
+    from assay.ui import create_app
+
+    path, run_id, file = aligned_run
+    copy = tmp_path / "runs.db"
+    with sqlite3.connect(path) as source, sqlite3.connect(copy) as target:  # the WAL's pages too
+        source.backup(target)
+    other = assay.evaluate(_items(), "rougeL", store=copy, runner=QUIET).run_id
+    before = sqlite3.connect(copy).execute("SELECT count(*) FROM annotations").fetchone()
+    alignment = al.read_alignment(file) | {"_source": "alignment.json"}
+    client = TestClient(create_app(copy, "t", allowed_hosts=("testserver",), alignment=alignment))
+    client.cookies.set("assay_token", "t")
+    store = Store(copy, create=False)
+    extra = al.aligned_fields(alignment, store, run_id)
+    results = store.results(run_id)
+
+    page = client.get(f"/run/{run_id}")
+    assert page.status_code == 200
+    tree = lxml_html.fromstring(page.text)
+    header = [th.text_content() for th in tree.xpath('//table[@id="items"]//th')]
+    assert "aligned" in header
+    column = header.index("aligned")
+    shown = [tr.xpath("./td")[column].text_content() for tr in tree.xpath('//table[@id="items"]//tr')[1:]]
+    assert shown == [f"{extra[r.key]['aligned_score']:.3f}" for r in results]
+    assert tree.xpath('//details[@id="aligned-section"]//h2[@id="alignment"]')
+    figures = tree.xpath('//details[@id="aligned-section"]//figure[@class="alignment-plot"]')
+    assert len(figures) == len(alignment["calibration"]) + 2  # a reliability diagram per kind, score, weights
+    assert all(len(f.xpath(".//svg")) == 1 for f in figures)
+
+    item = lxml_html.fromstring(client.get(f"/run/{run_id}/item/0").text)
+    tables = item.xpath('//div[@id="aligned"]//table[@class="calibrated"]')
+    assert tables and tables[0].get("data-kind") in extra[results[0].key]["p_calibrated"]
+    kind = tables[0].get("data-kind")
+    cells = [[td.text_content() for td in tr.xpath("./td")] for tr in tables[0].xpath(".//tr")[1:]]
+    entries = results[0].details[kind]
+    assert [c[3] for c in cells] == [f"{e['p_judge']:.3f}" for e in entries]
+    assert [c[4] for c in cells] == [f"{p:.3f}" for p in extra[results[0].key]["p_calibrated"][kind]]
+    assert item.xpath('//div[@id="aligned"]//b')[0].text_content() == f"{extra[results[0].key]['aligned_score']:.3f}"
+
+    refused = lxml_html.fromstring(client.get(f"/run/{other}").text)
+    note = refused.xpath('//p[@id="not-aligned"]')[0].text_content()
+    assert "does not apply to this run" in note and "rougeL" in note
+    assert not refused.xpath('//table[@id="items"]//th[text()="aligned"]')
+    assert sqlite3.connect(copy).execute("SELECT count(*) FROM annotations").fetchone() == before
+
+
+def test_assay_ui_refuses_a_bad_alignment_file_in_one_line_before_listening(aligned_run: tuple[Path, str, Path],
+                                                                             tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.unit.test_align import ASSAY as exe
+
+    path = aligned_run[0]
+    (tmp_path / "not.json").write_text("[1, 2]")
+    for bad in ("missing.json", "not.json", "."):
+        proc = subprocess.run([exe, "ui", str(path), "--alignment", bad, "--stop-after", "5"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert "assay ui on" not in proc.stdout
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and f"--alignment {bad}" in lines[0], proc.stderr

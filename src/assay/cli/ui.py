@@ -21,11 +21,21 @@ def ui(
                                help="default reviewer name for annotations (changeable in the page)"),
     stop_after: float | None = typer.Option(None, "--stop-after", min=1.0,
                                             help="stop serving after this many seconds (for scripts and tests)"),
+    alignment: Path | None = typer.Option(None, "--alignment", metavar="FILE",
+                                          help="alignment file from assay align: show the aligned score, calibrated "
+                                               "probabilities and verdicts at the tie threshold beside the raw ones, "
+                                               "on the runs it was fitted for"),
 ) -> None:
     """Serve a browser app over a run store: browse runs, items and the judge's evidence, annotate."""
     from assay.ui import serve
 
     Store(store, create=False)  # a missing or foreign file is refused before anything listens
+    fitted = None
+    if alignment is not None:  # a missing or malformed file, too
+        from assay.align import read_alignment
+
+        fitted = read_alignment(alignment)
+        fitted["_source"] = str(alignment)
     if host not in ("127.0.0.1", "localhost", "::1"):
         console.print(f"[yellow]warning:[/] listening on {host}: anyone who can reach it and has the token can "
                       "annotate")
@@ -41,4 +51,4 @@ def ui(
             timer.daemon = True
             timer.start()
 
-    serve(store, host=host, port=port, author=author, ready=ready)
+    serve(store, host=host, port=port, author=author, ready=ready, alignment=fitted)

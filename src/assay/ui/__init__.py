@@ -8,6 +8,12 @@ annotation panel: the answer grades and the method's review panel are views the 
 (:mod:`assay.views`), so nothing here names a method. Annotations go
 to the store append-only (:mod:`assay.human`); the judge's output is never changed.
 
+With an alignment file (``assay ui RUN.db --alignment FILE``, from ``assay align``), a run it was
+fitted for shows, beside its raw values: the aligned score (or the verdict at the fitted tie
+threshold) per answer, the alignment's summary and plots on the run's page, and each verdict's
+calibrated probability beside the judge's own on the item's page. A run of another method, judge
+or prompt says in one line why the alignment does not apply to it; nothing in the store changes.
+
 Security. Bound to 127.0.0.1 unless told otherwise. Every request needs the session token:
 the printed URL carries it once (``?token=``), the server answers with an HttpOnly,
 SameSite=Strict cookie and a redirect to the same page without it; a request without a valid
@@ -32,6 +38,7 @@ from urllib.parse import urlencode
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
@@ -105,13 +112,65 @@ def _histogram(values: list[Any], cls: Any, metric: str | None, bins: int = 10) 
                       "height": round(100 * c / top)} for i, c in enumerate(counts)]}
 
 
-def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowed_hosts: tuple[str, ...] = ()
-               ) -> Starlette:
+def _report_env() -> Environment:
+    """The HTML report's templates (the alignment section and its per-answer line)."""
+    env = Environment(loader=PackageLoader("assay", "report"), autoescape=select_autoescape(["j2", "html"]))
+    env.filters["fmt"] = _fmt
+    return env
+
+
+def _aligned(alignment: dict[str, Any] | None, store: Store, run_id: str) -> tuple[dict[str, Any] | None, str]:
+    """The alignment's values for a run (per result key) and, when it does not apply, why in one line."""
+    if alignment is None:
+        return None, ""
+    from assay.align import aligned_fields
+
+    try:
+        return aligned_fields(alignment, store, run_id), ""
+    except ConfigError as exc:
+        return None, str(exc)
+
+
+def _calibrated_entries(alignment: dict[str, Any], details: dict[str, Any], extra: dict[str, Any]
+                        ) -> list[dict[str, Any]]:
+    """Per calibrated kind of verdict: each verdict's text, the judge's label, P(yes) and calibrated P."""
+    out = []
+    for kind, ps in (extra.get("p_calibrated") or {}).items():
+        found = details.get(kind)
+        entries: list[Any] = found if isinstance(found, list) else []
+        rows = []
+        for entry, p in zip(entries, ps, strict=False):
+            if not isinstance(entry, dict):
+                continue
+            text = next((str(entry[k]) for k in ("criterion", "element", "statement", "text", "claim")
+                         if entry.get(k) is not None), "")
+            rows.append({"text": text, "verdict": entry.get("verdict", entry.get("judge_score")),
+                         "p_judge": entry.get("p_judge"), "p_calibrated": p})
+        out.append({"kind": kind, "chosen": (alignment.get("calibration") or {}).get(kind, {}).get("chosen"),
+                    "rows": rows})
+    return out
+
+
+def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowed_hosts: tuple[str, ...] = (),
+               alignment: dict[str, Any] | None = None) -> Starlette:
     """The ASGI app over one store. ``allowed_hosts``: the Host header values accepted (the
-    address served, e.g. ``127.0.0.1:8765``); empty accepts any (tests with an in-process client)."""
+    address served, e.g. ``127.0.0.1:8765``); empty accepts any (tests with an in-process client).
+    ``alignment`` (read with :func:`assay.align.read_alignment`) adds the aligned values to the
+    runs it was fitted for."""
     store = Store(store_path, create=False)
     env = _env()
     report_env = None
+    aligned_cache: dict[tuple[str, int], tuple[dict[str, Any] | None, str]] = {}
+
+    async def aligned_for(run_id: str) -> tuple[dict[str, Any] | None, str]:
+        """The alignment's values for a run, computed once per run and count of results (its
+        judge-free signals run their own event loop, and MiniLM is slow: in a worker thread)."""
+        if alignment is None:
+            return None, ""
+        key = (run_id, len(store.units(run_id)) + len(store.results(run_id)))
+        if key not in aligned_cache:
+            aligned_cache[key] = await run_in_threadpool(_aligned, alignment, store, run_id)
+        return aligned_cache[key]
 
     def page(name: str, **context: Any) -> HTMLResponse:
         return HTMLResponse(env.get_template(name).render(token=token, author=author, **context))
@@ -210,7 +269,18 @@ def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowe
             row["failed"] = _failed(cls, row, record)
         main_metric = (cls.primary_metric if cls is not None and cls.primary_metric in metrics else None) or (
             metrics[0] if metrics else None)
+        extra, not_aligned = await aligned_for(run_id)
+        aligned_section = Markup("")
+        if extra is not None and alignment is not None:
+            from assay.report.alignment import render as render_alignment
+
+            aligned_section, _ = await run_in_threadpool(render_alignment, _report_env(), alignment, store, run_id,
+                                                         rows)
+            for row in rows:
+                row["aligned"] = extra.get(row["unit_key"], {})
         return page("run.html.j2", run=run, rows=shown, total=len(rows), metrics=metrics, systems=systems,
+                    aligned=extra is not None, aligned_section=aligned_section, not_aligned=not_aligned,
+                    alignment_source=(alignment or {}).get("_source"),
                     query=dict(q), annotated=annotated, iaa=iaa,
                     authors=sorted({a.author for a in annotations}), means=_means(records),
                     histogram=_histogram([r.get(main_metric) for r in rows] if main_metric else [], cls, main_metric),
@@ -252,7 +322,15 @@ def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowe
         if view is not None and source:
             panel = Markup(env.from_string(source).render(row=row, mine=values, **view.context(row, mine)))
             script = Markup(view.script)  # shipped with the method, not data: no user text reaches it
+        extra, not_aligned = await aligned_for(run_id)
+        aligned = None
+        if extra is not None and alignment is not None:
+            mine_extra = extra.get(record.key, {})
+            aligned = {"score": mine_extra.get("aligned_score"), "has_score": "aligned_score" in mine_extra,
+                       "verdict": mine_extra.get("aligned_verdict"), "judge_verdict": record.details.get("verdict"),
+                       "kinds": _calibrated_entries(alignment, record.details, mine_extra)}
         return page("item.html.j2", run=run, row=row, idx=idx, unit_key=record.key, total=len(units),
+                    aligned=aligned, not_aligned=not_aligned, alignment_source=(alignment or {}).get("_source"),
                     evidence=evidence, annotations=annotations, mine=values, review_panel=panel,
                     review_script=script, grades=grade_scale(), metrics=list(record.scores))
 
@@ -300,7 +378,7 @@ def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowe
 
 
 def serve(store_path: Path, *, host: str = "127.0.0.1", port: int = 0, author: str = "reviewer",
-          token: str | None = None, ready: Any = None) -> None:
+          token: str | None = None, ready: Any = None, alignment: dict[str, Any] | None = None) -> None:
     """Serve the UI until interrupted; print the URL with its token. ``port`` 0 takes a free one."""
     import socket
 
@@ -316,7 +394,7 @@ def serve(store_path: Path, *, host: str = "127.0.0.1", port: int = 0, author: s
     # the loopback names are accepted, nothing else (the command warns when binding beyond loopback).
     hosts = tuple(dict.fromkeys((f"{shown_host}:{bound}", f"localhost:{bound}", f"127.0.0.1:{bound}",
                                  f"[::1]:{bound}")))
-    app = create_app(store_path, token, author=author, allowed_hosts=hosts)
+    app = create_app(store_path, token, author=author, allowed_hosts=hosts, alignment=alignment)
     url = f"http://{shown_host}:{bound}/?token={token}"
     # The socket listens before anything is announced, and the URL is announced only once the
     # server has started on it: a script (or a browser opened by it) that connects as soon as it
