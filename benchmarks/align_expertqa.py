@@ -18,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from assay.align import fit_calibration
+from assay.align import calibrate, fit_calibration, fit_calibrator, probability_report
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent))
@@ -41,9 +41,11 @@ def main() -> None:
     y = [int(c["support"] == "Complete") for _, c in scored]
     groups = [c["id"].split("|", 1)[0] for _, c in scored]  # the question
     fitted = fit_calibration(p, y, groups, folds=args.folds, resamples=args.resamples, seed=args.seed)
+    transfer = by_field(p, y, groups, [c["field"] for _, c in scored], fitted["chosen"], args)
     out = {"judge": "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama.cpp, CPU)", "question": "DeCE element_direct",
            "claims": len(sample), "unscored": len(sample) - len(scored), "questions": len(set(groups)),
-           "seed": args.seed, "chars": args.chars, "folds": args.folds, "calibration": fitted, "wall_s": wall}
+           "seed": args.seed, "chars": args.chars, "folds": args.folds, "calibration": fitted,
+           "transfer_by_field": transfer, "wall_s": wall}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=1, allow_nan=False))
 
@@ -58,6 +60,26 @@ def main() -> None:
     for name in ("ece", "brier", "auroc", "log_loss"):
         print(f"{name}: raw {show(name, b)} → calibrated (held-out) {show(name, a)}")
     print(f"mean P: {b['mean_p']:.2f} → {a['mean_p']:.2f}; wrote {args.out} in {wall:.0f} s")
+    t = transfer["after"]
+    print(f"transfer: fitted without the claim's field ({transfer['fields']} fields, {transfer['folds']} folds): "
+          + ", ".join(f"{name} {show(name, t)}" for name in ("ece", "brier", "auroc")))
+
+
+def by_field(p: list[float], y: list[int], questions: list[str], fields: list[str], kind: str,
+             args: argparse.Namespace) -> dict:
+    """Transfer to unseen fields: the chosen calibrator fitted on the claims of the other fields
+    (GroupKFold by ExpertQA's field, e.g. Law, Healthcare / Medicine), scored on the held-out
+    field's claims; CIs still resample questions."""
+    import numpy as np
+    from sklearn.model_selection import GroupKFold
+
+    pa, ya = np.asarray(p, dtype=float), np.asarray(y, dtype=float)
+    folds = min(args.folds, len(set(fields)))
+    pred = np.empty_like(pa)
+    for train, test in GroupKFold(n_splits=folds).split(pa, groups=fields):
+        pred[test] = calibrate(fit_calibrator(kind, pa[train], ya[train]), pa[test])
+    return {"kind": kind, "fields": len(set(fields)), "folds": folds,
+            "after": probability_report(pred, ya, questions, args.resamples, args.seed)}
 
 
 if __name__ == "__main__":

@@ -63,7 +63,8 @@ def claims(path: Path, chars: int) -> list[dict[str, Any]]:
                 if support not in NEGATIVE | {"Complete"} or not text or not claim.get("claim_string"):
                     continue
                 out.append({"id": f"{record['question'][:40]}|{system}|{n}", "claim": claim["claim_string"],
-                            "evidence": text[:chars], "support": support})
+                            "evidence": text[:chars], "support": support,
+                            "field": (record.get("metadata") or {}).get("field") or "unknown"})
     return out
 
 

@@ -352,3 +352,29 @@ def test_align_export_and_refusals_on_the_command_line(dece_store: tuple[Path, s
     assert not (tmp_path / "s2.jsonl").exists()
     proc = _run("export", "runs.db", "--alignment", few, "-o", "s3.jsonl", cwd=tmp_path)
     assert proc.returncode == 2 and "not an alignment file" in proc.stderr
+
+
+def test_the_default_aligned_score_weighs_agreeing_inputs_equally_on_their_own_scale() -> None:
+    """combine="equal": each input that agrees with the grades (r > 0) weighs the same once
+    standardised, one that disagrees weighs 0, and a line puts the sum on the grades' scale;
+    "ridge" stays available and each reports the other's out-of-fold r."""
+    rng = np.random.default_rng(0)
+    n = 60
+    good = rng.normal(0, 1, n)
+    y = 0.5 + 0.1 * good + rng.normal(0, 0.02, n)
+    x = np.column_stack([good * 10, good * 0.01 + rng.normal(0, 0.003, n), -good + rng.normal(0, 0.1, n)])
+    groups = [f"q{i}" for i in range(n)]
+    fitted = al.fit_aligned_score(["big", "small", "wrong"], x, y, groups, pairwise=False, resamples=0)
+    assert fitted["combine"] == "equal"
+    standard = fitted["standardised_shares"]
+    assert standard["big"] == pytest.approx(0.5) and standard["small"] == pytest.approx(0.5)
+    assert standard["wrong"] == 0 and fitted["weights"]["wrong"] == 0
+    assert fitted["weights"]["big"] * x[:, 0].std() == pytest.approx(fitted["weights"]["small"] * x[:, 1].std())
+    predicted = [al.aligned_value(fitted, dict(zip(fitted["inputs"], row, strict=True))) for row in x]
+    assert float(np.mean(predicted)) == pytest.approx(float(y.mean()), abs=0.01)
+    assert fitted["after_cv"]["pearson"] > 0.9
+    assert set(fitted["other_combiners_after_cv"]) == {"ridge"}
+    ridge = al.fit_aligned_score(["big", "small", "wrong"], x, y, groups, pairwise=False, resamples=0, combine="ridge")
+    assert ridge["combine"] == "ridge" and set(ridge["other_combiners_after_cv"]) == {"equal"}
+    with pytest.raises(ConfigError, match="combine 'mean'"):
+        al.fit_aligned_score(["big"], x[:, :1], y, groups, pairwise=False, resamples=0, combine="mean")

@@ -27,6 +27,10 @@ def align(
                                             help="judge-free signal the aligned score may use (repeatable): "
                                                  "rougeL, semantic (MiniLM cosine); default: rougeL"),
     no_signals: bool = typer.Option(False, "--no-signals", help="the aligned score uses the run's scores only"),
+    combine: str = typer.Option("equal", "--combine", metavar="equal|ridge",
+                                help="how the aligned score weighs its inputs: equal weights on the standardised "
+                                     "inputs that agree with the reviewers (default; steadier with few labels), "
+                                     "or a non-negative ridge regression"),
     folds: int = typer.Option(5, "--folds", min=2, help="cross-validation folds (by item id)"),
     resamples: int = typer.Option(1000, "--resamples", min=0, help="bootstrap resamples of items for the CIs"),
     seed: int = typer.Option(0, "--seed", help="seed of the bootstrap"),
@@ -41,6 +45,8 @@ def align(
     unknown = [s for s in signals if s not in al.SIGNALS]
     if unknown:
         raise typer.BadParameter(f"--signal {unknown[0]}: use one of {', '.join(al.SIGNALS)}")
+    if combine not in al.COMBINERS:
+        raise typer.BadParameter(f"--combine {combine}: use one of {', '.join(al.COMBINERS)}")
     check_output(output, inputs=[run, *(labels or [])], force=force)
     store = Store(run, create=False)
     rid = store.resolve_run(run_id)
@@ -52,7 +58,7 @@ def align(
     merged = al.merge(*parts)
     source = str(labels[0]) if labels and len(labels) == 1 else ""
     alignment = al.fit(store, rid, merged, signals=signals, folds=folds, resamples=resamples, seed=seed,
-                       source=source)
+                       source=source, combine=combine)
     counts = alignment["fitted_on"]["counts"]
     console.print(f"run {rid} ({alignment['fitted_for']['method']}, judge {alignment['fitted_for']['judge']}): "
                   f"{counts['grades']} grade(s), {counts['verdicts']} verdict label(s), {counts['pairs']} pair "

@@ -112,9 +112,11 @@ def plots(alignment: dict[str, Any]) -> list[dict[str, Any]]:
         out.append({"title": title, "svg": Markup(svg),
                     "caption": f"{len(points)} {score['fitted_to']}, each predicted by a fit that never saw its "
                                f"item; Pearson r {'—' if r is None else f'{r:.3f}'}."})
-    out.append({"title": "Weight of each input in the aligned score", "svg": Markup(weights_svg(score["shares"])),
-                "caption": "Non-negative ridge weights on standardised inputs, as shares of their sum "
-                           "(raw weights in the file)."})
+    how = ("equal weights on the standardised inputs that agree with the reviewers"
+           if score.get("combine", "ridge") == "equal" else "non-negative ridge weights on standardised inputs")
+    out.append({"title": "Weight of each input in the aligned score",
+                "svg": Markup(weights_svg(score.get("standardised_shares") or score["shares"])),
+                "caption": f"{how[0].upper()}{how[1:]}, as shares of their sum (raw weights in the file)."})
     return out
 
 
