@@ -237,3 +237,33 @@ def test_assay_ui_refuses_a_bad_alignment_file_in_one_line_before_listening(alig
         assert "assay ui on" not in proc.stdout
         lines = [line for line in proc.stderr.splitlines() if line.strip()]
         assert len(lines) == 1 and f"--alignment {bad}" in lines[0], proc.stderr
+
+
+def test_assay_ui_serves_the_aligned_column_over_http(aligned_run: tuple[Path, str, Path]) -> None:
+    """The installed command, a real server on 127.0.0.1: the run's page carries the aligned column."""
+    import re
+    import signal
+    import subprocess
+    import urllib.request
+
+    from tests.unit.test_align import ASSAY as exe
+    from tests.unit.test_robustness import wait_listening
+
+    path, run_id, file = aligned_run
+    proc = subprocess.Popen([exe, "ui", str(path), "--alignment", str(file), "--stop-after", "60"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        match = re.search(r"(http://\S+)/\?token=(\S+)", proc.stdout.readline())
+        assert match
+        wait_listening(match.group(1))
+        request = urllib.request.Request(f"{match.group(1)}/run/{run_id}",
+                                         headers={"cookie": f"assay_token={match.group(2)}"})
+        with urllib.request.urlopen(request, timeout=60) as response:
+            page = response.read().decode()
+        tree = lxml_html.fromstring(page)
+        assert "aligned" in [th.text_content() for th in tree.xpath('//table[@id="items"]//th')]
+        assert tree.xpath('//td[contains(@class, "aligned")]')
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=20)
