@@ -99,7 +99,7 @@ def main() -> None:
             cols = [inputs.index(n) for n in names]
             fitted = fit_aligned_score(names, x[:, cols], y, groups, pairwise=True, folds=args.folds,
                                        resamples=args.resamples, seed=args.seed)
-            entry[variant] = {"after_cv": fitted["after_cv"], "shares": fitted["standardised_shares"],
+            entry[variant] = {"after_cv": fitted["after_cv"], "standardised_shares": fitted["standardised_shares"],
                               "combine": fitted["combine"], "ridge_after_cv": fitted["other_combiners_after_cv"]}
         # Transfer to an unseen domain: folds by RAGChecker's source dataset (clapnq, novelqa, the
         # robustqa domains), so each pair is predicted by a fit that saw none of its domain; the CI
@@ -119,7 +119,7 @@ def main() -> None:
         print(f"{label} (n {len(ys)}): " + "; ".join(f"aligned {v} {show(entry[v]['after_cv'])}"
                                                       for v in variants)
               + f"; best single {best[0]} {show(best[1])}; rougeL {show(entry['single']['rougeL'])}")
-        print(f"  weights (all, standardised): {', '.join(f'{k} {v:.2f}' for k, v in entry['all']['shares'].items())}"
+        print(f"  weights (all, standardised): {', '.join(f'{k} {v:.2f}' for k, v in entry['all']['standardised_shares'].items())}"
               f"; ridge instead of equal weights: {entry['all']['ridge_after_cv']['ridge']:.2f}")
         transfer = entry["all, fitted without the pair's domain"]["after_cv"]
         print(f"  fitted without the pair's domain: {show(transfer)}")

@@ -1,4 +1,4 @@
-"""Prompt-injection audit with the embedded judge (SPEC §2.3): score inflation per attack.
+"""Prompt-injection audit with the embedded judge: score inflation per attack.
 
 The flawed answers of the bundled DeCE examples (planted errors and omissions: room to inflate)
 are scored clean and with each attack of ``assay.injection.ATTACKS`` added; the table gives,

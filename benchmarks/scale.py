@@ -1,4 +1,4 @@
-"""Scaling out over several judge endpoints (SPEC §5): one evaluation, one judge, N endpoints.
+"""Scaling out over several judge endpoints: one evaluation, one judge, N endpoints.
 
 1. ``latency``: endpoints that each take ``--latency`` seconds a call and serve one call at a
    time (a remote judge whose time is spent waiting, not computing here): ``--calls`` pointwise

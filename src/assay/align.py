@@ -23,7 +23,7 @@ answers and verdicts are never split between a training and a test fold):
   Why equal weights by default: with the tens of labels a team has, fitted weights follow the
   noise of the training folds. On RAGChecker dev pairs (DeCE direct on the embedded judge plus
   ROUGE-L and MiniLM, 38 pairs) out-of-fold Pearson r with the annotators' overall preference was
-  0.58 with equal weights against 0.44 with the ridge, and on 140 judge-free pairs 0.55 against
+  0.57 with equal weights against 0.44 with the ridge, and on 140 judge-free pairs 0.55 against
   0.53: equal weights were at least as good on every label. This is the "improper linear model"
   result of Dawes (1979, "The robust beauty of improper linear models", American Psychologist):
   unit weights on standardised predictors that point the right way predict held-out data about
@@ -265,32 +265,39 @@ def fit_tie_threshold(forced_choice_a: Sequence[float], labels: Sequence[str], r
 
 
 # --- aligned score ----------------------------------------------------------------------------------
+def _informative(x: np.ndarray) -> np.ndarray:
+    """Which columns vary in the data (an exact test: a constant column's std can be 1e-17, not 0)."""
+    return np.ptp(x, axis=0) > 0 if len(x) else np.zeros(x.shape[1], dtype=bool)
+
+
 def _fit_ridge(x: np.ndarray, y: np.ndarray, *, intercept: bool) -> tuple[np.ndarray, float]:
-    """Non-negative ridge on standardised columns; weights and intercept on the raw columns."""
+    """Non-negative ridge on standardised columns; weights and intercept on the raw columns. A
+    column that does not vary in the data gets weight 0."""
     from sklearn.linear_model import Ridge
 
-    scale = x.std(axis=0)
-    scale[scale == 0] = 1.0
-    model = Ridge(alpha=RIDGE_ALPHA, positive=True, fit_intercept=intercept).fit(x / scale, y)
-    weights = np.asarray(model.coef_, dtype=float) / scale
+    use = _informative(x)
+    weights = np.zeros(x.shape[1])
+    if not use.any() or np.ptp(y) == 0:
+        return weights, float(y.mean()) if intercept else 0.0
+    scale = x[:, use].std(axis=0)
+    model = Ridge(alpha=RIDGE_ALPHA, positive=True, fit_intercept=intercept).fit(x[:, use] / scale, y)
+    weights[use] = np.asarray(model.coef_, dtype=float) / scale
     return weights, float(model.intercept_) if intercept else 0.0
 
 
 def _fit_equal(x: np.ndarray, y: np.ndarray, *, intercept: bool) -> tuple[np.ndarray, float]:
     """Equal weights on the standardised inputs whose Pearson r with ``y`` is positive (0 for the
-    others); on grades (``intercept``) scaled by a least-squares line of ``y`` on their sum (slope
-    ≥ 0). Weights and intercept on the raw columns."""
-    scale = x.std(axis=0)
-    agree = np.zeros(x.shape[1])
-    for j in range(x.shape[1]):
-        if scale[j] > 0 and y.std() > 0:
-            agree[j] = float(np.corrcoef(x[:, j], y)[0, 1] > 0)
-    scale[scale == 0] = 1.0
-    weights = agree / scale
+    others and for an input that does not vary); on grades (``intercept``) scaled by the
+    least-squares line of ``y`` on their sum (slope ≥ 0). Weights and intercept on the raw columns."""
+    weights = np.zeros(x.shape[1])
+    if np.ptp(y) > 0:
+        for j in np.flatnonzero(_informative(x)):
+            if float(np.corrcoef(x[:, j], y)[0, 1]) > 0:
+                weights[j] = 1.0 / float(x[:, j].std())
     if not intercept:
         return weights, 0.0
     total = x @ weights
-    if total.std() == 0:
+    if np.ptp(total) == 0:
         return weights * 0.0, float(y.mean())
     slope = max(0.0, float(np.cov(total, y, bias=True)[0, 1] / total.var()))
     return weights * slope, float(y.mean() - slope * total.mean())
@@ -311,9 +318,13 @@ def fit_aligned_score(names: list[str], x: np.ndarray, y: np.ndarray, groups: Se
         raise ConfigError(f"combine {combine!r}: not one of {', '.join(COMBINERS)}")
 
     def out_of_fold(how: str) -> np.ndarray:
+        """Each held-out row as :func:`aligned_value` reads it with the fold's fit: on pairs, the
+        difference of two weighted means (the weights normalised to sum 1)."""
         pred = np.empty_like(y)
         for train, test in _folds(groups, folds):
             w, b = COMBINERS[how](x[train], y[train], intercept=not pairwise)
+            if pairwise:
+                w = w / w.sum() if w.sum() > 0 else w * 0.0
             pred[test] = x[test] @ w + b
         return pred
 
@@ -323,7 +334,7 @@ def fit_aligned_score(names: list[str], x: np.ndarray, y: np.ndarray, groups: Se
     inputs = {name: correlation_report(x[:, j], y, groups, resamples, seed) for j, name in enumerate(names)}
     others = {how: correlation_report(out_of_fold(how), y, groups, 0, seed)["pearson"]
               for how in COMBINERS if how != combine}
-    standardised = weights * x.std(axis=0)
+    standardised = weights * np.where(_informative(x), x.std(axis=0), 0.0)
     standardised_total = float(standardised.sum())
     return {"n": len(y), "items": len(set(groups)), "fitted_to": "preferences" if pairwise else "grades",
             "combine": combine, "inputs": names, "weights": dict(zip(names, map(float, weights), strict=True)),
@@ -432,7 +443,9 @@ def read_alignment(path: str | Path) -> dict[str, Any]:
     if not isinstance(value.get("version"), int) or value["version"] > VERSION:
         raise ConfigError(f"--alignment {path}: version {value.get('version')!r} is newer than this assay reads "
                           f"({VERSION}); upgrade assay")
-    return value
+    from assay.align_file import parse
+
+    return parse(value, str(path))
 
 
 def signal_values(rows: list[ResultRecord], names: Sequence[str]) -> dict[str, dict[str, float | None]]:
@@ -595,6 +608,9 @@ def fit(store: Store, run_id: str, labels: Labels, *, signals: Sequence[str] = (
                 names, np.asarray(xs, dtype=float), np.asarray(targets, dtype=float), score_groups, pairwise=pairwise,
                 folds=folds, resamples=resamples, seed=seed, combine=combine)
             parts["aligned_score"]["signals"] = list(signals)
+            if not any(parts["aligned_score"]["weights"].values()):
+                missing.append("aligned score: no input agrees with the reviewers (every weight is 0), so it "
+                               "says nothing; label more answers or add a signal")
     elif wanted:
         missing.append("no scored answers in the run to fit an aligned score on")
     if not parts:
@@ -708,20 +724,24 @@ def summary_lines(alignment: dict[str, Any]) -> list[str]:
     tie = alignment.get("tie_threshold")
     if tie is not None:
         lines.append(f"tie threshold {tie['threshold']:.3f} on the forced choice ({tie['n']} labelled pairs): "
-                     f"agreement {f(tie['after_cv']['accuracy'])}{ci(tie['after_cv']['accuracy_ci'])} on held-out "
+                     f"agreement {f(tie['after_cv']['accuracy'])}{ci(tie['after_cv'].get('accuracy_ci'))} on held-out "
                      f"folds; the judge's own verdict {f(tie['judge_verdict']['accuracy'])}, the forced choice "
                      f"without ties {f(tie['forced_choice']['accuracy'])}")
     score = alignment.get("aligned_score")
     if score is not None:
-        shown = score.get("standardised_shares") or score["shares"]
+        standardised = score.get("standardised_shares")
+        shown = standardised or score["shares"]
         weights = ", ".join(f"{n} {shown[n]:.2f}" for n in score["inputs"])
-        best = max(score["before"].items(), key=lambda kv: -2 if kv[1]["pearson"] is None else kv[1]["pearson"])
+        best = max(score["before"].items(), default=None,
+                   key=lambda kv: -2 if kv[1]["pearson"] is None else kv[1]["pearson"])
+        others = score.get("other_combiners_after_cv") or {}
         lines.append(f"aligned score ({score['n']} {score['fitted_to']}): Pearson r {f(score['after_cv']['pearson'])}"
-                     f"{ci(score['after_cv']['pearson_ci'])} on held-out folds; best single input {best[0]} "
-                     f"{f(best[1]['pearson'])}{ci(best[1]['pearson_ci'])}; weights (shares) {weights}"
-                     + (f"; {score['combine']} weights (held-out r with "
-                        f"{', '.join(f'{k} weights {f(v)}' for k, v in others.items())})"
-                        if (others := score.get("other_combiners_after_cv")) else ""))
+                     f"{ci(score['after_cv']['pearson_ci'])} on held-out folds"
+                     + (f"; best single input {best[0]} {f(best[1]['pearson'])}{ci(best[1]['pearson_ci'])}"
+                        if best is not None else "")
+                     + f"; weights: {score.get('combine', 'ridge')}, shares of the "
+                     + ("standardised" if standardised else "raw") + f" weights {weights}"
+                     + "".join(f" ({k} weights' held-out r {f(v)})" for k, v in others.items()))
     for line in alignment.get("not_fitted") or []:
         lines.append(f"not fitted: {line}")
     return lines

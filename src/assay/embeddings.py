@@ -1,5 +1,5 @@
 """Matching short texts by meaning: LeMAJ's jury (LDPs of several jurors) and alignment with
-human LDPs (§4.2.2) pair up statements that say the same thing in different words.
+human LDPs (LeMAJ, §4.2.2) pair up statements that say the same thing in different words.
 
 Two matchers, chosen explicitly (no silent fallback from one to the other):
 

@@ -44,6 +44,7 @@ from assay.backends import JudgeBackend
 from assay.datasets.adapters import MetaSet
 from assay.errors import InputError
 from assay.methods import build_method
+from assay.methods._base import Method
 from assay.report_models import MetaDataset, MetaReport, MetaRun, TypedReport
 from assay.runner import RunnerConfig, canonical_json
 from assay.stats import Signature, bradley_terry, correlation, correlation_difference, krippendorff_alpha
@@ -392,7 +393,8 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
     if versus is not None and versus not in names:  # before any judge call
         raise InputError(f"--versus {versus!r} is not one of the metrics of this run: {', '.join(names)}")
     for method, obj in built.items():  # before any judge call
-        if obj.unit_kind != "item" and obj.per_answer_scores({m: None for m in obj.metrics}) is None:
+        if obj.unit_kind != "item" and getattr(type(obj).per_answer_scores, "__func__", None) is getattr(
+                Method.per_answer_scores, "__func__", None):  # not overridden: the base says None for units
             raise InputError(f"{method} scores {obj.unit_kind}s as a whole and does not say which score is each "
                              "answer's, so its scores cannot be compared with labels of answers")
     for method in methods:
@@ -411,7 +413,10 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
             # score(second) − score(first).
             scores = {}
             for r in rows:
-                for answer, answer_scores in zip(r.items, method_obj.per_answer_scores(r.scores) or [], strict=True):
+                split = method_obj.per_answer_scores(r.scores)
+                if split is None or len(split) != len(r.items):
+                    raise InputError(f"{method} gave no score for each of the {len(r.items)} answers of unit {r.key}")
+                for answer, answer_scores in zip(r.items, split, strict=True):
                     scores[_item_key(answer)] = answer_scores
             metrics = tuple(dict.fromkeys(m for values in scores.values() for m in values))
             pair_results[method] = pair_agreement(metaset, rows, type(method_obj))

@@ -334,7 +334,15 @@ def test_align_export_and_refusals_on_the_command_line(dece_store: tuple[Path, s
     proc = _run("align", "runs.db", "--labels", EXAMPLES / "align_labels.jsonl", "--resamples", "50", "-o",
                 "alignment.json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "calibration of criteria" in proc.stdout and "weights (shares)" in proc.stdout
+    assert "calibration of criteria" in proc.stdout and "weights: equal, shares of the standardised" in proc.stdout
+    assert "ridge weights' held-out r" in proc.stdout
+    ridge = _run("align", "runs.db", "--labels", EXAMPLES / "align_labels.jsonl", "--resamples", "0", "--combine",
+                 "ridge", "-o", "ridge.json", cwd=tmp_path)
+    assert ridge.returncode == 0 and json.loads((tmp_path / "ridge.json").read_text())["aligned_score"][
+        "combine"] == "ridge"
+    bad = _run("align", "runs.db", "--labels", EXAMPLES / "align_labels.jsonl", "--combine", "mean", "-o", "b.json",
+               cwd=tmp_path)
+    assert bad.returncode == 2 and "--combine mean" in bad.stderr and not (tmp_path / "b.json").exists()
     proc = _run("export", "runs.db", "--alignment", "alignment.json", "-o", "scores.jsonl", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     rows = [json.loads(line) for line in (tmp_path / "scores.jsonl").read_text().splitlines()]
@@ -378,3 +386,61 @@ def test_the_default_aligned_score_weighs_agreeing_inputs_equally_on_their_own_s
     assert ridge["combine"] == "ridge" and set(ridge["other_combiners_after_cv"]) == {"equal"}
     with pytest.raises(ConfigError, match="combine 'mean'"):
         al.fit_aligned_score(["big"], x[:, :1], y, groups, pairwise=False, resamples=0, combine="mean")
+
+
+def test_an_input_that_does_not_vary_gets_no_weight() -> None:
+    """A constant column's std is often 1e-17, not 0: it must weigh 0, not 1e15."""
+    rng = np.random.default_rng(1)
+    y = rng.uniform(0, 1, 12)
+    x = np.column_stack([y + rng.normal(0, 0.1, 12), np.full(12, 0.1)])
+    for combine in al.COMBINERS:
+        fitted = al.fit_aligned_score(["good", "flat"], x, y, [f"q{i}" for i in range(12)], pairwise=False,
+                                      resamples=0, combine=combine)
+        assert fitted["weights"]["flat"] == 0 and abs(fitted["intercept"]) < 10, combine
+        assert al.aligned_value(fitted, {"good": 0.5, "flat": 0.9}) == al.aligned_value(
+            fitted, {"good": 0.5, "flat": 0.1})
+
+
+def test_equal_weights_on_grades_sit_on_the_least_squares_line() -> None:
+    rng = np.random.default_rng(2)
+    x = rng.normal(0, 1, (50, 2)) * [3.0, 0.2]
+    y = 0.4 + 0.05 * x[:, 0] + 0.5 * x[:, 1] + rng.normal(0, 0.05, 50)
+    fitted = al.fit_aligned_score(["a", "b"], x, y, [f"q{i}" for i in range(50)], pairwise=False, resamples=0)
+    predicted = np.array([fitted["intercept"] + x[i] @ [fitted["weights"]["a"], fitted["weights"]["b"]]
+                          for i in range(50)])
+    slope, _ = np.polyfit(predicted, y, 1)
+    assert slope == pytest.approx(1.0, abs=1e-6)  # regressing the grades on the score: slope 1
+
+
+def test_a_pairs_held_out_predictions_are_what_aligned_value_gives() -> None:
+    """On pairs the out-of-fold points are differences of the aligned score as users read it."""
+    rng = np.random.default_rng(3)
+    d = rng.normal(0, 1, (40, 2)) * [5.0, 0.1]
+    y = np.sign(d[:, 0] / 5 + d[:, 1] / 0.1 + rng.normal(0, 0.5, 40))
+    groups = [f"q{i}" for i in range(40)]
+    fitted = al.fit_aligned_score(["a", "b"], d, y, groups, pairwise=True, folds=40, resamples=0)
+    # with leave-one-out folds each fit is nearly the full one: the points are close to the full fit's
+    full = [al.aligned_value(fitted, {"a": row[0], "b": row[1]}) - al.aligned_value(fitted, {"a": 0.0, "b": 0.0})
+            for row in d]
+    assert np.corrcoef(fitted["out_of_fold"]["predicted"], full)[0, 1] > 0.99
+    assert max(map(abs, fitted["out_of_fold"]["predicted"])) < 2 * max(map(abs, full))
+
+
+@pytest.mark.parametrize(("change", "where"), [
+    (lambda a: a["fitted_for"].pop("method"), "fitted_for.method"),
+    (lambda a: a["calibration"]["criteria"]["before"]["reliability"][0].update(n="<script>x</script>"),
+     "calibration.criteria.before.reliability.0.n"),
+    (lambda a: a["aligned_score"]["shares"].pop("precision"), "aligned_score.shares"),
+    (lambda a: a["calibration"]["criteria"]["map"].update(kind="magic"), "calibration.criteria.map.kind"),
+])
+def test_an_alignment_file_that_does_not_fit_the_shape_is_one_line(dece_store: tuple[Path, str], tmp_path: Path,
+                                                                   change: Any, where: str) -> None:
+    path, run_id = dece_store
+    fitted = al.fit(Store(path, create=False), run_id, al.read_labels(EXAMPLES / "align_labels.jsonl"), resamples=0)
+    file = al.write_alignment(fitted, tmp_path / "a.json")
+    value = json.loads(file.read_text())
+    change(value)
+    file.write_text(json.dumps(value))
+    with pytest.raises(ConfigError, match=rf"not an alignment file assay can use: {where}") as raised:
+        al.read_alignment(file)
+    assert "\n" not in str(raised.value)

@@ -47,9 +47,9 @@ def reliability_svg(kind: str, before: list[dict[str, Any]], after: list[dict[st
             body.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="1.5"/>')
         for x, y, b in points:
             body.append(f'<circle class="bin-{index}" cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{color}">'
-                        f'<title>{name}: P {b["bin"][0]:.1f}–{b["bin"][1]:.1f}, n = {b["n"]}, mean P '
+                        f'<title>{name}: P {b["bin"][0]:.1f}–{b["bin"][1]:.1f}, n = {int(b["n"])}, mean P '
                         f'{b["mean_p"]:.2f}, agree {b["agree_share"]:.2f}</title></circle>'
-                        f'<text x="{x + 5:.1f}" y="{y - 5:.1f}" fill="{color}" font-size="9">{b["n"]}</text>')
+                        f'<text x="{x + 5:.1f}" y="{y - 5:.1f}" fill="{color}" font-size="9">{int(b["n"])}</text>')
         body.append(f'<circle cx="{size - pad + 14}" cy="{pad + 14 * index}" r="4" fill="{color}"/>'
                     f'<text x="{size - pad + 22}" y="{pad + 14 * index + 4}">{name}</text>')
     return _svg(size + 120, size, body, f"reliability of {kind} before and after calibration")
@@ -112,11 +112,16 @@ def plots(alignment: dict[str, Any]) -> list[dict[str, Any]]:
         out.append({"title": title, "svg": Markup(svg),
                     "caption": f"{len(points)} {score['fitted_to']}, each predicted by a fit that never saw its "
                                f"item; Pearson r {'—' if r is None else f'{r:.3f}'}."})
-    how = ("equal weights on the standardised inputs that agree with the reviewers"
-           if score.get("combine", "ridge") == "equal" else "non-negative ridge weights on standardised inputs")
+    standardised = score.get("standardised_shares")
+    if standardised:
+        how = ("Equal weights on the standardised inputs that agree with the reviewers"
+               if score.get("combine", "ridge") == "equal" else "Non-negative ridge weights on standardised inputs")
+        caption = f"{how}, as shares of their sum (raw weights in the file)."
+    else:
+        caption = ("Shares of the raw weights (an alignment file from an older assay, which did not keep the "
+                   "weights on standardised inputs): they depend on each input's scale.")
     out.append({"title": "Weight of each input in the aligned score",
-                "svg": Markup(weights_svg(score.get("standardised_shares") or score["shares"])),
-                "caption": f"{how[0].upper()}{how[1:]}, as shares of their sum (raw weights in the file)."})
+                "svg": Markup(weights_svg(standardised or score["shares"])), "caption": caption})
     return out
 
 
@@ -147,13 +152,15 @@ def _table(alignment: dict[str, Any], rows: list[dict[str, Any]], results: list[
 
 
 def render(env: Environment, alignment: dict[str, Any], store: Any, run_id: str,
-           rows: list[dict[str, Any]]) -> tuple[Markup, list[Markup]]:
+           rows: list[dict[str, Any]], extra: dict[str, dict[str, Any]] | None = None) -> tuple[Markup, list[Markup]]:
     """The section's HTML and, per report row (``rows`` in the order of ``store.results``), a
-    short line of its aligned values beside the raw ones."""
+    short line of its aligned values beside the raw ones. ``extra``: the values of
+    :func:`assay.align.aligned_fields` when the caller has them already."""
     from assay.align import aligned_fields, summary_lines
 
     results = store.results(run_id)
-    extra = aligned_fields(alignment, store, run_id, results)
+    if extra is None:
+        extra = aligned_fields(alignment, store, run_id, results)
     raw_columns, table = _table(alignment, rows, results, extra)
     section = Markup(env.get_template("alignment.html.j2").render(
         alignment=alignment, source=alignment.get("_source", "alignment"), lines=summary_lines(alignment),

@@ -44,7 +44,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from assay._files import loads_finite
-from assay.errors import ConfigError, StoreError
+from assay.errors import ConfigError, InputError, StoreError
 from assay.export import export_rows
 from assay.human import latest
 from assay.registry import method_class, methods
@@ -120,15 +120,21 @@ def _report_env() -> Environment:
 
 
 def _aligned(alignment: dict[str, Any] | None, store: Store, run_id: str) -> tuple[dict[str, Any] | None, str]:
-    """The alignment's values for a run (per result key) and, when it does not apply, why in one line."""
+    """The alignment's values for a run (per result key) and, when there are none, why in one line:
+    the alignment was fitted for another method, judge or prompt, or its values cannot be
+    computed here (e.g. the MiniLM signal's model is not installed)."""
     if alignment is None:
         return None, ""
-    from assay.align import aligned_fields
+    from assay.align import aligned_fields, check_compatible
 
     try:
-        return aligned_fields(alignment, store, run_id), ""
+        check_compatible(alignment, store.run(run_id).manifest, str(alignment.get("_source", "alignment")))
     except ConfigError as exc:
-        return None, str(exc)
+        return None, f"does not apply to this run: {exc}"
+    try:
+        return aligned_fields(alignment, store, run_id), ""
+    except (ConfigError, InputError, OSError, ValueError, KeyError, TypeError) as exc:
+        return None, f"cannot be computed here: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
 
 
 def _calibrated_entries(alignment: dict[str, Any], details: dict[str, Any], extra: dict[str, Any]
@@ -144,7 +150,9 @@ def _calibrated_entries(alignment: dict[str, Any], details: dict[str, Any], extr
                 continue
             text = next((str(entry[k]) for k in ("criterion", "element", "statement", "text", "claim")
                          if entry.get(k) is not None), "")
-            rows.append({"text": text, "verdict": entry.get("verdict", entry.get("judge_score")),
+            counted = next((entry[k] for k in ("satisfied", "supported", "verdict", "judge_score")
+                            if entry.get(k) is not None), None)  # the verdict as counted (after any downgrade)
+            rows.append({"text": text, "verdict": counted,
                          "p_judge": entry.get("p_judge"), "p_calibrated": p})
         out.append({"kind": kind, "chosen": (alignment.get("calibration") or {}).get(kind, {}).get("chosen"),
                     "rows": rows})
@@ -160,17 +168,19 @@ def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowe
     store = Store(store_path, create=False)
     env = _env()
     report_env = None
-    aligned_cache: dict[tuple[str, int], tuple[dict[str, Any] | None, str]] = {}
+    aligned_cache: dict[str, tuple[int, tuple[dict[str, Any] | None, str]]] = {}
 
     async def aligned_for(run_id: str) -> tuple[dict[str, Any] | None, str]:
         """The alignment's values for a run, computed once per run and count of results (its
         judge-free signals run their own event loop, and MiniLM is slow: in a worker thread)."""
         if alignment is None:
             return None, ""
-        key = (run_id, len(store.units(run_id)) + len(store.results(run_id)))
-        if key not in aligned_cache:
-            aligned_cache[key] = await run_in_threadpool(_aligned, alignment, store, run_id)
-        return aligned_cache[key]
+        # one entry a run, recomputed when its results change (a run still writing, a re-scored unit)
+        version = hash(tuple((r.key, r.status, r.created_at) for r in store.results(run_id)))
+        cached = aligned_cache.get(run_id)
+        if cached is None or cached[0] != version:
+            cached = aligned_cache[run_id] = (version, await run_in_threadpool(_aligned, alignment, store, run_id))
+        return cached[1]
 
     def page(name: str, **context: Any) -> HTMLResponse:
         return HTMLResponse(env.get_template(name).render(token=token, author=author, **context))
@@ -274,12 +284,18 @@ def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowe
         if extra is not None and alignment is not None:
             from assay.report.alignment import render as render_alignment
 
-            aligned_section, _ = await run_in_threadpool(render_alignment, _report_env(), alignment, store, run_id,
-                                                         rows)
+            try:
+                aligned_section, _ = await run_in_threadpool(render_alignment, _report_env(), alignment, store,
+                                                             run_id, rows, extra)
+            except (ValueError, KeyError, TypeError) as exc:  # a plot the file's figures cannot draw
+                aligned_section = Markup("")
+                not_aligned = f"cannot be shown: {exc}"
             for row in rows:
                 row["aligned"] = extra.get(row["unit_key"], {})
         return page("run.html.j2", run=run, rows=shown, total=len(rows), metrics=metrics, systems=systems,
                     aligned=extra is not None, aligned_section=aligned_section, not_aligned=not_aligned,
+                    aligned_column=extra is not None and any(
+                        (alignment or {}).get(part) is not None for part in ("aligned_score", "tie_threshold")),
                     alignment_source=(alignment or {}).get("_source"),
                     query=dict(q), annotated=annotated, iaa=iaa,
                     authors=sorted({a.author for a in annotations}), means=_means(records),
