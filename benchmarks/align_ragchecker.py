@@ -119,7 +119,8 @@ def main() -> None:
         print(f"{label} (n {len(ys)}): " + "; ".join(f"aligned {v} {show(entry[v]['after_cv'])}"
                                                       for v in variants)
               + f"; best single {best[0]} {show(best[1])}; rougeL {show(entry['single']['rougeL'])}")
-        print(f"  weights (all, standardised): {', '.join(f'{k} {v:.2f}' for k, v in entry['all']['standardised_shares'].items())}"
+        shares = entry["all"]["standardised_shares"]
+        print(f"  weights (all, standardised): {', '.join(f'{k} {v:.2f}' for k, v in shares.items())}"
               f"; ridge instead of equal weights: {entry['all']['ridge_after_cv']['ridge']:.2f}")
         transfer = entry["all, fitted without the pair's domain"]["after_cv"]
         print(f"  fitted without the pair's domain: {show(transfer)}")
