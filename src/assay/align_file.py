@@ -107,6 +107,7 @@ class AlignedScore(_Open):
     signals: list[str] = Field(default_factory=list)
     combine: Literal["equal", "ridge"] = "ridge"  # files before this key were all ridge
     standardised_shares: dict[str, Share] | None = None
+    other_combiners_after_cv: dict[str, float | None] | None = None
     out_of_fold: OutOfFold | None = None
     before: dict[str, Correlation]
     after_cv: Correlation

@@ -444,3 +444,57 @@ def test_an_alignment_file_that_does_not_fit_the_shape_is_one_line(dece_store: t
     with pytest.raises(ConfigError, match=rf"not an alignment file assay can use: {where}") as raised:
         al.read_alignment(file)
     assert "\n" not in str(raised.value)
+
+
+def _paths(value: Any, prefix: tuple = ()) -> list[tuple]:
+    """Every address inside a JSON value."""
+    out = [prefix] if prefix else []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value[:3]):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+_JUNK = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(-2, 2), st.text(max_size=8),
+                  st.lists(st.integers(0, 3), max_size=3), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_damaged_alignment_file_is_read_and_shown_or_refused_in_one_line(dece_store: tuple[Path, str],
+                                                                            tmp_path: Path, data: Any) -> None:
+    """One value anywhere in a real alignment file replaced by junk: reading it either refuses with
+    a ConfigError, or what it returns can be summarised and drawn without any other exception."""
+    from assay.report.alignment import plots
+
+    global _FITTED
+    if _FITTED is None:
+        path, run_id = dece_store
+        _FITTED = json.loads(json.dumps(al.fit(Store(path, create=False), run_id,
+                                               al.read_labels(EXAMPLES / "align_labels.jsonl"), resamples=0)))
+    value = json.loads(json.dumps(_FITTED))
+    where = data.draw(st.sampled_from(_paths(value)))
+    target = value
+    for key in where[:-1]:
+        target = target[key]
+    target[where[-1]] = data.draw(_JUNK)
+    file = tmp_path / "a.json"
+    file.write_text(json.dumps(value))
+    try:
+        read = al.read_alignment(file)
+    except ConfigError as exc:
+        assert "\n" not in str(exc)
+        return
+    al.summary_lines(read)
+    plots(read)
+    path, run_id = dece_store
+    try:  # applied to the run it was fitted for: its values, or one line
+        al.aligned_fields(read, Store(path, create=False), run_id)
+    except ConfigError as exc:
+        assert "\n" not in str(exc)
+
+
+_FITTED: dict[str, Any] | None = None
