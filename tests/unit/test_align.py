@@ -459,7 +459,8 @@ def _paths(value: Any, prefix: tuple = ()) -> list[tuple]:
 
 
 _JUNK = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(-2, 2), st.text(max_size=8),
-                  st.lists(st.integers(0, 3), max_size=3), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+                  st.lists(st.integers(0, 3), max_size=3),
+                  st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
