@@ -337,12 +337,12 @@ def test_the_temporary_file_does_not_follow_a_planted_symlink(work: Path) -> Non
     assert not [p for p in work.iterdir() if p.name.startswith(".out.jsonl.") and not p.is_symlink()]
 
 
-def _slow_judge(folder: Path, latency: float) -> str:
+def _slow_judge(folder: Path, latency: float, answers: int = 12) -> str:
     script = folder / "slow.json"
     rules = dece_rules(["three years", "notice"], ["three years"], sat=[1, 0], ver=[1])
     script.write_text(json.dumps({"rules": rules, "latency": latency}))
     items = [{**ITEM, "id": f"q{i}", "query": f"{ITEM['query']} (case {i})", "response": f"{ITEM['response']} #{i}"}
-             for i in range(12)]
+             for i in range(answers)]
     (folder / "many.jsonl").write_text("\n".join(json.dumps(i) for i in items) + "\n")
     return "scripted/slow.json"
 
@@ -371,7 +371,10 @@ def _results(db: Path) -> int:
 
 @pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupt_marks_the_run_and_exits_130_or_143(work: Path, sig: int, status: int) -> None:
-    judge = _slow_judge(work, 0.3)
+    # 60 answers: the signal goes after the first result, and the run must still be far from its
+    # end then, however slowly this test's process is scheduled on a loaded machine (a run of 12
+    # once finished before the signal reached it, and exited 0)
+    judge = _slow_judge(work, 0.3, answers=60)
     assert ASSAY is not None
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
     proc = subprocess.Popen([ASSAY, "eval", "dece", "many.jsonl", "--judge", judge, "--store", "slow.db",
