@@ -7,18 +7,22 @@ holds is kept as it is. A file that does not fit is one ConfigError line naming 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from assay.errors import ConfigError
 
 Number = float
 Share = float
+Interval = Annotated[list[float], Field(min_length=2, max_length=2)]
+"""A 95% confidence interval: [low, high]."""
 
 
 class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    # strict: the file is returned as it was read, so a number must be a number, not a string that
+    # would convert to one
+    model_config = ConfigDict(extra="allow", strict=True)
 
 
 class FittedFor(_Open):
@@ -31,7 +35,7 @@ class FittedFor(_Open):
 
 
 class Bin(_Open):
-    bin: tuple[float, float]
+    bin: list[float] = Field(min_length=2, max_length=2)
     n: int = Field(ge=0)
     mean_p: float = Field(ge=0, le=1)
     agree_share: float = Field(ge=0, le=1)
@@ -42,7 +46,7 @@ class ProbabilityFigures(_Open):
     base_rate: float
     mean_p: float
     ece: float | None
-    ece_ci: list[float] | None
+    ece_ci: Interval | None
     brier: float | None
     auroc: float | None
     reliability: list[Bin] | None = None
@@ -55,13 +59,13 @@ class CalibrationMap(_Open):
     x: list[float] | None = None
     y: list[float] | None = None
 
-    @field_validator("y")
-    @classmethod
-    def _same_length(cls, y: list[float] | None, info: Any) -> list[float] | None:
-        x = info.data.get("x")
-        if y is not None and x is not None and len(x) != len(y):
-            raise ValueError("x and y differ in length")
-        return y
+    @model_validator(mode="after")
+    def _complete(self) -> CalibrationMap:
+        if self.kind == "platt" and (self.slope is None or self.intercept is None):
+            raise ValueError("a Platt map needs a slope and an intercept")
+        if self.kind == "isotonic" and (not self.x or self.y is None or len(self.x) != len(self.y)):
+            raise ValueError("an isotonic map needs x and y of one length")
+        return self
 
 
 class Calibration(_Open):
@@ -75,12 +79,12 @@ class Calibration(_Open):
 
 class Accuracy(_Open):
     accuracy: float | None
-    accuracy_ci: list[float] | None = None
+    accuracy_ci: Interval | None = None
 
 
 class Correlation(_Open):
     pearson: float | None
-    pearson_ci: list[float] | None
+    pearson_ci: Interval | None
 
 
 class TieThreshold(_Open):
@@ -95,6 +99,12 @@ class OutOfFold(_Open):
     predicted: list[float]
     target: list[float]
     items: list[str]
+
+    @model_validator(mode="after")
+    def _one_entry_each(self) -> OutOfFold:
+        if not len(self.predicted) == len(self.target) == len(self.items):
+            raise ValueError("predicted, target and items differ in length")
+        return self
 
 
 class AlignedScore(_Open):
@@ -112,9 +122,11 @@ class AlignedScore(_Open):
     before: dict[str, Correlation]
     after_cv: Correlation
 
-    @field_validator("shares", "weights")
+    @field_validator("shares", "weights", "standardised_shares")
     @classmethod
-    def _every_input(cls, value: dict[str, float], info: Any) -> dict[str, float]:
+    def _every_input(cls, value: dict[str, float] | None, info: Any) -> dict[str, float] | None:
+        if value is None:
+            return value
         missing = [name for name in info.data.get("inputs") or [] if name not in value]
         if missing:
             raise ValueError(f"no entry for input {missing[0]!r}")
