@@ -463,7 +463,10 @@ _JUNK = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(-2, 2)
                   st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# derandomized: the same 300 damaged files on every run (CI included); to explore more, drop
+# derandomize and pass --hypothesis-seed (40 seeds of 150 passed when this was written)
+@settings(max_examples=300, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_any_damaged_alignment_file_is_read_and_shown_or_refused_in_one_line(dece_store: tuple[Path, str],
                                                                             tmp_path: Path, data: Any) -> None:
