@@ -85,15 +85,21 @@ def read_meta_json(path: Path) -> dict[str, Any]:
     return data
 
 
+def environment() -> Environment:
+    """The report's templates and filters (also used by the review UI for the alignment section)."""
+    env = Environment(loader=PackageLoader("assay", "report"), autoescape=select_autoescape(["j2", "html"]))
+    env.filters["fmt"] = _fmt
+    env.filters["pval"] = lambda v: _fmt(v) if v is None or v >= 0.001 else f"{v:.1e}"
+    env.filters["tojson_pretty"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False, sort_keys=True)
+    return env
+
+
 def render_report(result: EvalResult, meta: Path | None = None, alignment: dict[str, Any] | None = None) -> str:
     """The report page of a run's result as a string; ``meta`` adds the Table-2-style
     meta-evaluation of an ``assay meta`` result (a pairwise set's labels live there, not on the
     items); ``alignment`` (checked with :func:`assay.align.load_for`) adds the alignment section
     (:mod:`assay.report.alignment`)."""
-    env = Environment(loader=PackageLoader("assay", "report"), autoescape=select_autoescape(["j2", "html"]))
-    env.filters["fmt"] = _fmt
-    env.filters["pval"] = lambda v: _fmt(v) if v is None or v >= 0.001 else f"{v:.1e}"
-    env.filters["tojson_pretty"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False, sort_keys=True)
+    env = environment()
     template = env.get_template("report.html.j2")
     run = result.run
     created = dt.datetime.fromtimestamp(run.created_at, tz=dt.UTC).strftime("%Y-%m-%d %H:%M UTC")

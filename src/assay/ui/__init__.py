@@ -112,13 +112,6 @@ def _histogram(values: list[Any], cls: Any, metric: str | None, bins: int = 10) 
                       "height": round(100 * c / top)} for i, c in enumerate(counts)]}
 
 
-def _report_env() -> Environment:
-    """The HTML report's templates (the alignment section and its per-answer line)."""
-    env = Environment(loader=PackageLoader("assay", "report"), autoescape=select_autoescape(["j2", "html"]))
-    env.filters["fmt"] = _fmt
-    return env
-
-
 def _aligned(alignment: dict[str, Any] | None, store: Store, run_id: str) -> tuple[dict[str, Any] | None, str]:
     """The alignment's values for a run (per result key) and, when there are none, why in one line:
     the alignment was fitted for another method, judge or prompt, or its values cannot be
@@ -282,10 +275,11 @@ def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowe
         extra, not_aligned = await aligned_for(run_id)
         aligned_section = Markup("")
         if extra is not None and alignment is not None:
+            from assay.report import environment as report_environment
             from assay.report.alignment import render as render_alignment
 
             try:
-                aligned_section, _ = await run_in_threadpool(render_alignment, _report_env(), alignment, store,
+                aligned_section, _ = await run_in_threadpool(render_alignment, report_environment(), alignment, store,
                                                              run_id, rows, extra)
             except (ValueError, KeyError, TypeError) as exc:  # a plot the file's figures cannot draw
                 aligned_section = Markup("")
