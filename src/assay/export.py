@@ -47,6 +47,15 @@ def export_rows(store: Store, run_id: str, *, annotations: bool = False,
             for result in (store.results(run_id) if results is None else results)]
 
 
+def reference_as_given(reference: Any) -> Any:
+    """A reference as the input gave it: a plain string stays a string (it was read as all
+    required information), one with helpful information stays {required, helpful}."""
+    if isinstance(reference, dict) and set(reference) <= {"required", "helpful"} \
+            and not str(reference.get("helpful") or "").strip() and isinstance(reference.get("required"), str):
+        return reference["required"]
+    return reference
+
+
 def export_row(result: UnitResult, *, annotations: bool = False) -> dict[str, Any]:
     """A unit's result as one flat record (the view the exports, the report and the UI read): id,
     system, status, the scores, the evidence lists (for DeCE ``criteria`` and ``elements``, each
@@ -60,7 +69,7 @@ def export_row(result: UnitResult, *, annotations: bool = False) -> dict[str, An
                               "status": result.status, "query": item["query"]}
     if result.kind == "item":
         record["response"] = item["response"]
-        record["reference"] = item.get("reference")
+        record["reference"] = reference_as_given(item.get("reference"))
     else:  # a pair (a, b) or a group: each answer under its position's suffix
         record["system"] = " vs ".join(str(i.get("system")) for i in result.items)
         record["unit"] = result.kind
@@ -68,7 +77,7 @@ def export_row(result: UnitResult, *, annotations: bool = False) -> dict[str, An
         for label, member in zip("abcdefghijklmnopqrstuvwxyz", result.items, strict=False):
             record[f"system_{label}"] = member.get("system")
             record[f"response_{label}"] = member["response"]
-        record["reference"] = item.get("reference")
+        record["reference"] = reference_as_given(item.get("reference"))
     record.update(result.scores)
     fixed = set(record) | RESERVED
     for key, value in result.details.items():

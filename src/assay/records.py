@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from assay.types import Completion, Unscored
 
-PATH = re.compile(r"^[A-Za-z_]\w*(\[\d+\])?(\.[A-Za-z_]\w*(\[\d+\])?)*$")
+PATH = re.compile(r"[A-Za-z_]\w*(\[\d+\])?(\.[A-Za-z_]\w*(\[\d+\])?)*\Z", re.ASCII)
 """An annotation's address inside one unit's result: a score (``recall``) or a field of the
 evidence (``elements[3].supported``, ``criteria[0].reasoning``)."""
 

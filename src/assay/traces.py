@@ -31,6 +31,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ValidationError
+
 from assay.errors import InputError
 from assay.types import Context, Item, Turn
 
@@ -125,7 +127,45 @@ def read_trace_file(path: Path) -> list[Span]:
                 raise InputError(f"not OTLP/JSON: {exc.msg}", source=str(path), line=number) from None
     if not all(isinstance(d, dict) and "resourceSpans" in d for d in documents):
         raise InputError("not an OTLP/JSON trace export (no 'resourceSpans')", source=str(path))
+    for number, document in enumerate(documents, 1):  # the export's shape, checked where it enters
+        try:
+            _OtlpExport.model_validate(document)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"]).lstrip(".")
+            message = str(error["msg"]).split(" or instance of ")[0]
+            raise InputError(f"not an OTLP/JSON trace export: at {where}: {message}", source=str(path),
+                             line=number if len(documents) > 1 else None) from None
     return [span for document in documents for span in spans_from_otlp_json(document)]
+
+
+class _OtlpKeyValue(BaseModel):
+    key: str
+    value: dict[str, Any] = {}
+
+
+class _OtlpSpan(BaseModel):
+    traceId: str = ""
+    spanId: str = ""
+    parentSpanId: str | None = None
+    name: str = ""
+    startTimeUnixNano: str | int | None = None
+    endTimeUnixNano: str | int | None = None
+    attributes: list[_OtlpKeyValue] = []
+
+
+class _OtlpScopeSpans(BaseModel):
+    spans: list[_OtlpSpan] | None = None
+
+
+class _OtlpResourceSpans(BaseModel):
+    scopeSpans: list[_OtlpScopeSpans] | None = None
+
+
+class _OtlpExport(BaseModel):
+    """The parts of an ``ExportTraceServiceRequest`` assay reads (anything else is ignored)."""
+
+    resourceSpans: list[_OtlpResourceSpans] | None = None
 
 
 def _indexed(attributes: dict[str, Any], prefix: str, suffix: str) -> list[tuple[int, Any]]:

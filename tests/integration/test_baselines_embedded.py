@@ -1,4 +1,5 @@
-"""The baseline judges on the real embedded model: they run, parse, and G-Eval gets real logprobs."""
+"""The baseline judges on a real model (SmolLM2-135M on llama.cpp: the path, not the quality): they
+run, parse, and G-Eval gets real logprobs."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ def answers() -> list[assay.Item]:
 
 
 def test_pointwise_grades_on_the_0_to_4_scale(answers: list[assay.Item]) -> None:
-    rows = {r["system"]: r for r in assay.evaluate(answers, "pointwise", "llamacpp/default", runner=QUIET,
+    rows = {r["system"]: r for r in assay.evaluate(answers, "pointwise", "llamacpp/smollm2", runner=QUIET,
                                                     domain="medical").records()}
     for row in rows.values():
         print(row["system"], row["pointwise"], row.get("issues"), row.get("justification"))
@@ -30,7 +31,7 @@ def test_pointwise_grades_on_the_0_to_4_scale(answers: list[assay.Item]) -> None
 
 
 def test_geval_weights_real_logprobs(answers: list[assay.Item]) -> None:
-    judge = LlamaCppBackend("default", n_ctx=2048, logits_all=True)
+    judge = LlamaCppBackend("smollm2", n_ctx=2048, logits_all=True)
     rows = assay.evaluate(answers, "geval", judge, runner=QUIET, domain="medical").records()
     for row in rows:
         print(row["system"], row["precision_1to5"], row["recall_1to5"], row.get("precision_distribution"))
@@ -41,7 +42,7 @@ def test_geval_weights_real_logprobs(answers: list[assay.Item]) -> None:
 
 
 def test_claims_extracts_and_checks_both_ways(answers: list[assay.Item]) -> None:
-    row = assay.evaluate(answers[:1], "claims", "llamacpp/default", runner=QUIET).records()[0]
+    row = assay.evaluate(answers[:1], "claims", "llamacpp/smollm2", runner=QUIET).records()[0]
     print(row.get("answer_claims"), row.get("gold_claims"), row["precision"], row["recall"])
     assert row["status"] == "scored", row["unscored_reason"]
     assert row["answer_claims"] and row["gold_claims"] and row["judge_calls"] >= 4

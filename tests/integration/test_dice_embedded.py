@@ -46,7 +46,8 @@ def test_assay_pairwise_runs_a_pairwise_record_through_the_executable(tmp_path: 
     (tmp_path / "pairs.jsonl").write_text(json.dumps(record) + "\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
     proc = subprocess.run([assay_exe, "pairwise", "pairs.jsonl", "--judge-opt", "logits_all=true", "--judge-opt",
-                           "n_ctx=4096", "--max-analysis-chars", "120", "--store", "p.db", "--no-progress",
+                           "n_ctx=4096", "--judge", "llamacpp/smollm2",
+                           "--max-analysis-chars", "120", "--store", "p.db", "--no-progress",
                            "--no-swap"],
                           cwd=tmp_path, capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr

@@ -1,4 +1,5 @@
-"""PReMISE on the real embedded judge through the installed `assay`: discovery from two
+"""PReMISE on a real model (SmolLM2-135M on llama.cpp: plumbing, not quality) through the installed
+`assay`: discovery from two
 HaluQuestQA-style preference pairs writes a rubric, a second discovery over the same store makes
 no judge call (every stage part is stored), the discovered rubric is audited for reliability,
 preference fit (accuracy, applicability, score anatomy) and adversarial robustness (one attack
@@ -37,7 +38,7 @@ def test_discover_resume_and_audit_on_the_embedded_judge(tmp_path: Path) -> None
     (tmp_path / "pairs.jsonl").write_text("\n".join(map(json.dumps, PAIRS)) + "\n")
     discover = [exe, "rubric", "discover", "pairs.jsonl", "-o", "rubric.yaml", "--k", "4", "--min-support", "1",
                 "--min-sources", "1", "--matcher", "lexical", "--store", "p.db", "--trace", "trace.json",
-                "--judge-opt", "n_ctx=4096"]
+                "--judge", "llamacpp/smollm2", "--judge-opt", "n_ctx=4096"]
     first = subprocess.run(discover, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=1800)
     assert first.returncode == 0, first.stderr + first.stdout
     print(first.stdout)
@@ -50,7 +51,7 @@ def test_discover_resume_and_audit_on_the_embedded_judge(tmp_path: Path) -> None
     audit = subprocess.run([exe, "rubric", "audit", "rubric.yaml", "--pairs", "pairs.jsonl", "--axes",
                             "reliability,fit,adversarial", "--runs", "2", "--paraphrases", "1", "--votes", "1",
                             "--attacks", "1", "--store", "p.db",
-                            "--output", "audit.json", "--judge-opt", "n_ctx=4096"],
+                            "--output", "audit.json", "--judge", "llamacpp/smollm2", "--judge-opt", "n_ctx=4096"],
                            cwd=tmp_path, capture_output=True, text=True, env=env, timeout=1800)
     assert audit.returncode == 0, audit.stderr
     print(audit.stdout)
@@ -61,7 +62,8 @@ def test_discover_resume_and_audit_on_the_embedded_judge(tmp_path: Path) -> None
     assert 0.0 <= summary["app_in"] <= 1.0 and "EffDim" in audit.stdout
     assert "adversarial: VFR" in audit.stdout and (summary["vfr"] is None or 0.0 <= summary["vfr"] <= 1.0)
     repair = subprocess.run([exe, "rubric", "repair", "rubric.yaml", "--pairs", "pairs.jsonl", "--eta", "0.5",
-                             "-o", "fixed.yaml", "--store", "p.db", "--judge-opt", "n_ctx=4096"],
+                             "-o", "fixed.yaml", "--store", "p.db", "--judge", "llamacpp/smollm2", "--judge-opt",
+                             "n_ctx=4096"],
                             cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600)
     print(repair.stdout)
     assert repair.returncode in (0, 1), repair.stderr  # 1: no criterion kept, nothing written
@@ -83,7 +85,7 @@ def test_vfr_refinement_on_the_embedded_judge(tmp_path: Path) -> None:
         "    description: The answer explains the physical mechanism behind what the question asks about.\n")
     cmd = [exe, "rubric", "repair", "hand.yaml", "--pairs", "pairs.jsonl", "--mode", "vfr", "--operators",
            "do_not_reward", "--depth", "1", "--attacks", "2", "--runs", "2", "--store", "v.db", "-o", "fixed.yaml",
-           "--report", "refine.json", "--judge-opt", "n_ctx=4096"]
+           "--report", "refine.json", "--judge", "llamacpp/smollm2", "--judge-opt", "n_ctx=4096"]
     first = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=1800)
     print(first.stdout)
     assert first.returncode == 0, first.stderr + first.stdout

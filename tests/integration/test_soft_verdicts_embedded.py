@@ -1,4 +1,5 @@
-"""Soft verdicts (issue 17) on the real embedded judge, through the installed `assay` command:
+"""Soft verdicts on a real model (SmolLM2-135M on llama.cpp: the path, not the quality),
+ through the installed `assay` command:
 each verdict's label probabilities come from llama.cpp's logprobs at the label in the constrained
 JSON, the soft metric is their mean, and the greedy metric of the same calls stays beside it."""
 
@@ -25,9 +26,10 @@ def _run(tmp_path: Path, method: str, *options: str) -> dict:
     assert assay_exe is not None
     (tmp_path / "items.jsonl").write_text(json.dumps(ITEM) + "\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
-    proc = subprocess.run([assay_exe, "eval", method, "items.jsonl", "--verdicts", "soft", "--judge-opt",
-                           "logits_all=true", "--judge-opt", "n_ctx=4096", *options, "--store", f"{method}.db",
-                           "--no-progress"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=900)
+    proc = subprocess.run([assay_exe, "eval", method, "items.jsonl", "--verdicts", "soft",
+                           "--judge", "llamacpp/smollm2", "--judge-opt", "logits_all=true", "--judge-opt",
+                           "n_ctx=4096", *options, "--store", f"{method}.db", "--no-progress"], cwd=tmp_path,
+                          capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr
     exported = subprocess.run([assay_exe, "export", f"{method}.db", "-o", f"{method}.jsonl"], cwd=tmp_path,
                               capture_output=True, text=True, env=env)
@@ -76,8 +78,10 @@ def test_caseaware_soft_bands_on_the_embedded_judge(tmp_path: Path) -> None:
     assert assay_exe is not None
     (tmp_path / "turns.jsonl").write_text(json.dumps(turn) + "\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
-    proc = subprocess.run([assay_exe, "eval", "caseaware", "turns.jsonl", "--verdicts", "soft", "--judge-opt",
-                           "logits_all=true", "--judge-opt", "n_ctx=4096", "--max-justification-chars", "60",
+    # the 1.5B judge: SmolLM2 writes scores outside their bands, so nothing would be scored to check
+    proc = subprocess.run([assay_exe, "eval", "caseaware", "turns.jsonl", "--verdicts", "soft",
+                           "--judge", "llamacpp/default", "--judge-opt", "logits_all=true", "--judge-opt",
+                           "n_ctx=4096", "--max-justification-chars", "60",
                            "--store", "ca.db", "--no-progress"], cwd=tmp_path, capture_output=True, text=True,
                           env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr

@@ -116,6 +116,17 @@ def test_review_and_annotate_a_run_in_chromium(served: tuple[str, Path, str], tm
             page.select_option("#grade-relevance", "4")
             with page.expect_navigation():
                 page.click("#save-grades")
+            # a blank override is not a score (it once stored 0), and a score override says why
+            metric = page.locator("#score-metric option").first.inner_text()
+            page.click("#save-score")
+            assert "enter the new score as a number" in page.inner_text("#status")
+            page.fill("#score-value", "abc")
+            page.click("#save-score")
+            assert "enter the new score as a number" in page.inner_text("#status")
+            page.fill("#score-value", "0.5")
+            page.click("#save-score")
+            assert "say why you override the score" in page.inner_text("#status")
+            assert metric  # nothing was stored: the history count below is unchanged
             page.fill("#missing-text", "Invoices are payable within 45 days, not 60")
             with page.expect_navigation():
                 page.click("#add-missing")

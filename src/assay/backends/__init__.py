@@ -2,8 +2,15 @@
 
 from assay.backends._base import Capabilities, JudgeBackend
 from assay.backends._options import BackendOptions
-from assay.backends._registry import get_backend, options_model, parse_judge_options, providers, register_backend
+from assay.backends._registry import (
+                                      check_judge,
+                                      get_backend,
+                                      options_model,
+                                      parse_judge_options,
+                                      providers,
+                                      register_backend,
+)
 from assay.backends._scripted import ScriptedBackend
 
-__all__ = ["BackendOptions", "Capabilities", "JudgeBackend", "ScriptedBackend", "get_backend", "options_model",
-           "parse_judge_options", "providers", "register_backend"]
+__all__ = ["BackendOptions", "Capabilities", "JudgeBackend", "ScriptedBackend", "check_judge", "get_backend",
+           "options_model", "parse_judge_options", "providers", "register_backend"]

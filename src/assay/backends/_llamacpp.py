@@ -94,9 +94,7 @@ class LlamaCppBackend(JudgeBackend):
             elif self.model == "smollm2":
                 self._path, self._sha = smollm_path(), SMOLLM_SHA256
             else:
-                path = Path(self._explicit_path or self.model).expanduser()
-                if not path.is_file():
-                    raise ConfigError(f"llamacpp/{self.model}: no GGUF file at {path}")
+                path = check_model_name(self.model, self._explicit_path)
                 self._path = path
                 self._sha = f"file:{path.name}:{path.stat().st_size}"
         return self._path
@@ -459,3 +457,23 @@ def _child_main(conn: Any, cancel: Any, options: dict[str, Any]) -> None:
 def factory(model: str, options: dict[str, Any]) -> JudgeBackend:
     """``options`` arrive parsed against :class:`~assay.backends._options.LlamaCppOptions`."""
     return LlamaCppBackend(model or "default", **options)
+
+
+NAMED_MODELS = ("default", "smollm2")
+"""The models ``llamacpp/NAME`` knows by name; any other NAME is a path to a GGUF file."""
+
+
+def check_model_name(model: str, explicit_path: str | None = None) -> Path:
+    """The GGUF file ``llamacpp/MODEL`` names when MODEL is not one of :data:`NAMED_MODELS`; one
+    line (ConfigError) when there is none, with the named model it most resembles. Nothing is
+    loaded: ``--dry-run`` checks a judge name with this as the run does."""
+    import difflib
+
+    path = Path(explicit_path or model).expanduser()
+    if path.is_file():
+        return path
+    close = difflib.get_close_matches(model, NAMED_MODELS, n=1, cutoff=0.6)
+    hint = (f" (did you mean llamacpp/{close[0]}?)" if close else
+            f"; llamacpp/ takes {' or '.join(NAMED_MODELS)} or the path of a .gguf file")
+    raise ConfigError(f"llamacpp/{model}: no GGUF file at {path}{hint}")
+

@@ -206,12 +206,42 @@ class OpenAIBackend(JudgeBackend):
         await self._client.close()
 
 
+def check_url(url: str, where: str) -> None:
+    """An endpoint assay can reach: http(s), a host, a port in 1-65535. One line (ConfigError)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:  # a port out of range, a malformed address
+        raise ConfigError(f"{where}: {redact_url(url)!r} is not a valid URL ({exc})") from None
+    if parts.scheme not in ("http", "https"):
+        raise ConfigError(f"{where}: {redact_url(url)!r} must start with http:// or https://")
+    if not parts.hostname:
+        raise ConfigError(f"{where}: {redact_url(url)!r} names no host")
+    if port == 0:
+        raise ConfigError(f"{where}: {redact_url(url)!r}: port 0 is not a port a server listens on")
+
+
+def endpoints(model: str, options: dict[str, Any]) -> tuple[str, list[str]]:
+    """The model and the endpoint URLs a judge name and its options give (none: OpenAI's)."""
+    base_url = options.get("base_url")
+    if "@" in model:
+        model, base_url = model.split("@", 1)
+    urls = [u.strip() for u in base_url.split(",")] if isinstance(base_url, str) else list(base_url or [])
+    for url in urls:
+        if url:
+            check_url(url, f"openai/{model}")
+    return model, urls
+
+
 def factory(model: str, options: dict[str, Any]) -> JudgeBackend:
     """``options`` arrive parsed against :class:`~assay.backends._options.OpenAIOptions`."""
     options = dict(options)
     base_url = options.pop("base_url", None)
     if "@" in model:
         model, base_url = model.split("@", 1)
+    endpoints(model, {"base_url": base_url})
     if not model:
         raise ConfigError("openai/MODEL needs a model name")
     urls = [u.strip() for u in base_url.split(",")] if isinstance(base_url, str) else base_url

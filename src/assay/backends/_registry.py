@@ -78,3 +78,29 @@ def get_backend(name: str, **options: Any) -> JudgeBackend:
     """Build the backend called ``name`` (``provider/model``), e.g. ``llamacpp/default``."""
     provider, model = _split(name)
     return _PROVIDERS[provider](model, parse_judge_options(name, options))
+
+
+def check_judge(name: str, options: dict[str, Any] | None = None) -> None:
+    """Everything a run checks of a judge name before it calls the judge, without building it:
+    the provider, the options, and for ``llamacpp/`` the model file. One line (ConfigError)."""
+    parse_judge_options(name, options)
+    provider, model = _split(name)
+    members = [m.strip() for m in model.split("+")] if provider == "jury" else [name]
+    for member in members:
+        if member.startswith("openai/"):
+            from assay.backends._openai import endpoints
+
+            endpoints(member.split("/", 1)[1], dict(options or {}))
+        elif member.startswith("litellm/") and (options or {}).get("api_base"):
+            from assay.backends._openai import check_url
+
+            check_url(str((options or {})["api_base"]), member)
+        if member.startswith("llamacpp/"):
+            from assay.backends._llamacpp import NAMED_MODELS, check_model_name
+
+            named = member.split("/", 1)[1]
+            if named not in NAMED_MODELS:
+                check_model_name(named, (options or {}).get("model_path"))
+        elif member != name and member:
+            check_judge(member, options)
+

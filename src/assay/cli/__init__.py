@@ -277,6 +277,10 @@ def _deprecated(args: list[str]) -> list[str]:
     return out
 
 
+SERVING = ("ui",)
+"""Commands that serve until stopped: stopping them interrupts no run."""
+
+
 def main() -> None:
     """Entry point of the installed ``assay`` command: maps every outcome to its exit status
     (see :data:`EXIT_CODES`) and prints one readable line instead of a traceback."""
@@ -291,6 +295,10 @@ def main() -> None:
         except KeyboardInterrupt:
             code = EXIT_INTERRUPTED
         if code == EXIT_INTERRUPTED:  # Typer turns KeyboardInterrupt into exit status 130
+            command_name = next((a for a in (args or sys.argv[1:]) if not a.startswith("-")), "")
+            if command_name in SERVING:  # a server stopped: no run was under way
+                err_console.print(f"assay {command_name} stopped", soft_wrap=True)
+                sys.exit(EXIT_TERMINATED if _Terminated.received else EXIT_INTERRUPTED)
             if _Terminated.received:
                 err_console.print("terminated (SIGTERM); an unfinished run is marked interrupted — the same "
                                   "command continues it", soft_wrap=True)

@@ -51,3 +51,5 @@ def doctor(
     console.print(f"forward    {check.prompt_tokens} prompt tokens in {check.seconds:.2f} s "
                   f"({check.tokens_per_s:.0f} tokens/s; model loaded in {check.load_seconds:.1f} s, in a child "
                   "process): ok", soft_wrap=True)
+    console.print(f"generate   {check.generated_tokens} tokens in {check.generation_seconds:.2f} s "
+                  f"({check.generated_per_s:.0f} tokens/s); --dry-run estimates use these speeds", soft_wrap=True)

@@ -39,7 +39,8 @@ def install(download: bool = typer.Option(False, "--download",
         err_console.print(doctor.crash_advice(result, doctor.cpu_flags()), soft_wrap=True, markup=False)
         raise typer.Exit(2)
     console.print(f"runs here: {result.prompt_tokens} prompt tokens in {result.seconds:.2f} s "
-                  f"({result.tokens_per_s:.0f} tokens/s)", soft_wrap=True)
+                  f"({result.tokens_per_s:.0f} tokens/s), generates {result.generated_per_s:.0f} tokens/s",
+                  soft_wrap=True)
 
 
 @app.command()

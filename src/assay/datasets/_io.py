@@ -275,9 +275,17 @@ def read_csv(path: str | Path) -> list[Item]:
     reader = csv.DictReader(io.StringIO(text), strict=True)
     items = []
     try:
-        reader.fieldnames  # noqa: B018 — reads the header row
+        header = reader.fieldnames or []
     except csv.Error as exc:
         raise InputError(f"malformed CSV header: {exc}", source=source, line=1) from exc
+    twice = sorted({name for name in header if header.count(name) > 1})
+    if twice:  # csv.DictReader would keep the last silently: which one was meant?
+        raise InputError(f"column {', '.join(repr(n) for n in twice)} appears more than once in the header; "
+                         "keep one", source=source, line=1)
+    if len(header) == 1 and any(sep in header[0] for sep in ";\t|"):
+        sep = next(s for s in ";\t|" if s in header[0])
+        raise InputError(f"the header is one column holding {'tabs' if sep == chr(9) else repr(sep)}: assay reads "
+                         "comma-separated CSV; save the file with commas as the delimiter", source=source, line=1)
     previous_end = reader.line_num
     while True:
         try:

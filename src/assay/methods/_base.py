@@ -50,11 +50,21 @@ class CallEstimate(BaseModel):
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    evaluated_tokens: int | None = None
+    """Prompt tokens a local judge must read where calls of one answer share their start (llama.cpp
+    keeps it): what its time depends on. None: every prompt token is read."""
 
     def __add__(self, other: CallEstimate) -> CallEstimate:
+        evaluated = (None if self.evaluated_tokens is None and other.evaluated_tokens is None else
+                     self.read_tokens + other.read_tokens)
         return CallEstimate(calls=self.calls + other.calls,
                             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-                            completion_tokens=self.completion_tokens + other.completion_tokens)
+                            completion_tokens=self.completion_tokens + other.completion_tokens,
+                            evaluated_tokens=evaluated)
+
+    @property
+    def read_tokens(self) -> int:
+        return self.prompt_tokens if self.evaluated_tokens is None else self.evaluated_tokens
 
 
 class ReportSection(BaseModel):

@@ -32,10 +32,14 @@ class Annotations(Runs):
         from assay import annotation_rules as checks
 
         try:
+            if not PATH.match(path):
+                raise checks.AnnotationRefused(f"{path!r} is not an address like 'recall' or 'elements[3].supported'")
             checks.check_encoded(value)
             if len(reason) > 4000:
                 raise checks.AnnotationRefused("reason longer than 4000 characters")
-            if path.startswith("human.") and PATH.match(path):
+            if path in record.scores and value is not None and not reason.strip():
+                raise checks.AnnotationRefused(f"overriding the score {path} needs a reason")
+            if path.startswith("human."):
                 checks.check_human(path, value)
             else:
                 try:

@@ -210,7 +210,7 @@ class CaseAware(Method):
                      else "<reference>\n(no reference answer given)\n</reference>")
         case = item.case
         # not sealed: with the sealed fence the embedded judge saw 1 of the 4 planted failures of
-        # tests/integration/test_caseaware_embedded.py (3+ with this plain one) and scored one
+        # benchmarks/embedded/test_caseaware_embedded.py (3+ with this plain one) and scored one
         # planted turn above its clean twin; left plain until a measurement says otherwise
         return self.prompt.render(subject=defuse((case.subject if case else "") or "(none given)"),
                                   description=defuse((case.description if case else "") or "(none given)"),

@@ -136,6 +136,12 @@ class DeCEConfig(BaseModel):
     lettered sentences picks the evidence of a positive verdict; needs a backend with label
     probabilities (the embedded judge, OpenAI-compatible servers with logprobs)."""
     top_logprobs: int = Field(default=5, ge=2, le=20)
+    calibration: Literal["default", "none"] = "default"
+    """Direct verdicts on the embedded judge: "default" adds each element's calibrated P(yes)
+    (``p_calibrated``, by the map shipped with assay: fitted on ExpertQA's expert-labelled claims,
+    applied only to the model and question it was measured on) and counts it in precision, and shows
+    each verdict as supported ✓, not supported ✗ or uncertain ? by the map's bands; "none" counts and
+    shows the judge's raw P(yes). Other judges and questions get no calibrated value either way."""
     extraction_samples: int = Field(default=1, ge=1, le=9)
     """Self-consistency (issue 17): sample each extraction (criteria, elements) this many times at
     ``extraction_temperature`` with seeds seed, seed+1, ... and keep the statements a strict
@@ -249,6 +255,12 @@ class DeCE(DeCEPrompts, Method):
         if self.config.verdicts in ("hard", "auto"):  # hard is how every earlier run scored: keep their run ids
             # (auto is settled for the judge before a run; unsettled, it stands for hard, as its prompts do)
             del config["verdicts"], config["top_logprobs"]
+        if self.config.verdicts != "direct":  # calibration applies to direct verdicts only
+            del config["calibration"]
+        elif self.config.calibration == "default":  # a changed map is a new run
+            from assay.calibration import shipped_sha256
+
+            config["calibration_sha256"] = shipped_sha256()
         if self.config.reasoning:  # likewise verdicts with a written reason
             del config["reasoning"]
         if self.config.extraction_samples == 1:  # likewise one extraction sample
@@ -259,7 +271,7 @@ class DeCE(DeCEPrompts, Method):
 
     def check_item(self, item: Item) -> str | None:
         if item.reference is None or not item.reference.required.strip():
-            return "DeCE needs a reference answer with Required Information (field 'reference')"
+            return "DeCE needs a reference answer to compare with (field 'reference')"
         if self.frozen is not None and item.id not in self.frozen:
             return "no criteria for this id in the criteria file"
         return None
@@ -383,24 +395,66 @@ class DeCE(DeCEPrompts, Method):
         return ItemResult(scores={"precision": precision, "recall": recall, "f_beta": fb},
                           unscored=unscored, details=details, call_keys=keys)
 
+    GUESS_CRITERIA: ClassVar[int] = 4
+    GUESS_ELEMENTS: ClassVar[int] = 4
+    GUESS_CHARS: ClassVar[tuple[int, int]] = (80, 30)
+    GUESS_POSITIVE: ClassVar[float] = 0.5
+    """What an estimate assumes: four criteria of ~80 characters and four elements of ~30 per answer,
+    about half of the direct verdicts positive (each then followed by an evidence call) — what the
+    embedded judge did on the bundled examples (benchmarks/estimate_vs_measured.py compares the
+    estimate with a real run)."""
+
     def estimate(self, items: list[Item]) -> CallEstimate:
-        """~4 characters a token; assumes 5 criteria and 8 elements per answer."""
-        def tokens(messages: list[Any]) -> int:
-            return sum(len(m.content) for m in messages) // 4 + 8 * len(messages)
+        """By verdict mode: "hard" and "soft" one generated call per half
+        with a reason per verdict; "direct" one label call per statement and an evidence call after
+        each positive one. The prompts are rendered as a run renders them (placeholder statements)
+        and a local judge's reading is simulated as llama.cpp does it: a call reads only what its
+        prompt does not share with the recent calls whose state it keeps. "auto" stands for hard here; ``assay eval
+        --dry-run`` settles it for the judge first, as a run does."""
+        import os
+
+        def text(messages: list[Any]) -> str:
+            return "\n".join(m.content for m in messages)
+
+        def tokens(chars: int, messages: int = 2) -> int:  # DeCE's prompts: ~4.8 characters a token (Qwen's)
+            return round(chars / 4.8) + 4 * messages
 
         total = CallEstimate()
         seen_questions: set[str] = set()
-        guess_criteria = [("x" * 100)] * 5
-        guess_elements = [("x" * 100)] * 8
-        for item in items:
+        guess_criteria = ["x" * self.GUESS_CHARS[0]] * self.GUESS_CRITERIA
+        guess_elements = ["y" * self.GUESS_CHARS[1]] * self.GUESS_ELEMENTS
+        direct = self.config.verdicts == "direct"
+        previous: list[str] = []  # llama.cpp's kept states: the last prompts of recent families
+
+        def call(messages: list[Any], completion: int) -> CallEstimate:
+            prompt = text(messages)
+            shared = max((len(os.path.commonprefix([p, prompt])) for p in previous), default=0)  # noqa: RUF071
+            previous[:] = [*previous[-7:], prompt]
+            return CallEstimate(calls=1, prompt_tokens=tokens(len(prompt), len(messages)),
+                                completion_tokens=completion, evaluated_tokens=tokens(len(prompt) - shared, 0) + 4)
+
+        per_statement = 15 if direct else 30
+        for item in sorted(items, key=self.order_key):
+            criteria = self.frozen[item.id].criteria if self.frozen is not None else guess_criteria
             if self.frozen is None and item.id not in seen_questions:
                 seen_questions.add(item.id)
-                total += CallEstimate(calls=1, prompt_tokens=tokens(self.render_criteria_extraction(item)),
-                                      completion_tokens=5 * 30)
-            criteria = self.frozen[item.id].criteria if self.frozen is not None else guess_criteria
-            total += CallEstimate(calls=3, prompt_tokens=(
-                tokens(self.render_satisfaction(item, criteria))
-                + tokens(self.render_element_extraction(item))
-                + tokens(self.render_verification(item, guess_elements))),
-                completion_tokens=(len(criteria) + 8) * (80 if self.config.reasoning else 20) + 8 * 30)
+                total += call(self.render_criteria_extraction(item), len(criteria) * per_statement + 10)
+            if not direct:
+                reason = 80 if self.config.reasoning else 20
+                total += call(self.render_satisfaction(item, criteria), len(criteria) * reason)
+                total += call(self.render_element_extraction(item), len(guess_elements) * per_statement + 10)
+                total += call(self.render_verification(item, guess_elements), len(guess_elements) * reason)
+                continue
+            for half, statements in ((RECALL, criteria), (PRECISION, guess_elements)):
+                if half is PRECISION:
+                    total += call(self.render_element_extraction(item), len(statements) * per_statement + 10)
+                sentences = half.sentences(item) or [""]
+                positives = round(len(statements) * self.GUESS_POSITIVE)
+                for n, statement in enumerate(statements):
+                    asked = self.render_direct(half, sentences, statement)
+                    total += call(asked, 0)
+                    if n < positives and len(sentences) > 1:  # the evidence call extends the verdict's prompt
+                        follow_up = [*asked, type(asked[-1])(role="assistant", content="yes"),
+                                     type(asked[-1])(role="user", content="Which lettered sentence shows this best?")]
+                        total += call(follow_up, 0)
         return total

@@ -27,17 +27,26 @@ def section_context(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {"plots": plots}
 
 
+ELEMENT_TEXT = {"✗": "not in the reference", "?": "unsure whether the reference says"}
+
+
 def explain(details: dict[str, Any]) -> list[str]:
-    """A line per criterion the answer misses and per element the reference does not support."""
-    def mark(value: Any) -> str:
-        return "?" if value is None else "✓" if float(value) >= 0.5 else "✗"
+    """A line per criterion the answer misses and per element the reference does not support (or,
+    on a calibrated judge, that it cannot tell: shown ?)."""
+    def mark(entry: dict[str, Any], counted: Any) -> str:
+        if entry.get("shown") in ("✓", "✗", "?"):  # a direct verdict: by its calibrated bands
+            return str(entry["shown"])
+        return "?" if counted is None else "✓" if float(counted) >= 0.5 else "✗"
 
     def why(entry: dict[str, Any]) -> str:
-        # a written reason when the judge gave one; a direct verdict has its probability instead,
-        # and a verdict a deterministic check overruled says so
+        # a written reason when the judge gave one; a direct verdict has its probability instead
+        # (calibrated beside the judge's own where a map applies), and a verdict a deterministic
+        # check overruled says so
         parts = [str(entry.get("reasoning") or "").strip()[:140]]
         if entry.get("p_judge") is not None and not parts[0]:
             parts[0] = f"P(yes) {float(entry['p_judge']):.2f}"
+            if entry.get("p_calibrated") is not None:
+                parts[0] = f"P(yes) {float(entry['p_calibrated']):.2f} calibrated, {float(entry['p_judge']):.2f} raw"
         if entry.get("downgraded"):
             parts.append(f"not counted: {entry['downgraded']}")
         text = "; ".join(p for p in parts if p)
@@ -45,9 +54,10 @@ def explain(details: dict[str, Any]) -> list[str]:
 
     lines = []
     for c in details.get("criteria") or []:
-        lines.append(f"{mark(c.get('satisfied'))} criterion: {c.get('criterion')}"
-                     + (why(c) if mark(c.get("satisfied")) != "✓" else ""))
+        shown = mark(c, c.get("satisfied"))
+        lines.append(f"{shown} criterion: {c.get('criterion')}" + (why(c) if shown != "✓" else ""))
     for e in details.get("elements") or []:
-        if mark(e.get("supported")) != "✓":
-            lines.append(f"{mark(e.get('supported'))} not in the reference: {e.get('element')}" + why(e))
+        shown = mark(e, e.get("supported"))
+        if shown != "✓":
+            lines.append(f"{shown} {ELEMENT_TEXT[shown]}: {e.get('element')}" + why(e))
     return lines

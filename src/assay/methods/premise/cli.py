@@ -25,7 +25,7 @@ from assay.clikit import (
     parse_options,
     runner_config,
 )
-from assay.errors import ConfigError
+from assay.errors import ConfigError, InputError
 from assay.methods.premise.audit import FIT_PARTS, Audit, AuditConfig
 from assay.methods.premise.discover import DiscoveryConfig
 from assay.methods.premise.files import RubricSet, load_rubric, read_preference_pairs, save_rubric
@@ -272,10 +272,21 @@ def _audit_json(path: Path) -> dict[str, Any] | None:
     if path.suffix.lower() != ".json" or not path.is_file():
         return None
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        doc = json.loads(text)
     except (OSError, ValueError):
         return None
-    return doc if isinstance(doc, dict) and isinstance(doc.get("summary"), dict) and "rubrics" in doc else None
+    if not (isinstance(doc, dict) and isinstance(doc.get("summary"), dict) and "rubrics" in doc):
+        return None
+    try:  # an audit is read as it is: a NaN or Infinity in it is no number assay accepts
+        json.loads(text, parse_constant=_refuse_constant)
+    except ValueError as exc:
+        raise InputError(f"{exc}; an audit JSON holds finite numbers or null", source=str(path)) from None
+    return doc
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number assay accepts")
 
 
 def _audit_pairs(chosen: list[str], pairs: Path | None, out_of_domain: Path | None,

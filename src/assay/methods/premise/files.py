@@ -102,8 +102,11 @@ def load_rubric(path: str | Path) -> RubricSet:
             raise InputError(f"{where}: id {criterion.id!r} appears twice", source=str(path), field="id")
         seen.add(criterion.id)
         criteria.append(criterion)
-    return RubricSet(criteria=criteria, source=str(meta.get("source", "hand-written")),
-                     provenance=meta.get("provenance") or {})
+    provenance = meta.get("provenance") or {}
+    if not isinstance(provenance, dict):
+        raise InputError(f"'provenance' must be a mapping (key: value lines), got {type(provenance).__name__} "
+                         f"{str(provenance)[:60]!r}", source=str(path), field="provenance")
+    return RubricSet(criteria=criteria, source=str(meta.get("source", "hand-written")), provenance=provenance)
 
 
 def save_rubric(rubric: RubricSet, path: str | Path) -> None:

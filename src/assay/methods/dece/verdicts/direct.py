@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from assay import calibration as calibrations
+from assay.calibration import Calibration, raw_mark
 from assay.direct import ask, point_to, record
 from assay.methods.dece.halves import Half
 from assay.methods.dece.verdicts.base import Host, Judged, VerdictMode
@@ -19,13 +21,26 @@ class Direct(VerdictMode):
     probabilistic: ClassVar[bool] = True
 
     def empty_fields(self) -> dict[str, Any]:
-        return {"p_judge": None, "soft": 0.0, "decided_by": "deterministic check"}
+        return {"p_judge": None, "p_calibrated": None, "calibration": None, "shown": "✗", "soft": 0.0,
+                "decided_by": "deterministic check"}
+
+    @staticmethod
+    def calibration(host: Host, half: Half, client: JudgeClient) -> Calibration | None:
+        """The shipped map, where it was measured on this judge and this question; else None."""
+        if getattr(host.config, "calibration", "none") != "default":
+            return None
+        cal = calibrations.default()
+        prompt = getattr(host, "prompts", {}).get(half.direct_prompt)
+        if cal is None or prompt is None or not cal.fits(client.identity, prompt.sha256):
+            return None
+        return cal
 
     async def judge(self, host: Host, half: Half, item: Item, client: JudgeClient,
                     statements: list[str]) -> Judged:
         """One label call per statement (and one evidence call per positive verdict), the judged
         text first so the calls of one answer share their prefix."""
         cfg = host.config
+        cal = self.calibration(host, half, client)
         sentences = half.sentences(item)
         whole = " ".join(sentences)
         keys: list[str] = []
@@ -46,8 +61,17 @@ class Direct(VerdictMode):
                 evidence, p_evidence, ev_key = await point_to(client, messages, "yes", len(sentences), half.metric)
                 if ev_key:
                     keys.append(ev_key)
-            entries.append(record(p_yes, evidence, p_evidence, sentences, unsupported_figures(statement, whole),
-                                  cfg.quote_policy, half.source))
+            entry = record(p_yes, evidence, p_evidence, sentences, unsupported_figures(statement, whole),
+                           cfg.quote_policy, half.source)
+            # the calibrated P beside the judge's, counted where the map applies; the shown mark
+            # is ✓ / ✗ / ? by the map's bands (raw P: ✓ from 0.5); a verdict not counted shows ✗
+            q = None if cal is None else cal(p_yes)
+            entry.update({"p_calibrated": q, "calibration": None if cal is None else cal.name,
+                          "shown": "✗" if entry["downgraded"] else raw_mark(p_yes) if cal is None or q is None
+                          else cal.mark(q)})
+            if q is not None and not entry["downgraded"]:
+                entry["soft"] = q
+            entries.append(entry)
         return Judged([(e["soft"], e) for e in entries], sum(e["soft"] for e in entries) / len(statements),
                       hard=sum(bool(e["judge_score"]) and not e["downgraded"] for e in entries) / len(statements),
                       keys=keys)

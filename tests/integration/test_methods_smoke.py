@@ -1,0 +1,132 @@
+"""Every method's path on a real model, through the installed `assay`, on the smallest input that
+proves it: SmolLM2-135M on llama.cpp (the model's quality is not what is tested here; what the 1.5B
+embedded judge does with planted errors is measured by ``make bench-embedded``, in
+``benchmarks/embedded/``). What is asserted is what each method guarantees whatever the judge says:
+every verdict carries its evidence, probabilities lie in [0, 1] and are counted as written, bands
+hold their scores, spans round-trip, and an answer that cannot be scored says why."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from assay.cli.demo import examples_path
+from assay.methods.caseaware import METRICS, band_of
+from assay.types import Reference
+
+pytestmark = pytest.mark.integration
+JUDGE = ("--judge", "llamacpp/smollm2", "--judge-opt", "n_ctx=4096")
+PLANTED = Path(__file__).parents[1] / "data" / "lemaj_planted.json"
+CASEAWARE = examples_path().parent / "caseaware_examples.jsonl"
+
+
+def _run(tmp_path: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which("assay", path=str(Path(sys.executable).parent))
+    assert exe is not None
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    return subprocess.run([exe, *args], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def _export(tmp_path: Path, store: str) -> list[dict]:
+    proc = _run(tmp_path, "export", store, "-o", "out.jsonl")
+    assert proc.returncode == 0, proc.stderr
+    return [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+
+
+def _one_answer(tmp_path: Path) -> None:
+    line = next(x for x in examples_path().read_text().splitlines() if '"legal-sol-ny"' in x and '"good"' in x)
+    (tmp_path / "items.jsonl").write_text(line + "\n")
+
+
+def _scored_or_says_why(row: dict) -> bool:
+    if row["status"] != "scored":
+        assert row["unscored_reason"], row  # never a silent default
+        return False
+    return True
+
+
+def test_dece_hard_verdicts_carry_their_evidence(tmp_path: Path) -> None:
+    """(moved from the 1.5B test_dece_embedded, whose ranking of planted answers is now a benchmark)"""
+    _one_answer(tmp_path)
+    proc = _run(tmp_path, "eval", "dece", "items.jsonl", "--verdicts", "hard", "--max-criteria", "3",
+                "--max-elements", "3", "--max-reasoning-chars", "60", *JUDGE, "--store", "d.db", "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    (row,) = _export(tmp_path, "d.db")
+    if _scored_or_says_why(row):
+        assert row["criteria"] and row["elements"]
+        for entry in row["criteria"] + row["elements"]:
+            assert isinstance(entry["quote"], str) and isinstance(entry["evidence"], list)
+            assert entry["quote_found"] is bool(entry["evidence"])
+            counted = entry.get("satisfied", entry.get("supported"))
+            if counted:  # a counted verdict is grounded: cited sentences, no unmatched figure
+                assert entry["evidence"] and not entry["figures_missing"]
+
+
+def test_dece_direct_gives_every_criterion_and_element_a_probability(tmp_path: Path) -> None:
+    _one_answer(tmp_path)
+    proc = _run(tmp_path, "eval", "dece", "items.jsonl", "--verdicts", "direct", "--max-criteria", "3",
+                "--max-elements", "3", *JUDGE, "--store", "d.db", "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    (row,) = _export(tmp_path, "d.db")
+    assert _scored_or_says_why(row)
+    reference = row["reference"]
+    reference = Reference(**reference) if isinstance(reference, dict) else Reference(required=reference)
+    sentences = {"criteria": row["response"], "elements": reference.full_text()}
+    for group in ("criteria", "elements"):
+        assert row[group]
+        for entry in row[group]:
+            p = entry["p_judge"]
+            assert isinstance(p, float) and 0.0 <= p <= 1.0, entry
+            assert entry["decided_by"] in ("judge", "deterministic check"), entry
+            if p >= 0.5:  # a positive verdict points to the sentence it rests on, quoted from its text
+                assert len(entry["evidence"]) == 1 and entry["quote"] in sentences[group], entry
+            counted = entry["satisfied" if group == "criteria" else "supported"]
+            assert counted == (0.0 if entry["downgraded"] else p), entry
+
+
+def test_caseaware_scores_lie_in_their_bands(tmp_path: Path) -> None:
+    """(moved from the 1.5B test_caseaware_embedded, whose planted failures are now a benchmark)"""
+    first = CASEAWARE.read_text().splitlines()[0]
+    (tmp_path / "turns.jsonl").write_text(first + "\n")
+    proc = _run(tmp_path, "eval", "caseaware", "turns.jsonl", "--max-justification-chars", "60", *JUDGE,
+                "--store", "c.db", "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    (row,) = _export(tmp_path, "c.db")
+    if _scored_or_says_why(row):
+        for metric in METRICS:
+            assert band_of(row[f"{metric}_score"]) == row[f"{metric}_band"]
+        expected = sum(row["weights"][m] * row[f"{m}_score"] for m in METRICS)
+        assert row["s_final"] == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("verdicts", ["hard", "direct"])
+def test_lemaj_assesses_every_sentence_and_triage_reads_the_store(tmp_path: Path, verdicts: str) -> None:
+    """(moved from the 1.5B test_lemaj_embedded and test_direct_embedded, whose planted-defect
+    catches are now a benchmark)"""
+    planted = json.loads(PLANTED.read_text())
+    row = {"id": "change_value", "query": planted["query"], "response": planted["answers"]["change_value"],
+           "document": planted["document"]}
+    (tmp_path / "answers.jsonl").write_text(json.dumps(row) + "\n")
+    proc = _run(tmp_path, "eval", "lemaj", "answers.jsonl", "--verdicts", verdicts, "--max-reason-chars", "60",
+                "--max-quote-chars", "80", *JUDGE, "--store", "l.db", "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    (out,) = _export(tmp_path, "l.db")
+    if _scored_or_says_why(out):
+        sentences = {d["sentence"] for d in out["ldps"] if d["sentence"] is not None}
+        assert sentences == set(range(1, len(out["sentences"]) + 1))  # every sentence assessed
+        for d in out["ldps"]:
+            if d["start"] is not None:
+                assert out["response"][d["start"]:d["end"]] == d["text"]
+            assert set(d["citation"]) <= set(out["document_view"]["shown"])
+            if verdicts == "direct" and d["tag"] != "missing":
+                assert 0.0 <= d["p_supported"] <= 1.0 and 0.0 <= d["p_relevant"] <= 1.0, d
+    triage = _run(tmp_path, "triage", "l.db", "--output", "t.json")
+    assert triage.returncode == 0, triage.stderr
+    result = json.loads((tmp_path / "t.json").read_text())
+    assert result["answers"] == 1 and len(result["cleared"]) + len(result["needs_review"]) == 1

@@ -1,0 +1,317 @@
+"""The shape of the code and of the command line: no import cycle, methods as packages of their own,
+one vocabulary of options, help written for users, a README for users."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import grimp
+import pytest
+import typer
+
+from assay.cli import app
+from assay.cli._click import is_group, is_option
+from assay.registry import BUILTIN_METHODS
+
+ROOT = Path(__file__).parents[3]
+ASSAY = shutil.which("assay", path=str(Path(sys.executable).parent))
+
+
+@pytest.fixture(scope="module")
+def graph() -> Any:
+    return grimp.build_graph("assay", cache_dir=None)
+
+
+def test_no_import_cycle(graph: Any) -> None:
+    modules = sorted(graph.modules)
+    index = {m: i for i, m in enumerate(modules)}
+    edges = {m: graph.find_modules_directly_imported_by(m) for m in modules}
+    # Tarjan's strongly connected components, iteratively
+    order: list[str] = []
+    seen: set[str] = set()
+    for start in modules:
+        if start in seen:
+            continue
+        stack = [(start, iter(sorted(edges[start])))]
+        seen.add(start)
+        while stack:
+            node, children = stack[-1]
+            for child in children:
+                if child not in seen:
+                    seen.add(child)
+                    stack.append((child, iter(sorted(edges[child]))))
+                    break
+            else:
+                stack.pop()
+                order.append(node)
+    reverse: dict[str, set[str]] = {m: set() for m in modules}
+    for m, targets in edges.items():
+        for t in targets:
+            reverse[t].add(m)
+    assigned: set[str] = set()
+    cycles = []
+    for node in reversed(order):
+        if node in assigned:
+            continue
+        component, todo = [], [node]
+        assigned.add(node)
+        while todo:
+            current = todo.pop()
+            component.append(current)
+            for parent in reverse[current]:
+                if parent not in assigned:
+                    assigned.add(parent)
+                    todo.append(parent)
+        if len(component) > 1:
+            cycles.append(sorted(component, key=index.get))
+    assert not cycles, cycles
+
+
+def test_no_module_outside_the_method_packages_imports_a_method(graph: Any) -> None:
+    packages = set(BUILTIN_METHODS)
+    offenders = []
+    for module in graph.modules:
+        if any(module == p or module.startswith(p + ".") for p in packages):
+            continue
+        for imported in graph.find_modules_directly_imported_by(module):
+            if any(imported == p or imported.startswith(p + ".") for p in packages):
+                offenders.append(f"{module} -> {imported}")
+    assert not offenders, offenders
+
+
+GENERIC = ("assay.ui", "assay.report", "assay.meta", "assay.cli", "assay._files", "assay.annotation_rules",
+           "assay.registry", "assay.views", "assay.clikit")
+"""The generic rooms: what they show or do for a method, they ask the method or the registry."""
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_the_generic_modules_import_no_method(graph: Any) -> None:
+    """No module of the UI, the report, meta-evaluation, the command line (the kit included), the
+    output-file rules, the annotation rules or the registry imports a method's package
+    (``assay.methods.<name>``, built in or not): they reach methods through the registry's
+    hooks and views. Only the interface, ``assay.methods._base``, is theirs to import."""
+    offenders = []
+    for module in sorted(graph.modules):
+        if not any(_within(module, g) for g in GENERIC):
+            continue
+        for imported in graph.find_modules_directly_imported_by(module):
+            parts = imported.split(".")
+            if parts[:2] == ["assay", "methods"] and len(parts) > 2 and not parts[2].startswith("_"):
+                offenders.append(f"{module} -> {imported}")
+    assert not offenders, offenders
+
+
+def test_methods_import_only_the_kit_of_the_command_line(graph: Any) -> None:
+    """A method's package takes its options and helpers from ``assay.clikit`` and nothing else of
+    the command line."""
+    offenders = []
+    for module in sorted(graph.modules):
+        parts = module.split(".")
+        if parts[:2] != ["assay", "methods"] or len(parts) < 3 or parts[2].startswith("_"):
+            continue
+        for imported in graph.find_modules_directly_imported_by(module):
+            if _within(imported, "assay.cli"):
+                offenders.append(f"{module} -> {imported}")
+    assert not offenders, offenders
+
+
+NAME_FREE = ("assay.ui", "assay.report", "assay.meta", "assay.cli", "assay._files", "assay.annotation_rules",
+             "assay.registry", "assay.views")
+"""Modules whose code names no method: ``assay.cli`` is the root of the command line only (a
+command such as ``assay demo`` may run a method it asks the registry for by name)."""
+
+
+def test_the_generic_modules_name_no_method() -> None:
+    """No string in the code of the generic modules (docstrings aside) is the name of a method,
+    and none in the command line's root is a command a method adds: ``if command == "dece"`` is
+    how a method's knowledge leaks into a generic room."""
+    import ast
+
+    from assay.registry import methods
+
+    names = set(methods())
+    commands_of_methods = {"dece", "triage", "tournament", "rubric", "pairwise", "gate", "compare"}
+    found = []
+    for path in sorted((ROOT / "src" / "assay").rglob("*.py")):
+        module = ".".join(path.relative_to(ROOT / "src").with_suffix("").parts).removesuffix(".__init__")
+        if module == "assay.registry._core" or not any(
+                module == g or (g != "assay.cli" and _within(module, g)) for g in NAME_FREE):
+            continue  # the registry's table of built-in entry points names each package once, as pyproject would
+        banned = names | commands_of_methods if module == "assay.cli" else names
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+                      and node.body and isinstance(node.body[0], ast.Expr)
+                      and isinstance(node.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings \
+                    and node.value in banned:
+                found.append(f"{module}:{node.lineno} {node.value!r}")
+    assert not found, found
+
+
+def test_nothing_below_the_command_line_imports_it(graph: Any) -> None:
+    """The arrow goes from the command line to the methods and the library, never up: no method
+    package and no module of the library outside ``assay.cli`` imports ``assay.cli`` (a method's
+    commands take their options from ``assay.clikit``, a leaf). ``assay.__main__`` is the
+    command line's own entry. Imports through importlib are not in this graph: the next test
+    imports every module for real."""
+    offenders = []
+    for module in sorted(graph.modules):
+        if module in ("assay.cli", "assay.__main__") or module.startswith("assay.cli."):
+            continue
+        for imported in graph.find_modules_directly_imported_by(module):
+            if imported == "assay.cli" or imported.startswith("assay.cli."):
+                offenders.append(f"{module} -> {imported}")
+    assert not offenders, offenders
+
+
+FRESH_IMPORTS = r"""
+import importlib, json, sys, traceback
+
+results = {}
+for name in json.loads(sys.argv[1]):
+    for loaded in [m for m in sys.modules if m == "assay" or m.startswith("assay.")]:
+        del sys.modules[loaded]  # no module of assay is loaded when the next one is imported
+    importlib.invalidate_caches()
+    try:
+        importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.split(".")[0] != "assay":  # an optional extra that is not installed
+            results[name] = "missing " + exc.name
+        else:
+            results[name] = "".join(traceback.format_exception_only(exc)).strip()
+    except BaseException as exc:  # noqa: BLE001 - everything that stops an import is a failure
+        results[name] = "".join(traceback.format_exception_only(exc)).strip()
+    else:
+        results[name] = "ok"
+print(json.dumps(results))
+"""
+
+
+def assay_modules() -> list[str]:
+    """Every module of assay, found on disk with pkgutil (without importing any of them)."""
+    import pkgutil
+
+    import assay
+
+    found = ["assay"]
+
+    def walk(path: list[str], prefix: str) -> None:
+        for info in pkgutil.iter_modules(path, prefix):
+            found.append(info.name)
+            if info.ispkg:
+                walk([str(Path(path[0]) / info.name.rsplit(".", 1)[1])], info.name + ".")
+
+    walk(list(assay.__path__), "assay.")
+    return sorted(found)
+
+
+def test_every_module_imports_on_its_own() -> None:
+    """Each module of assay imported first, in an interpreter where no module of assay is loaded
+    (one child process; before each import every ``assay`` module is dropped from sys.modules):
+    a module that works only when something else was imported before it, or that is part of a
+    cycle that only an import at run time closes, fails here. ``assay.__main__`` runs the
+    command line when imported and is left out."""
+    import json
+    import os
+
+    import assay
+
+    names = [m for m in assay_modules() if m != "assay.__main__"]
+    assert len(names) > 50 and "assay.methods.dece.cli" in names and "assay.clikit" in names
+    source = str(Path(assay.__file__).parents[1])  # the child imports the assay this test imported
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (source, os.environ.get("PYTHONPATH")) if p)}
+    done = subprocess.run([sys.executable, "-c", FRESH_IMPORTS, json.dumps(names)], capture_output=True, text=True,
+                          timeout=600, cwd=ROOT, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(done.stdout.strip().splitlines()[-1])
+    failed = {name: outcome for name, outcome in results.items()
+              if outcome != "ok" and not outcome.startswith("missing ")}
+    assert not failed, failed
+    assert set(results) == set(names)
+
+
+def test_importing_the_command_line_builds_nothing() -> None:
+    """``import assay.cli`` and ``import assay.clikit`` load no method (no plug-in either): the
+    command tree is built when the command runs or ``assay.cli.app`` is first read."""
+    code = ("import sys, assay.cli, assay.clikit, assay.cli.eval\n"
+            "loaded = sorted(m for m in sys.modules if m.startswith('assay.methods.') and m != 'assay.methods._base')\n"
+            "assert not loaded, loaded\n"
+            "assert assay.cli.app.registered_groups and 'assay.methods.dece' in sys.modules\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def commands() -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+
+    def walk(command: Any, path: list[str]) -> None:
+        out.append((" ".join(path), command))
+        if is_group(command):
+            for name, sub in command.commands.items():
+                walk(sub, [*path, name])
+
+    walk(typer.main.get_command(app), [])
+    return out
+
+
+def test_every_command_with_a_judge_has_the_engine_options() -> None:
+    missing = {}
+    for path, command in commands():
+        flags = {o for p in command.params if is_option(p) for o in p.opts}
+        if "--judge" in flags:
+            lacking = {"--store", "--budget", "--timeout", "--concurrency", "--dry-run", "--progress"} - flags
+            if path == "demo":  # the demo prints its own three-answer story, never a progress bar
+                lacking -= {"--progress"}
+            if lacking:
+                missing[path] = sorted(lacking)
+    assert not missing, missing
+
+
+def test_one_flag_means_one_thing() -> None:
+    for path, command in commands():
+        for param in command.params:
+            if not is_option(param):
+                continue
+            if "-o" in param.opts and not param.hidden:
+                assert "--output" in param.opts, f"{path}: -o must be --output (a file the command writes)"
+            if "--store" in param.opts:
+                assert param.name in ("store", "store_path", "cache", "out"), (path, param.name)
+
+
+HELP_SMELLS = re.compile(r"SPEC|issue \d|:(?:mod|func|class|meth|data|attr):|``|\.\./shared")
+
+
+def test_help_is_written_for_users() -> None:
+    for path, command in commands():
+        texts = [command.help or "", *(getattr(p, "help", "") or "" for p in command.params)]
+        for text in texts:
+            assert not HELP_SMELLS.search(text), (path, text[:120])
+
+
+@pytest.mark.skipif(ASSAY is None, reason="the assay console script is not installed")
+def test_version_and_short_help() -> None:
+    version = subprocess.run([str(ASSAY), "--version"], capture_output=True, text=True, timeout=60)
+    assert version.returncode == 0 and version.stdout.startswith("assay ")
+    short = subprocess.run([str(ASSAY), "-h"], capture_output=True, text=True, timeout=60,
+                           env={"COLUMNS": "80", "PATH": "/usr/bin:/bin"})
+    assert short.returncode == 0 and "Evaluate" in short.stdout
+    assert max(len(line) for line in short.stdout.splitlines()) <= 80
+
+
+def test_the_readme_and_docs_speak_to_users() -> None:
+    readme = (ROOT / "README.md").read_text()
+    first_code = readme.splitlines().index(next(line for line in readme.splitlines() if line.startswith("```")))
+    assert first_code < 40
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        text = page.read_text()
+        assert "../shared" not in text and "SPEC" not in text and not re.search(r"issue \d", text), page
