@@ -22,6 +22,8 @@ _DURATIONS = os.environ.get("SUITE_DURATIONS")
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # the controller receives every worker's report too
+        return
     if _DURATIONS and report.when in ("setup", "call", "teardown") and report.duration >= 0.05:
         import json
 

@@ -126,8 +126,9 @@ def self_check(model: str = "default", *, n_threads: int | None = None) -> SelfC
             await asyncio.to_thread(backend.check)
             loaded = time.perf_counter() - started
             completion = await backend.generate(question, GenerateConfig(labels=["yes", "no"], max_tokens=1))
-            # then a short generation on the same prompt (its prefix is kept): the generated tokens/s
-            written = await backend.generate(question, GenerateConfig(max_tokens=GENERATED, temperature=0.0))
+            # then a short generation (the text is kept in the KV cache): the generated tokens/s
+            copy = [Message(role="user", content=f"{CHECK_TEXT * 2}\nCopy the first sentence above, word for word.")]
+            written = await backend.generate(copy, GenerateConfig(max_tokens=GENERATED, temperature=0.0))
         except JudgeCrashed as exc:
             return SelfCheck(ok=False, message=str(exc).removesuffix("; run `assay doctor`"))
         except AssayError as exc:

@@ -201,6 +201,9 @@ def evaluation_events(store: Store, run_id: str, gates: dict[str, float] | None 
         unscored = {u.metric: u.model_dump() for u in result.unscored}
         verdicts = failed_verdicts(run.method, result.scores, result.details)
         explanation = "\n".join(v.text for v in verdicts)[:EXPLANATION_LIMIT]
+        # which calibration map the verdicts' probabilities went through (DeCE's direct verdicts)
+        maps = sorted({str(e["calibration"]) for key in ("elements", "criteria")
+                       for e in (result.details.get(key) or []) if isinstance(e, dict) and e.get("calibration")})
         for metric in names:
             score = result.scores.get(metric)
             attributes: dict[str, Any] = {EVALUATION_NAME: metric}
@@ -220,6 +223,8 @@ def evaluation_events(store: Store, run_id: str, gates: dict[str, float] | None 
             if response_id:
                 attributes[RESPONSE_ID] = str(response_id)
             attributes.update({"assay.run_id": run_id, "assay.method": run.method, "assay.item.id": str(item["id"])})
+            if maps:
+                attributes["assay.calibration"] = ", ".join(maps)
             events.append(EvaluationEvent(attributes=attributes, body=body, timestamp=result.created_at,
                                           trace_id=trace_id, span_id=span_id, unit_key=result.key,
                                           warn=score is None))

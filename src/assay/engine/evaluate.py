@@ -221,7 +221,8 @@ async def evaluate(run: Run, items: list[Item], *, fresh: bool = False, data_sou
     started = time.perf_counter()
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                         TimeElapsedColumn(), disable=not run.runner.progress, transient=False)
-    task = progress.add_task(f"{method.name} · {backend.name}", total=None,
+    known = len(store.units(run_id))  # a re-run or a resumed run knows its units: never "2/?"
+    task = progress.add_task(f"{method.name} · {backend.name}", total=known or None,
                              completed=len(store.done_indices(run_id, retry_failed_calls=True)))
     pool = None
     if ray is not None:

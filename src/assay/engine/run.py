@@ -170,8 +170,9 @@ class Run:
                                       f"earlier default ({what}); --fresh scores the same items with today's "
                                       "default in a new run (the earlier run is kept)")
                     return
-        self.notes.append(f"{self.method.name}: today's default replaces {earlier[0][1]}; set it explicitly to "
-                          "keep the earlier reading")
+        if any(r.method == self.method.name for r in self.store.list_runs()):  # only someone who ran it before
+            self.notes.append(f"{self.method.name}: today's default replaces {earlier[0][1]}; set it explicitly to "
+                              "keep the earlier reading")
 
     async def __aenter__(self) -> Run:
         try:

@@ -24,10 +24,14 @@ def generated_judge() -> ScriptedBackend:
     return ScriptedBackend(rules=dece_rules(["three years", "notice"], ["three years"], sat=[1, 0], ver=[1]))
 
 
-def test_dece_settles_its_verdicts_for_the_judge() -> None:
+def test_dece_settles_its_verdicts_for_the_judge(tmp_path: Path) -> None:
     on_labels = assay.evaluate([ITEM], "dece", direct_judge(), runner=QUIET)
     assert on_labels.records()[0]["verdicts"] == "direct"
-    assert any("today's default replaces generated verdicts" in n for n in on_labels.notes)
+    assert on_labels.notes == []  # a new user is not told about a default they never knew
+    store = tmp_path / "used.db"  # someone who ran DeCE before (another item) is told what changed
+    assay.evaluate([{**ITEM, "id": "other"}], "dece", generated_judge(), runner=QUIET, store=store, verdicts="hard")
+    told = assay.evaluate([ITEM], "dece", direct_judge(), runner=QUIET, store=store)
+    assert any("today's default replaces generated verdicts" in n for n in told.notes)
     on_text = assay.evaluate([ITEM], "dece", generated_judge(), runner=QUIET)
     assert on_text.records()[0]["verdicts"] == "hard" and on_text.notes == []
     explicit = assay.evaluate([ITEM], "dece", generated_judge(), runner=QUIET, verdicts="hard")

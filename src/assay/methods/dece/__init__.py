@@ -255,9 +255,9 @@ class DeCE(DeCEPrompts, Method):
         if self.config.verdicts in ("hard", "auto"):  # hard is how every earlier run scored: keep their run ids
             # (auto is settled for the judge before a run; unsettled, it stands for hard, as its prompts do)
             del config["verdicts"], config["top_logprobs"]
-        if self.config.verdicts != "direct":  # calibration applies to direct verdicts only
-            del config["calibration"]
-        elif self.config.calibration == "default":  # a changed map is a new run
+        if self.config.verdicts != "direct" or self.config.calibration == "none":
+            del config["calibration"]  # direct verdicts read raw are how every earlier direct run scored
+        else:  # a changed map is a new run
             from assay.calibration import shipped_sha256
 
             config["calibration_sha256"] = shipped_sha256()
@@ -431,7 +431,7 @@ class DeCE(DeCEPrompts, Method):
             shared = max((len(os.path.commonprefix([p, prompt])) for p in previous), default=0)  # noqa: RUF071
             previous[:] = [*previous[-7:], prompt]
             return CallEstimate(calls=1, prompt_tokens=tokens(len(prompt), len(messages)),
-                                completion_tokens=completion, evaluated_tokens=tokens(len(prompt) - shared, 0) + 4)
+                                completion_tokens=completion, evaluated_tokens=tokens(len(prompt) - shared, 0))
 
         per_statement = 15 if direct else 30
         for item in sorted(items, key=self.order_key):
@@ -440,7 +440,7 @@ class DeCE(DeCEPrompts, Method):
                 seen_questions.add(item.id)
                 total += call(self.render_criteria_extraction(item), len(criteria) * per_statement + 10)
             if not direct:
-                reason = 80 if self.config.reasoning else 20
+                reason = 40 if self.config.reasoning else 15
                 total += call(self.render_satisfaction(item, criteria), len(criteria) * reason)
                 total += call(self.render_element_extraction(item), len(guess_elements) * per_statement + 10)
                 total += call(self.render_verification(item, guess_elements), len(guess_elements) * reason)
