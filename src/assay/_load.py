@@ -53,7 +53,7 @@ def decode(raw: bytes, source: str) -> str:
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         utf16 = raw[:2] in (b"\xff\xfe", b"\xfe\xff")
-        what = "UTF-16 text" if utf16 else f"not UTF-8 text (byte 0x{raw[exc.start]:02x})"
+        what = "UTF-16 text, not UTF-8" if utf16 else f"not UTF-8 text (byte 0x{raw[exc.start]:02x})"
         raise InputError(f"{what}: save it as UTF-8 (in a spreadsheet: CSV UTF-8; in an editor: encoding UTF-8)",
                          source=source, line=line) from None
 

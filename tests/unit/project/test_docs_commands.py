@@ -304,9 +304,13 @@ def test_every_command_of_the_page_runs_as_written(page: Path, cmds: list[tuple[
     for name in [k for k in os.environ if k.startswith("ASSAY_")]:
         monkeypatch.delenv(name)
     monkeypatch.setenv("COLUMNS", "200")
-    from assay import clikit  # its consoles read COLUMNS once, when first imported (perhaps by another test)
+    # rich's consoles read COLUMNS once, when made (perhaps by another test, under another width):
+    # every console alive in this process prints 200 columns wide here, as the pages were written
+    import gc
 
-    for console in (clikit.console, clikit.err_console):
+    from rich.console import Console
+
+    for console in [obj for obj in gc.get_objects() if isinstance(obj, Console)]:
         monkeypatch.setattr(console, "_width", 200)
     cwd = workdir(tmp_path)
     shown = shown_outputs(page)
