@@ -310,7 +310,7 @@ def test_every_command_of_the_page_runs_as_written(page: Path, cmds: list[tuple[
 
     from rich.console import Console
 
-    for console in [obj for obj in gc.get_objects() if isinstance(obj, Console)]:
+    for console in [obj for obj in gc.get_objects() if issubclass(type(obj), Console)]:
         monkeypatch.setattr(console, "_width", 200)
     cwd = workdir(tmp_path)
     shown = shown_outputs(page)
