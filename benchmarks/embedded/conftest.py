@@ -19,13 +19,16 @@ from typing import Any
 import pytest
 
 RESULTS = Path(__file__).parents[1] / "results" / "bench_embedded.json"
-_outcomes: list[dict[str, Any]] = []
+_outcomes: dict[str, dict[str, Any]] = {}
 _started = time.time()
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-        _outcomes.append({"test": report.nodeid, "outcome": report.outcome, "seconds": round(report.duration, 1)})
+    """Each test's outcome and seconds, setup included (a module's judge run is its first test's setup)."""
+    entry = _outcomes.setdefault(report.nodeid, {"test": report.nodeid, "outcome": "passed", "seconds": 0.0})
+    entry["seconds"] = round(entry["seconds"] + report.duration, 1)
+    if report.outcome != "passed" and entry["outcome"] == "passed":
+        entry["outcome"] = f"{report.outcome} ({report.when})"
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -37,4 +40,4 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     RESULTS.write_text(json.dumps({"judge": "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (llama.cpp, CPU)",
                                    "cpu": cpu_model(), "python": platform.python_version(),
                                    "wall_s": round(time.time() - _started, 1), "exit_status": int(exitstatus),
-                                   "tests": _outcomes}, indent=1, allow_nan=False) + "\n")
+                                   "tests": list(_outcomes.values())}, indent=1, allow_nan=False) + "\n")
