@@ -293,6 +293,12 @@ def after_run(store_path: Path, run_id: str, options: dict[str, Any]) -> None:
              gate=options["gate"])
 
 
+def check_phoenix_url(phoenix: str | None) -> None:
+    """``--phoenix URL``: one line unless it is an http(s) URL (checked before any store is opened)."""
+    if phoenix is not None and not phoenix.startswith(("http://", "https://")):
+        raise ConfigError(f"--phoenix {phoenix!r}: a URL such as http://127.0.0.1:6006")
+
+
 def send_run(store: Any, store_path: Path, run_id: str, *, otel: bool, phoenix: str | None,
              gate: list[str] | None) -> bool:
     """Send a saved run's verdicts as OpenTelemetry events and/or Phoenix annotations, one line
@@ -300,8 +306,7 @@ def send_run(store: Any, store_path: Path, run_id: str, *, otel: bool, phoenix: 
     from assay.otel import check_protocol, parse_gates
 
     gates = parse_gates(gate)
-    if phoenix is not None and not phoenix.startswith(("http://", "https://")):
-        raise ConfigError(f"--phoenix {phoenix!r}: a URL such as http://127.0.0.1:6006")
+    check_phoenix_url(phoenix)
     ok = True
     if otel:
         from assay.otel import export_otel

@@ -8,7 +8,7 @@ import typer
 
 from assay._files import check_output
 from assay.cli._common import console
-from assay.errors import ConfigError
+from assay.clikit import check_phoenix_url
 from assay.export import default_output, export_run, format_for
 from assay.store import Store
 
@@ -46,8 +46,7 @@ def export(
     if output is not None:
         check_output(output, inputs=[run], force=True)  # a store (or a directory) is refused before its name is read
     chosen = format_for(output, fmt)
-    if phoenix is not None and not phoenix.startswith(("http://", "https://")):  # options first, then the store
-        raise ConfigError(f"--phoenix {phoenix!r}: a URL such as http://127.0.0.1:6006")
+    check_phoenix_url(phoenix)  # options first, then the store
     store = Store(run, create=False)
     rid = store.resolve_run(run_id)
     fitted = None
