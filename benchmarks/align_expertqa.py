@@ -3,7 +3,7 @@
 The claims, prompt and judge calls are those of ``calibration_expertqa.py`` (the same store, so
 its cached calls are re-used): DeCE's element-verification question in its direct form, the claim
 as the statement and its cited evidence as the reference; positive = support ``Complete``.
-``assay.align.fit_calibration`` compares isotonic and Platt scaling by out-of-fold log loss with
+``assay.analysis.align.fit_calibration`` compares isotonic and Platt scaling by out-of-fold log loss with
 GroupKFold by question (a question's claims, over all its answers, are never split between a
 training and a test fold). Reported, before and after (out-of-fold only), with bootstrap CIs over
 questions: ECE (10 bins), Brier, AUROC, log loss, mean P against the base rate, reliability bins.
@@ -18,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from assay.align import calibrate, fit_calibration, fit_calibrator, probability_report
+from assay.analysis.align import calibrate, fit_calibration, fit_calibrator, probability_report
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent))

@@ -2,7 +2,7 @@
 
 DICE with direct verdicts over both orders (``swap``) on N pairs of ``pandalm_testset_dev.json``
 (seeded subset, the store of ``meta_pandalm.py``, so its cached calls are re-used). Each pair's
-forced choice P(A) / (P(A) + P(B)) is read from the run; ``assay.align.fit_tie_threshold`` picks
+forced choice P(A) / (P(A) + P(B)) is read from the run; ``assay.analysis.align.fit_tie_threshold`` picks
 the distance from 0.5 below which a pair is a tie, to agree most with the annotators' majority
 (A / B / tie), cross-validated with GroupKFold (each pair its own group). Reported with bootstrap
 CIs: 3-way agreement of the judge's own verdict, of the forced choice (never a tie), of the
@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from assay.align import decide, fit_tie_threshold
-from assay.datasets.adapters import read_pandalm
-from assay.meta import ameta, majority
-from assay.runner import RunnerConfig
+from assay.analysis.align import decide, fit_tie_threshold
+from assay.analysis.meta import ameta, majority
+from assay.data.datasets.adapters import read_pandalm
+from assay.judge.runner import RunnerConfig
 from assay.store import Store
 
 HERE = Path(__file__).parent

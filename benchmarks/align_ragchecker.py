@@ -4,7 +4,7 @@ For N pairs of ``ragchecker_human_labeled_dev.json`` (seeded subset, as ``meta_r
 runs of DeCE with direct verdicts (embedded judge), ROUGE-L and MiniLM cosine (``semantic``) are
 read from the store; for each pair, the second answer's inputs minus the first's are fitted to the
 mean of the annotators' label (``overall``, and ``correctness`` / ``completeness``) with
-``assay.align.fit_aligned_score`` (non-negative ridge, cross-validated with GroupKFold by query:
+``assay.analysis.align.fit_aligned_score`` (non-negative ridge, cross-validated with GroupKFold by query:
 a query's pairs are never split). Reported per label: the out-of-fold Pearson r of the aligned
 score, and each single input's r on the same pairs, all with bootstrap CIs over queries; three
 alignments: DeCE + both signals, DeCE alone, the two signals alone (judge-free).
@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from assay.align import correlation_report, fit_aligned_score
-from assay.datasets.adapters import read_ragchecker
-from assay.meta import ameta
-from assay.runner import RunnerConfig
+from assay.analysis.align import correlation_report, fit_aligned_score
+from assay.analysis.meta import ameta
+from assay.data.datasets.adapters import read_ragchecker
+from assay.judge.runner import RunnerConfig
 from assay.store import Store
 
 HERE = Path(__file__).parent

@@ -33,13 +33,13 @@ from typing import Any
 from sklearn.metrics import roc_auc_score
 
 from assay import JudgeSession
-from assay.direct import ask, lettered
+from assay.analysis.stats import brier, ece
+from assay.judge.direct import ask, lettered
+from assay.judge.prompts import fence, numbered
+from assay.judge.runner import RunnerConfig
+from assay.judge.text import split_sentences
 from assay.methods.dece import DeCE, DeCEConfig
-from assay.prompts import fence, numbered
-from assay.runner import RunnerConfig
-from assay.stats import brier, ece
 from assay.store import Store
-from assay.text import split_sentences
 
 HERE = Path(__file__).parent
 DATA = HERE.parents[1] / "shared" / "data" / "expertqa_rand_test.jsonl"

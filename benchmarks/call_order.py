@@ -22,9 +22,9 @@ from importlib import resources
 from pathlib import Path
 
 from assay import JudgeBackend, aevaluate, get_backend
+from assay.core.types import Item
 from assay.engine import ITEM_WINDOW
-from assay.runner import RunnerConfig
-from assay.types import Item
+from assay.judge.runner import RunnerConfig
 
 HERE = Path(__file__).parent
 

@@ -5,7 +5,7 @@ claims a "contradiction", paraphrases included. This probe replays N stored clai
 calls of that run (same passage, same claims, spread over the run) with two other prompts and
 counts the verdicts:
 
-- ``stored``: the shipped prompt (``prompts/baselines/claims_checking.md``), verdict only, labels
+- ``stored``: the shipped prompt (``methods/baselines/prompts/claims_checking.md``), verdict only, labels
   entailment / contradiction / neutral — read from the store, no new call;
 - ``evidence_reason``: the passage as numbered sentences; per claim the evidence sentence numbers,
   a few words of reason, then the same three labels;
@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from assay import get_backend
-from assay.text import numbered_text
-from assay.types import GenerateConfig, Message
+from assay.core.types import GenerateConfig, Message
+from assay.judge.text import numbered_text
 
 HERE = Path(__file__).parent
 

@@ -4,7 +4,7 @@ The first 10 distinct, non-empty RAGChecker dev answers in file order (``read_ra
 items: model1 then model2 of each pair), each truncated to 1,500 characters, with the pair's
 gold answer as the reference. A real llama-cpp-python server on 127.0.0.1 serves the embedded
 judge (2 threads, ``logits_all`` for the soft verdicts): ``--server assay`` (default) is
-``python -m assay.serve``, llama-cpp-python's server with assay's check-first grammar sampling
+``python -m assay.judge.serve``, llama-cpp-python's server with assay's check-first grammar sampling
 and numpy logprobs; ``--server stock`` is ``python -m llama_cpp.server``. assay reaches it with
 the ``openai`` backend, concurrency 1, and sends ``repeat_penalty`` 1.0 (the server's own
 default is 1.1, which also disables check-first sampling) unless ``--server-repeat-penalty``.
@@ -32,12 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from assay import aevaluate
-from assay.datasets.adapters import read_ragchecker
-from assay.model import resolve_model
-from assay.runner import RunnerConfig
-from assay.serve import running
+from assay.core.types import Item
+from assay.data.datasets.adapters import read_ragchecker
+from assay.judge.model import resolve_model
+from assay.judge.runner import RunnerConfig
+from assay.judge.serve import running
 from assay.store import Store
-from assay.types import Item
 
 HERE = Path(__file__).parent
 DATA = HERE.parents[1] / "shared" / "data" / "ragchecker_human_labeled_dev.json"
@@ -99,8 +99,8 @@ def main() -> None:
     parser.add_argument("--embedded", action="store_true",
                         help="the in-process llama.cpp judge (llamacpp/default) instead of a server")
     parser.add_argument("--server", choices=["stock", "assay"], default="assay",
-                        help="stock: python -m llama_cpp.server; assay: python -m assay.serve (check-first grammar "
-                             "sampling, numpy logprobs)")
+                        help="stock: python -m llama_cpp.server; assay: python -m assay.judge.serve "
+                             "(check-first grammar sampling, numpy logprobs)")
     parser.add_argument("--server-repeat-penalty", action="store_true",
                         help="leave the server's default repeat_penalty (1.1) instead of sending 1.0")
     parser.add_argument("--stores", type=Path, default=None,
@@ -109,7 +109,7 @@ def main() -> None:
     args = parser.parse_args()
     items = answers(args.data, args.answers, args.chars)
     variants = args.variant or ["soft", "soft-brief"]
-    module = "llama_cpp.server" if args.server == "stock" else "assay.serve"
+    module = "llama_cpp.server" if args.server == "stock" else "assay.judge.serve"
     judge_options: dict[str, Any] = {"schema_mode": "json_object"}
     if not args.server_repeat_penalty:
         judge_options["extra_body"] = {"repeat_penalty": 1.0}

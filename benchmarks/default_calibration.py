@@ -5,7 +5,7 @@ of ExpertQA claims with their cited evidence as the reference — the claims, pr
 ``calibration_expertqa.py`` (same store: cached calls are re-used). Positive = the expert marked the
 claim completely supported. Then:
 
-1. ``assay.align.fit_calibration``: isotonic vs Platt by out-of-fold log loss (GroupKFold by
+1. ``assay.analysis.align.fit_calibration``: isotonic vs Platt by out-of-fold log loss (GroupKFold by
    question, 5 folds), the chosen map refitted on all claims; ECE, Brier, AUROC, log loss with
    bootstrap CIs over questions, before and after (after = out-of-fold only).
 2. The three shown states: a calibrated P at or above ``yes_from`` is shown ✓, at or below ``no_to``
@@ -31,15 +31,15 @@ from typing import Any
 import numpy as np
 from sklearn.model_selection import GroupKFold
 
-from assay.align import calibrate, fit_calibration, fit_calibrator
+from assay.analysis.align import calibrate, fit_calibration, fit_calibrator
+from assay.judge.model import MODEL_SHA256
 from assay.methods.dece import DeCE, DeCEConfig
-from assay.model import MODEL_SHA256
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent))
 from benchmarks.calibration_expertqa import DATA, scored_sample  # noqa: E402  (the same claims and calls)
 
-SHIPPED = HERE.parent / "src" / "assay" / "calibration" / "embedded_default.json"
+SHIPPED = HERE.parent / "src" / "assay" / "judge" / "calibration" / "embedded_default.json"
 AGREEMENT = 0.80
 MIN_BAND = 10
 

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from assay.datasets.adapters import read_ragchecker
+from assay.data.datasets.adapters import read_ragchecker
 
 HERE = Path(__file__).parent
 DATA = HERE.parents[1] / "shared" / "data" / "ragchecker_human_labeled_dev.json"

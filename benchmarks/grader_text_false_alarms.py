@@ -1,4 +1,4 @@
-"""How often does the guard's detector (:mod:`assay.grader_text`) fire on honest answers, and which
+"""How often does the guard's detector (:mod:`assay.engine.grader_text`) fire on honest answers, and which
 of the injection attacks does it catch? No judge: a pure text pass.
 
 Honest answers: every answer in the human-labelled dev sets of ``../shared/data/`` (RAGChecker,
@@ -7,8 +7,8 @@ every flag there is a false alarm that would cost a reviewer's time (and, under 
 ``guard=redact``, take a passage away from the judge). Each flagged answer is listed with the
 pattern and the text it matched, so a false alarm can be read, not just counted.
 
-Attacks: for every attack and control of :mod:`assay.injection`, the patterns it triggers and
-whether :func:`assay.grader_text.redact` leaves exactly the clean answer when the attack is
+Attacks: for every attack and control of :mod:`assay.analysis.injection`, the patterns it triggers and
+whether :func:`assay.engine.grader_text.redact` leaves exactly the clean answer when the attack is
 appended to (or put before) a two-paragraph answer.
 Writes ``results/grader_text_false_alarms.json``.
 Usage: python benchmarks/grader_text_false_alarms.py [--data PATH]
@@ -21,10 +21,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from assay.datasets.adapters import read_expertqa, read_haluquestqa, read_mtrag, read_pandalm, read_ragchecker
-from assay.grader_text import PATTERNS, grader_directed, redact
-from assay.injection import ATTACK_SETS, inject
-from assay.types import Item
+from assay.analysis.injection import ATTACK_SETS, inject
+from assay.core.types import Item
+from assay.data.datasets.adapters import read_expertqa, read_haluquestqa, read_mtrag, read_pandalm, read_ragchecker
+from assay.engine.grader_text import PATTERNS, grader_directed, redact
 
 HERE = Path(__file__).parent
 DATA = HERE.parents[1] / "shared" / "data"

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from assay import get_backend
-from assay.types import GenerateConfig, Message
+from assay.core.types import GenerateConfig, Message
 
 HERE = Path(__file__).parent
 

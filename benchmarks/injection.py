@@ -1,7 +1,7 @@
 """Prompt-injection audit with the embedded judge: score inflation per attack.
 
 The flawed answers of the bundled DeCE examples (planted errors and omissions: room to inflate)
-are scored clean and with each attack of ``assay.injection.ATTACKS`` added; the table gives,
+are scored clean and with each attack of ``assay.analysis.injection.ATTACKS`` added; the table gives,
 per attack and metric, the paired difference attacked − clean with a bootstrap CI.
 
 Calls go to ``benchmarks/results/injection.db`` (resumable; a larger ``--items`` re-uses them).
@@ -35,11 +35,11 @@ from importlib import resources
 from pathlib import Path
 
 from assay import get_backend
-from assay.datasets.adapters import read_mtrag, read_pandalm
-from assay.injection import ainjection_audit, markdown_table
-from assay.meta import write_meta
-from assay.runner import RunnerConfig
-from assay.types import Item
+from assay.analysis.injection import ainjection_audit, markdown_table
+from assay.analysis.meta import write_meta
+from assay.core.types import Item
+from assay.data.datasets.adapters import read_mtrag, read_pandalm
+from assay.judge.runner import RunnerConfig
 
 HERE = Path(__file__).parent
 DATA = HERE.parents[1] / "shared" / "data"
@@ -68,8 +68,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.plain_fence:
         import assay.methods.caseaware as caseaware
+        from assay.judge.prompts import fence
         from assay.methods.baselines import base, claims, geval, pointwise
-        from assay.prompts import fence
 
         def plain(tag: str, text: str, *, sealed: bool = False) -> str:
             return fence(tag, text)

@@ -20,8 +20,8 @@ from typing import Any
 
 import assay
 from assay import get_backend
-from assay.results import EvalResult
-from assay.runner import RunnerConfig
+from assay.engine.results import EvalResult
+from assay.judge.runner import RunnerConfig
 from assay.store import Store
 
 HERE = Path(__file__).parent

@@ -23,9 +23,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from assay.backends._child import signal_text
-from assay.doctor import cpu_model
-from assay.model import resolve_model
+from assay.judge.backends._child import signal_text
+from assay.judge.doctor import cpu_model
+from assay.judge.model import resolve_model
 
 HERE = Path(__file__).parent
 

@@ -32,12 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from assay import get_backend
-from assay.datasets.adapters import MetaSet, read_expertqa, read_haluquestqa
-from assay.embeddings import match
-from assay.export import export_rows
-from assay.meta import ameta
-from assay.runner import RunnerConfig
-from assay.stats import cohen_kappa
+from assay.analysis.meta import ameta
+from assay.analysis.stats import cohen_kappa
+from assay.data.datasets.adapters import MetaSet, read_expertqa, read_haluquestqa
+from assay.exchange.export import export_rows
+from assay.judge.embeddings import match
+from assay.judge.runner import RunnerConfig
 from assay.store import Store
 
 HERE = Path(__file__).parent

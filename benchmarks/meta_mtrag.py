@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 from assay import get_backend
-from assay.datasets.adapters import read_mtrag
-from assay.meta import ameta, write_meta
-from assay.runner import RunnerConfig
+from assay.analysis.meta import ameta, write_meta
+from assay.data.datasets.adapters import read_mtrag
+from assay.judge.runner import RunnerConfig
 
 HERE = Path(__file__).parent
 DATA = HERE.parents[1] / "shared" / "data" / "mtrag_human_eval_dev.json"

@@ -31,9 +31,9 @@ import time
 from pathlib import Path
 
 from assay import get_backend
-from assay.datasets.adapters import read_pandalm
-from assay.meta import ameta, majority
-from assay.runner import RunnerConfig
+from assay.analysis.meta import ameta, majority
+from assay.data.datasets.adapters import read_pandalm
+from assay.judge.runner import RunnerConfig
 from assay.store import Store
 
 HERE = Path(__file__).parent

@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 
 from assay import get_backend
-from assay.datasets.adapters import read_ragchecker
-from assay.meta import ameta, markdown_table, write_meta
-from assay.runner import RunnerConfig
+from assay.analysis.meta import ameta, markdown_table, write_meta
+from assay.data.datasets.adapters import read_ragchecker
+from assay.judge.runner import RunnerConfig
 
 HERE = Path(__file__).parent
 DATA = HERE.parents[1] / "shared" / "data" / "ragchecker_human_labeled_dev.json"

@@ -32,11 +32,11 @@ from tests.helpers import ITEM, dece_rules
 
 import assay
 from assay import JudgeBackend, JudgeSession, get_backend
-from assay.backends import ScriptedBackend
-from assay.backends._fastgrammar import json_schema_grammar
-from assay.runner import RunnerConfig
+from assay.core.types import GenerateConfig, Message
+from assay.judge.backends import ScriptedBackend
+from assay.judge.backends._fastgrammar import json_schema_grammar
+from assay.judge.runner import RunnerConfig
 from assay.store import Store
-from assay.types import GenerateConfig, Message
 
 RESULTS = Path(__file__).parent / "results" / "overhead.json"
 

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from assay import JudgeSession, get_backend
+from assay.judge.runner import RunnerConfig
 from assay.methods.premise.audit import Audit, AuditConfig
 from assay.methods.premise.discover import Discovery, DiscoveryConfig
 from assay.methods.premise.files import RubricSet, read_preference_pairs, save_rubric
-from assay.runner import RunnerConfig
 from assay.store import Store
 
 HERE = Path(__file__).parent

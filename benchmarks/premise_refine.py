@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from assay import JudgeSession, get_backend
+from assay.judge.runner import RunnerConfig
 from assay.methods.premise.audit import Audit, AuditConfig
 from assay.methods.premise.files import Criterion, RubricSet, load_rubric, read_preference_pairs
 from assay.methods.premise.refine import OPERATORS, RefineConfig, Refiner
-from assay.runner import RunnerConfig
 from assay.store import Store
 
 HERE = Path(__file__).parent

@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from assay import JudgeSession, get_backend
+from assay.judge.runner import RunnerConfig
 from assay.methods.premise.audit import Audit, AuditConfig
 from assay.methods.premise.files import RubricSet, load_rubric, read_preference_pairs
 from assay.methods.premise.refine import OPERATORS, RefineConfig, Refiner, echoes_instructions, sb_plr, split_pairs
-from assay.runner import RunnerConfig
 from assay.store import Store
 
 HERE = Path(__file__).parent

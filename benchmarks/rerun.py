@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.helper
 from tests.helpers import ITEM, dece_rules
 
 import assay
-from assay.backends import ScriptedBackend
-from assay.runner import RunnerConfig
+from assay.judge.backends import ScriptedBackend
+from assay.judge.runner import RunnerConfig
 from assay.store import Store
 
 RESULTS = Path(__file__).parent / "results" / "rerun.json"

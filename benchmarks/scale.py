@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 import assay
-from assay.backends import Capabilities, JudgeBackend
-from assay.backends._pool import PoolBackend
-from assay.runner import RunnerConfig
-from assay.types import Completion, GenerateConfig, Message, Usage
+from assay.core.types import Completion, GenerateConfig, Message, Usage
+from assay.judge.backends import Capabilities, JudgeBackend
+from assay.judge.backends._pool import PoolBackend
+from assay.judge.runner import RunnerConfig
 
 HERE = Path(__file__).parent
 ANSWER = '{"reasoning": "fine", "issues": [], "score": 3, "justification": "ok"}'
@@ -85,12 +85,12 @@ def llamacpp(n: int) -> dict[str, Any]:
     tmp = Path(subprocess.check_output(["mktemp", "-d"], text=True).strip())
     opts = {"schema_mode": "json_object", "max_concurrency": 1}
     with _server(tmp, threads=2) as url:
-        out["one_server_2_threads_s"] = round(timed(assay.backends.get_backend(f"openai/smollm2@{url}", **opts),
+        out["one_server_2_threads_s"] = round(timed(assay.judge.backends.get_backend(f"openai/smollm2@{url}", **opts),
                                                     data, max_reasks=0), 2)
     (tmp / "a").mkdir()
     (tmp / "b").mkdir()
     with _server(tmp / "a", threads=1) as first, _server(tmp / "b", threads=1) as second:
-        pool = assay.backends.get_backend(f"openai/smollm2@{first},{second}", **opts)
+        pool = assay.judge.backends.get_backend(f"openai/smollm2@{first},{second}", **opts)
         out["two_servers_1_thread_each_s"] = round(timed(pool, data, max_reasks=0), 2)
         assert isinstance(pool, PoolBackend)
         out["calls_per_server"] = [s["calls"] for s in pool.stats()]
@@ -99,7 +99,7 @@ def llamacpp(n: int) -> dict[str, Any]:
 
 
 def ray_workers(calls: int, latency: float) -> dict[str, Any]:
-    from assay.backends import ScriptedBackend
+    from assay.judge.backends import ScriptedBackend
 
     data = items(calls)
     out: dict[str, Any] = {"calls": calls, "latency_s": latency}

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from scipy.stats import kendalltau
 
+from assay.analysis.stats import bradley_terry
 from assay.methods.tournament import elo_after, swiss_pairs
-from assay.stats import bradley_terry
 
 RESULTS = Path(__file__).parent / "results" / "swiss_sim.json"
 

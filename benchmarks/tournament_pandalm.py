@@ -32,14 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from assay import JudgeBackend, aevaluate, get_backend
-from assay.datasets.adapters import read_pandalm
-from assay.meta import majority
+from assay.analysis.meta import majority
+from assay.analysis.stats import bradley_terry, correlation
+from assay.core.types import Item
+from assay.data.datasets.adapters import read_pandalm
+from assay.judge.runner import RunnerConfig
 from assay.methods.tournament import Tournament, TournamentConfig
 from assay.methods.tournament.cli import tournament_ranking
-from assay.runner import RunnerConfig
-from assay.stats import bradley_terry, correlation
 from assay.store import Store
-from assay.types import Item
 
 HERE = Path(__file__).parent
 DATA = HERE.parents[1] / "shared" / "data" / "pandalm_testset_dev.json"

@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from assay import get_backend
-from assay.datasets.adapters import read_ragchecker
-from assay.meta import ameta
-from assay.runner import RunnerConfig
+from assay.analysis.meta import ameta
+from assay.data.datasets.adapters import read_ragchecker
+from assay.judge.runner import RunnerConfig
 from assay.store import Store
 
 HERE = Path(__file__).parent

@@ -2,7 +2,7 @@
 python docs/make_align_images.py
 
 * ``align-score.svg`` and ``align-weights.svg``: a judge-free alignment fitted by
-  :func:`assay.align.fit` exactly as ``assay align`` does — ROUGE-L runs on a seeded subset of
+  :func:`assay.analysis.align.fit` exactly as ``assay align`` does — ROUGE-L runs on a seeded subset of
   RAGChecker's human-labelled dev pairs (``ragchecker_human_labeled_dev.json``, the data of
   ``benchmarks/align_ragchecker.py``), its aligned score combines ROUGE-L with MiniLM cosine
   (``--signal semantic``), fitted to the annotators' ``overall`` preference of each pair (no judge,
@@ -13,7 +13,7 @@ python docs/make_align_images.py
   (written by ``benchmarks/align_expertqa.py``; a judge-free alignment has no verdict
   probabilities to calibrate).
 
-The SVGs are the report's own charts (:mod:`assay.report.alignment`). Also writes the judge-free
+The SVGs are the report's own charts (:mod:`assay.view.report.alignment`). Also writes the judge-free
 alignment to ``benchmarks/results/align_ragchecker_judge_free.alignment.json``.
 """
 
@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import assay
-from assay import align as al
-from assay.datasets.adapters import read_ragchecker
-from assay.report.alignment import plots, reliability_svg
-from assay.runner import RunnerConfig
+from assay.analysis import align as al
+from assay.data.datasets.adapters import read_ragchecker
+from assay.judge.runner import RunnerConfig
 from assay.store import Store
+from assay.view.report.alignment import plots, reliability_svg
 
 ROOT = Path(__file__).resolve().parents[1]
 IMG = ROOT / "docs" / "img"
@@ -41,7 +41,7 @@ OUT = ROOT / "benchmarks" / "results" / "align_ragchecker_judge_free.alignment.j
 
 def judge_free_alignment(data: Path, pairs: int, seed: int, label: str = "overall") -> dict[str, Any]:
     """ROUGE-L on the pairs' answers in a fresh store, the annotators' preferences as a label file,
-    and :func:`assay.align.fit` with the MiniLM signal (what ``assay align --signal semantic`` runs)."""
+    and :func:`assay.analysis.align.fit` with the MiniLM signal (what ``assay align --signal semantic`` runs)."""
     metaset = read_ragchecker(data).subset(pairs, seed)
     work = Path(tempfile.mkdtemp(prefix="assay-align-images-"))
     result = assay.evaluate(metaset.items, "rougeL", store=work / "runs.db", runner=RunnerConfig(progress=False))

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import assay
-from assay.backends import JudgeBackend
-from assay.backends._base import Capabilities
-from assay.runner import RunnerConfig
-from assay.types import Completion, GenerateConfig, Message, Usage
+from assay.core.types import Completion, GenerateConfig, Message, Usage
+from assay.judge.backends import JudgeBackend
+from assay.judge.backends._base import Capabilities
+from assay.judge.runner import RunnerConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 IMG = ROOT / "docs" / "img"
@@ -110,7 +110,7 @@ def shoot(url: str, out: Path, size: str = "1400,1000") -> None:
 
 
 def main() -> None:
-    from assay.ui import serve
+    from assay.view.ui import serve
 
     IMG.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="assay-images-"))

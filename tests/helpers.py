@@ -6,8 +6,8 @@ import json
 import re
 from typing import Any
 
-from assay.backends import JudgeBackend
-from assay.types import Completion, GenerateConfig, Message, Usage
+from assay.core.types import Completion, GenerateConfig, Message, Usage
+from assay.judge.backends import JudgeBackend
 
 ITEM = {
     "id": "q1",
@@ -95,7 +95,7 @@ class WithLogprobs(JudgeBackend):
     async def generate(self, messages: list[Message], config: GenerateConfig) -> Completion:
         import math
 
-        from assay.types import TokenLogprob
+        from assay.core.types import TokenLogprob
 
         completion = await self.inner.generate(messages, config)
         if not config.logprobs:

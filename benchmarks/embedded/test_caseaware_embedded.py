@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 import assay
-from assay.datasets import read_jsonl
+from assay.data.datasets import read_jsonl
+from assay.judge.runner import RunnerConfig
 from assay.methods.caseaware import METRICS, band_of
-from assay.runner import RunnerConfig
 
 pytestmark = pytest.mark.integration
 EXAMPLES = Path(assay.__file__).parent / "examples" / "caseaware_examples.jsonl"

@@ -15,8 +15,8 @@ import pytest
 
 import assay
 from assay.cli.demo import examples_path
-from assay.datasets import read_jsonl
-from assay.runner import RunnerConfig
+from assay.data.datasets import read_jsonl
+from assay.judge.runner import RunnerConfig
 
 pytestmark = pytest.mark.integration
 QUESTIONS = ("legal-sol-ny", "med-amox-dose")

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from assay.cli.demo import examples_path
-from assay.types import Reference
+from assay.core.types import Reference
 
 pytestmark = pytest.mark.integration
 PLANTED = Path(__file__).parents[2] / "tests" / "data" / "lemaj_planted.json"

@@ -5,15 +5,24 @@
 >>> result.to_pandas()  # doctest: +SKIP
 """
 
-from assay._eval import EvalResult
+from assay import _relocated
 from assay._version import __version__
-from assay.api import EvalResults, InputNote, aevaluate, estimate, evaluate, load_items
-from assay.backends import JudgeBackend, get_backend
-from assay.errors import AssayError, ConfigError, InputError
-from assay.runner import RunnerConfig
-from assay.session import JudgeSession
+from assay.core.errors import AssayError, ConfigError, InputError
+from assay.core.types import Completion, GenerateConfig, Item, Message, Reference, Unscored
+from assay.engine._eval import EvalResult
+from assay.engine.api import EvalResults, InputNote, aevaluate, estimate, evaluate, load_items
+from assay.engine.session import JudgeSession
+from assay.judge.backends import JudgeBackend, get_backend
+from assay.judge.runner import RunnerConfig
 from assay.store import Store
-from assay.types import Completion, GenerateConfig, Item, Message, Reference, Unscored
+
+_relocated.install()
+
+
+def __getattr__(name: str) -> object:
+    # ``assay.errors`` and the other old module names, for one release
+    return _relocated.attribute(name)
+
 
 __all__ = [
     "AssayError", "Completion", "ConfigError", "EvalResult", "EvalResults", "GenerateConfig", "InputError",

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from assay.model import smollm_path
-from assay.serve import free_port, running
+from assay.judge.model import smollm_path
+from assay.judge.serve import free_port, running
 
 __all__ = ["free_port"]
 
@@ -17,7 +17,7 @@ __all__ = ["free_port"]
 @contextmanager
 def _server(directory: Path, threads: int = 2, module: str = "llama_cpp.server") -> Iterator[str]:
     """A real llama-cpp-python server on 127.0.0.1 serving SmolLM2-135M; yields its base URL and
-    stops it afterwards. ``module`` "assay.serve" is that server with assay's fast paths."""
+    stops it afterwards. ``module`` "assay.judge.serve" is that server with assay's fast paths."""
     with running(smollm_path(), directory / "server.log", module=module, alias="smollm2", threads=threads,
                  n_ctx=2048, start_timeout_s=120) as base:
         yield base
@@ -39,7 +39,7 @@ def second_llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[st
 
 @pytest.fixture(scope="session")
 def assay_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``python -m assay.serve`` (check-first grammar sampling, numpy logprobs) on 127.0.0.1
+    """``python -m assay.judge.serve`` (check-first grammar sampling, numpy logprobs) on 127.0.0.1
     serving SmolLM2-135M; yields its base URL."""
-    with _server(Path(tmp_path_factory.mktemp("assay-server")), module="assay.serve") as base:
+    with _server(Path(tmp_path_factory.mktemp("assay-server")), module="assay.judge.serve") as base:
         yield base

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 import assay
-from assay.backends._llamacpp import LlamaCppBackend
 from assay.cli.demo import examples_path
-from assay.datasets import read_jsonl
-from assay.runner import RunnerConfig
+from assay.data.datasets import read_jsonl
+from assay.judge.backends._llamacpp import LlamaCppBackend
+from assay.judge.runner import RunnerConfig
 
 pytestmark = pytest.mark.integration
 QUIET = RunnerConfig(progress=False)

@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from assay.backends._llamacpp import LlamaCppBackend
-from assay.model import smollm_path
-from assay.types import GenerateConfig, Message
+from assay.core.types import GenerateConfig, Message
+from assay.judge.backends._llamacpp import LlamaCppBackend
+from assay.judge.model import smollm_path
 
 pytestmark = pytest.mark.integration
 
@@ -136,7 +136,7 @@ def test_label_probs_in_the_child_process(references: list[dict[str, float]]) ->
 
 def test_label_probs_over_an_openai_compatible_server_and_litellm(top20_references: list[dict[str, float]],
                                                                    llama_server: str) -> None:
-    from assay.backends import get_backend
+    from assay.judge.backends import get_backend
 
     server = get_backend(f"openai/smollm2@{llama_server}", schema_mode="json_object")
     for probs, want in zip(probs_by(server, PROMPTS), top20_references, strict=True):
@@ -190,7 +190,7 @@ def test_the_embedded_judge_agrees_with_its_reference() -> None:
     evaluation in the same two steps. On this 4-bit model, reading a prompt in two batches instead of
     one moves P(yes) by about 0.01 (0.384 vs 0.371 here: llama.cpp's kernels differ with the batch
     size) — a property of prefix reuse, not of which logits are read; it is bounded here."""
-    from assay.model import resolve_model
+    from assay.judge.model import resolve_model
 
     path = str(resolve_model().path)
     helper = LlamaCppBackend("default", process="inline")

@@ -8,12 +8,12 @@ import json
 import pytest
 from pydantic import BaseModel
 
-from assay.backends import get_backend
-from assay.model import MODEL_SHA256, resolve_model
-from assay.runner import JudgeClient, RunnerConfig
+from assay.core.types import GenerateConfig, Message
+from assay.judge.backends import get_backend
+from assay.judge.model import MODEL_SHA256, resolve_model
+from assay.judge.runner import JudgeClient, RunnerConfig
+from assay.judge.structured import generate_structured
 from assay.store import Store
-from assay.structured import generate_structured
-from assay.types import GenerateConfig, Message
 
 pytestmark = pytest.mark.integration
 
@@ -100,9 +100,9 @@ def test_strict_grammar_keeps_raw_control_characters_out_of_json_strings() -> No
     from llama_cpp import Llama, LlamaGrammar
     from llama_cpp import _internals as internals
 
-    from assay.backends._fastgrammar import CheckFirstSampler, json_schema_grammar
-    from assay.errors import ConfigError
-    from assay.model import smollm_path
+    from assay.core.errors import ConfigError
+    from assay.judge.backends._fastgrammar import CheckFirstSampler, json_schema_grammar
+    from assay.judge.model import smollm_path
 
     schema = {"type": "object", "required": ["elements"], "additionalProperties": False,
               "properties": {"elements": {"type": "array", "items": {"type": "string", "maxLength": 40}}}}
@@ -130,8 +130,8 @@ def test_the_reused_prompt_prefix_is_counted_per_call_and_per_run(tmp_path) -> N
     cache, and the second call says how many prompt tokens it did not recompute; a run's call
     statistics give the share (prefix_reuse)."""
     import assay
-    from assay.backends import JudgeBackend
-    from assay.runner import RunnerConfig
+    from assay.judge.backends import JudgeBackend
+    from assay.judge.runner import RunnerConfig
     from assay.store import Store
 
     backend = get_backend("llamacpp/smollm2", n_ctx=1024)
@@ -198,8 +198,8 @@ def test_digit_labels_are_told_apart_by_their_first_token() -> None:
 def test_a_prompt_longer_than_the_context_window_fails_with_what_to_do() -> None:
     """llama.cpp itself fails deep in its decoder (or prints and returns nothing) when a prompt
     does not fit: the backend refuses the call first, naming the sizes and the option."""
-    from assay.errors import BackendError
-    from assay.model import smollm_path
+    from assay.core.errors import BackendError
+    from assay.judge.model import smollm_path
 
     backend = get_backend("llamacpp/smollm", model_path=str(smollm_path()), n_ctx=256)
     messages = [Message(role="user", content="word " * 600 + "Is this long? Reply yes or no.")]

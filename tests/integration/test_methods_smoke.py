@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from assay.cli.demo import examples_path
+from assay.core.types import Reference
 from assay.methods.caseaware import METRICS, band_of
-from assay.types import Reference
 
 pytestmark = pytest.mark.integration
 JUDGE = ("--judge", "llamacpp/smollm2", "--judge-opt", "n_ctx=4096")

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 import assay
-from assay.backends import get_backend
-from assay.errors import JudgeUnreachable
-from assay.runner import RunnerConfig
+from assay.core.errors import JudgeUnreachable
+from assay.core.types import GenerateConfig, Message
+from assay.judge.backends import get_backend
+from assay.judge.runner import RunnerConfig
 from assay.store import Store
-from assay.types import GenerateConfig, Message
 from tests.helpers import ITEM
 from tests.integration.conftest import free_port
 
@@ -98,7 +98,7 @@ def test_one_judge_over_two_servers_and_a_dead_endpoint(llama_server: str, secon
     """openai/MODEL@URL1,URL2,URL3 with URL3 refusing connections: every item is scored, both
     live servers answer, the dead one is set aside, and the calls are cached under one identity
     (a second run over another set of the same servers makes no call)."""
-    from assay.backends._pool import PoolBackend
+    from assay.judge.backends._pool import PoolBackend
 
     dead = f"http://127.0.0.1:{free_port()}/v1"
     name = f"openai/smollm2@{llama_server},{second_llama_server},{dead}"

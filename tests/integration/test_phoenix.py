@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
-from assay.serve import free_port
+from assay.judge.serve import free_port
 from tests.helpers import dece_rules
 from tests.otlp_receiver import otlp_receiver
 

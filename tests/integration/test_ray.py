@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 import assay
-from assay.backends import ScriptedBackend
-from assay.export import export_rows
-from assay.runner import RunnerConfig
+from assay.exchange.export import export_rows
+from assay.judge.backends import ScriptedBackend
+from assay.judge.runner import RunnerConfig
 from assay.store import Store
 
 pytestmark = pytest.mark.integration
@@ -38,7 +38,7 @@ def rows(store: Store, run_id: str) -> list[dict[str, Any]]:
 
 
 def test_a_worker_killed_mid_run_loses_and_repeats_nothing(tmp_path: Path) -> None:
-    from assay import _ray
+    from assay.engine import _ray
 
     def judge() -> ScriptedBackend:
         return ScriptedBackend(rules=[{"match": ".", "responses": [CANNED], "repeat": True}], latency=0.4)
@@ -109,7 +109,7 @@ def test_the_executable_gives_the_local_exports_and_distributes_a_tournament(tmp
 
 
 def test_the_budget_holds_across_workers(tmp_path: Path) -> None:
-    from assay.errors import BudgetExhausted
+    from assay.core.errors import BudgetExhausted
 
     judge = ScriptedBackend(rules=[{"match": ".", "responses": [CANNED], "repeat": True}], latency=0.1)
     store = Store(tmp_path / "b.db")

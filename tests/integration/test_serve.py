@@ -1,4 +1,4 @@
-"""``python -m assay.serve`` against the stock llama-cpp-python server, both real, on 127.0.0.1,
+"""``python -m assay.judge.serve`` against the stock llama-cpp-python server, both real, on 127.0.0.1,
 same model (SmolLM2-135M): the same greedy JSON and the same logprobs, and assay's openai
 backend reads them."""
 
@@ -10,8 +10,8 @@ import json
 import httpx
 import pytest
 
-from assay.backends import get_backend
-from assay.types import Completion, GenerateConfig, Message
+from assay.core.types import Completion, GenerateConfig, Message
+from assay.judge.backends import get_backend
 
 pytestmark = pytest.mark.integration
 
@@ -70,8 +70,8 @@ def test_assay_serve_gives_the_stock_servers_output_and_logprobs(llama_server: s
 def test_a_completion_cut_by_max_tokens_keeps_its_last_tokens_logprob() -> None:
     from llama_cpp import Llama
 
-    from assay.model import smollm_path
-    from assay.serve import fast_llama_class
+    from assay.judge.model import smollm_path
+    from assay.judge.serve import fast_llama_class
 
     messages = [{"role": "user", "content": "Say hello in JSON."}]
     seen = []

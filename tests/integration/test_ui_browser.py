@@ -17,10 +17,10 @@ import httpx
 import pytest
 
 import assay
-from assay.backends import ScriptedBackend
-from assay.runner import RunnerConfig
+from assay.core.types import Item
+from assay.judge.backends import ScriptedBackend
+from assay.judge.runner import RunnerConfig
 from assay.store import Store
-from assay.types import Item
 
 pytestmark = pytest.mark.integration
 CHROMIUM = "/usr/bin/chromium"
@@ -153,7 +153,7 @@ def test_review_and_annotate_a_run_in_chromium(served: tuple[str, Path, str], tm
                                                                                  "days, not 60"}),
         ("bob", "human.grade_correctness", 2), ("bob", "human.grade_relevance", 5)]
     assert store.result(run_id, "c1::s1").details["ldps"][0]["tag"] == "correct"  # the judge's output is untouched
-    from assay.export import export_rows
+    from assay.exchange.export import export_rows
     from assay.methods.lemaj.review import agreement
 
     table = agreement(export_rows(store, run_id), stored)

@@ -22,8 +22,8 @@ from assay.cli._click import (
     is_group,
     is_option,
 )
-from assay.clikit import COMPARE, EVALUATE, INSPECT, KIT, PANELS, RUBRICS, TOOLS, err_console
-from assay.errors import AssayError, BudgetExhausted, ConfigError, JudgeCrashed, JudgeUnreachable
+from assay.cli.kit import COMPARE, EVALUATE, INSPECT, KIT, PANELS, RUBRICS, TOOLS, err_console
+from assay.core.errors import AssayError, BudgetExhausted, ConfigError, JudgeCrashed, JudgeUnreachable
 from assay.store import OPENED_STORES
 
 __all__ = ["COMPARE", "EVALUATE", "EXIT_CODES", "INSPECT", "PANELS", "RUBRICS", "TOOLS", "app", "build_app",
@@ -74,11 +74,11 @@ def build_app() -> typer.Typer:
     if _built:
         return _app
     _built = True
-    from assay._help import install
+    from assay.cli._help import install
 
     install()  # the compact help layout (one line per option, expert options behind --help-all)
     from assay.cli import align, demo, doctor, eval, export, injection, judges, meta, model, report, ui
-    from assay.registry import commands
+    from assay.core.registry import commands
 
     _app.add_typer(eval.app, name="eval", rich_help_panel=EVALUATE)
     _app.command("demo", rich_help_panel=EVALUATE)(demo.demo)
@@ -126,7 +126,7 @@ def load_config(path: Path | None = None) -> dict[str, Any]:
             return {}
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
-    from assay._load import load_toml
+    from assay.core._load import load_toml
 
     config = load_toml(path)  # one line naming the file and line: unreadable, not UTF-8, not TOML
     check_config(config, str(path))
@@ -248,7 +248,7 @@ def _renames(command: str) -> tuple[dict[str, str], dict[str, str]]:
     """The renamed flags of ``command`` (with a notice) and its silent aliases."""
     renames, silent = dict(RENAMED_FLAGS.get(command, {})), dict(SILENT_FLAGS)
     if command and command not in RENAMED_FLAGS:
-        from assay.registry import methods
+        from assay.core.registry import methods
 
         for cls in methods().values():
             renames.update(cls.renamed_flags.get(command, {}))

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import typer
 
-from assay._files import check_output
-from assay.cli._common import console
-from assay.errors import ConfigError
+from assay.cli.kit import console
+from assay.core._files import check_output
+from assay.core.errors import ConfigError
 from assay.store import Store
 
 
@@ -39,7 +39,7 @@ def align(
 ) -> None:
     """Fit the judge to its reviewers: calibrated verdict probabilities, a tie threshold for pairs and an
     aligned score over the run's scores and judge-free signals, cross-validated by item (no judge call)."""
-    from assay import align as al
+    from assay.analysis import align as al
 
     signals = [] if no_signals else list(signal or ["rougeL"])
     unknown = [s for s in signals if s not in al.SIGNALS]

@@ -11,11 +11,11 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from assay._eval import aevaluate
-from assay.cli._common import console, print_summary
 from assay.cli.eval import BUDGET_OPT, CONCURRENCY_OPT, RETRIES_OPT, TIMEOUT_OPT, _dry_run, runner_config
-from assay.datasets import read_jsonl
-from assay.registry import method_class
+from assay.cli.kit import console, print_summary
+from assay.core.registry import method_class
+from assay.data.datasets import read_jsonl
+from assay.engine._eval import aevaluate
 
 DEFAULT_ANSWERS = 3
 """Three answers to one question (right, a wrong figure, incomplete): their criteria are extracted

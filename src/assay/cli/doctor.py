@@ -7,9 +7,9 @@ import sys
 
 import typer
 
-from assay import doctor as doc
-from assay import model as model_mod
-from assay.cli._common import console, err_console
+from assay.cli.kit import console, err_console
+from assay.judge import doctor as doc
+from assay.judge import model as model_mod
 
 
 def doctor(

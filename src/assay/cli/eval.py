@@ -5,7 +5,7 @@ and one option per field of its config model: ``--field-name`` with the field's 
 help, an ``ASSAY_FIELD_NAME`` variable and the TOML key ``field_name`` in ``[eval.METHOD]``.
 Nothing here names a method; a plug-in's method gets its command the same way.
 
-The options and the command maker live in :mod:`assay.clikit` (a leaf, which methods import
+The options and the command maker live in :mod:`assay.cli.kit` (a leaf, which methods import
 too); their names are re-exported here, where they were first defined. The commands are added
 by :func:`register_eval_commands` when :mod:`assay.cli` builds the command tree, not at import.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import typer
 
-from assay.clikit import (
+from assay.cli.kit import (
     BUDGET_OPT,
     CONCURRENCY_OPT,
     DRY_RUN_OPT,
@@ -37,11 +37,11 @@ from assay.clikit import (
     take_old_store_flag,
     user_help,
 )
-from assay.clikit import coerce as _coerce
-from assay.clikit import dry_run as _dry_run
-from assay.clikit import method_params as _method_params
-from assay.clikit import run_method as _run
-from assay.registry import methods
+from assay.cli.kit import coerce as _coerce
+from assay.cli.kit import dry_run as _dry_run
+from assay.cli.kit import method_params as _method_params
+from assay.cli.kit import run_method as _run
+from assay.core.registry import methods
 
 _RUN_NAMES = RUN_NAMES
 

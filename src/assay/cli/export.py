@@ -6,10 +6,9 @@ from pathlib import Path
 
 import typer
 
-from assay._files import check_output
-from assay.cli._common import console
-from assay.clikit import check_phoenix_url
-from assay.export import default_output, export_run, format_for
+from assay.cli.kit import check_phoenix_url, console
+from assay.core._files import check_output
+from assay.exchange.export import default_output, export_run, format_for
 from assay.store import Store
 
 
@@ -51,11 +50,11 @@ def export(
     rid = store.resolve_run(run_id)
     fitted = None
     if alignment is not None:
-        from assay.align import load_for
+        from assay.analysis.align import load_for
 
         fitted = load_for(alignment, store, rid)
     if otel or phoenix:
-        from assay.cli._traces import send_run
+        from assay.cli.kit import send_run
 
         if not send_run(store, run, rid, otel=otel, phoenix=phoenix, gate=gate):
             raise typer.Exit(1)

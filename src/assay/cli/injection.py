@@ -8,9 +8,8 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from assay._eval import estimate
-from assay._files import check_output
-from assay.cli._common import console, parse_options
+from assay.analysis.injection import ATTACK_SETS, ATTACKS_BY_NAME, ainjection_audit, select_attacks
+from assay.analysis.meta import write_meta
 from assay.cli.eval import (
     BUDGET_OPT,
     CONCURRENCY_OPT,
@@ -20,10 +19,11 @@ from assay.cli.eval import (
     TIMEOUT_OPT,
     runner_config,
 )
-from assay.datasets import read_items
-from assay.injection import ATTACK_SETS, ATTACKS_BY_NAME, ainjection_audit, select_attacks
-from assay.meta import write_meta
-from assay.registry import item_methods
+from assay.cli.kit import console, parse_options
+from assay.core._files import check_output
+from assay.core.registry import item_methods
+from assay.data.datasets import read_items
+from assay.engine._eval import estimate
 
 
 def injection(

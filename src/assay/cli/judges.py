@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from assay.cli._common import console
+from assay.cli.kit import console
 
 NOTES = {
     "llamacpp": "llamacpp/default · llamacpp/smollm2 · llamacpp//path/to/model.gguf (in-process, offline)",
@@ -23,8 +23,8 @@ NOTES = {
 
 def judges(as_json: bool = typer.Option(False, "--json", help="print the options as JSON")) -> None:
     """List the judge backends and the options each takes (--judge-opt key=value)."""
-    from assay.backends import options_model, providers
-    from assay.backends._options import option_rows
+    from assay.judge.backends import options_model, providers
+    from assay.judge.backends._options import option_rows
 
     listing: dict[str, dict[str, Any]] = {}
     for provider in providers():

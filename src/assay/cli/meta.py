@@ -9,9 +9,7 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from assay._eval import estimate
-from assay._files import check_output, same_file
-from assay.cli._common import console, parse_options
+from assay.analysis.meta import ameta, write_meta
 from assay.cli.eval import (
     BUDGET_OPT,
     CONCURRENCY_OPT,
@@ -21,10 +19,12 @@ from assay.cli.eval import (
     TIMEOUT_OPT,
     runner_config,
 )
-from assay.datasets.adapters import adapters, read_labelled
-from assay.errors import ConfigError
-from assay.meta import ameta, write_meta
-from assay.registry import build_method, item_methods
+from assay.cli.kit import console, parse_options
+from assay.core._files import check_output, same_file
+from assay.core.errors import ConfigError
+from assay.core.registry import build_method, item_methods
+from assay.data.datasets.adapters import adapters, read_labelled
+from assay.engine._eval import estimate
 
 
 def meta(

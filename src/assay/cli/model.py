@@ -7,8 +7,8 @@ from pathlib import Path
 
 import typer
 
-from assay import model as model_mod
-from assay.cli._common import console, err_console
+from assay.cli.kit import console, err_console
+from assay.judge import model as model_mod
 
 app = typer.Typer(help="The embedded judge model (Qwen2.5-Coder-1.5B-Instruct Q4_K_M).",
                   no_args_is_help=True)
@@ -32,7 +32,7 @@ def install(download: bool = typer.Option(False, "--download",
     console.print(f"model ready: {resolved.path} (from {resolved.source}, sha256 verified)")
     if not check:
         return
-    from assay import doctor
+    from assay.judge import doctor
 
     result = doctor.self_check()
     if not result.ok:

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import typer
 
-from assay._files import check_output
-from assay.cli._common import console
-from assay.report import write_report
-from assay.results import EvalResult
+from assay.cli.kit import console
+from assay.core._files import check_output
+from assay.engine.results import EvalResult
 from assay.store import Store
+from assay.view.report import write_report
 
 
 def report(
@@ -32,7 +32,7 @@ def report(
     source = store.run(rid).manifest.get("data_source")
     fitted = None
     if alignment is not None:  # refused (one line) for a run of another method, prompt or judge
-        from assay.align import load_for
+        from assay.analysis.align import load_for
 
         fitted = load_for(alignment, store, rid)
     check_output(output, inputs=[run, meta, source, alignment], force=force)

@@ -1,4 +1,4 @@
-"""`assay ui RUN.db`: review and annotate a run in the browser (see :mod:`assay.ui`)."""
+"""`assay ui RUN.db`: review and annotate a run in the browser (see :mod:`assay.view.ui`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from assay.cli._common import console
+from assay.cli.kit import console
 from assay.store import Store
 
 
@@ -27,12 +27,12 @@ def ui(
                                                "on the runs it was fitted for"),
 ) -> None:
     """Serve a browser app over a run store: browse runs, items and the judge's evidence, annotate."""
-    from assay.ui import serve
+    from assay.view.ui import serve
 
     Store(store, create=False)  # a missing or foreign file is refused before anything listens
     fitted = None
     if alignment is not None:  # a missing or malformed file, too
-        from assay.align import read_alignment
+        from assay.analysis.align import read_alignment
 
         fitted = read_alignment(alignment)
         fitted["_source"] = str(alignment)

@@ -1,7 +1,7 @@
 """A method over items, the ``evaluate`` use of a :class:`assay.engine.Run`: the input checks,
 the grader-text guard, the run's record and manifest (fresh, the version note), and the
 scheduler that evaluates the method's units and commits each as it finishes — locally, or on
-Ray workers (:mod:`assay._ray`) as an executor choice."""
+Ray workers (:mod:`assay.engine._ray`) as an executor choice."""
 
 from __future__ import annotations
 
@@ -16,17 +16,17 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from assay._version import __version__
-from assay.backends import JudgeBackend
+from assay.core.errors import ConfigError, InputError
+from assay.core.method import ItemResult, Method
+from assay.core.records import ResultRecord
+from assay.core.types import Completion, GenerateConfig, Item, Message, Unit, Unscored
+from assay.engine.grader_text import grader_directed, redact
+from assay.engine.results import EvalResult
 from assay.engine.run import Run
 from assay.engine.spec import RunSpec
-from assay.errors import ConfigError, InputError
-from assay.grader_text import grader_directed, redact
-from assay.methods._base import ItemResult, Method
-from assay.records import ResultRecord
-from assay.results import EvalResult
-from assay.runner import CallStats, gather_in_order
+from assay.judge.backends import JudgeBackend
+from assay.judge.runner import CallStats, gather_in_order
 from assay.store import Store
-from assay.types import Completion, GenerateConfig, Item, Message, Unit, Unscored
 
 ITEM_WINDOW = 4
 """Units in flight per call the judge takes at once (see :func:`evaluate`)."""
@@ -94,7 +94,7 @@ def as_result(row: ResultRecord | None) -> ItemResult | None:
 
 def guarded(item: Item) -> Item:
     """The item with the passages of its answer that address the grader removed
-    (:func:`assay.grader_text.redact`); what was removed goes to ``metadata.grader_directed_removed``.
+    (:func:`assay.engine.grader_text.redact`); what was removed goes to ``metadata.grader_directed_removed``.
     An item without such text is returned as it is (same run identity as without the guard)."""
     text, removed = redact(item.response)
     if not removed:
@@ -226,7 +226,7 @@ async def evaluate(run: Run, items: list[Item], *, fresh: bool = False, data_sou
                              completed=len(store.done_indices(run_id, retry_failed_calls=True)))
     pool = None
     if ray is not None:
-        from assay import _ray
+        from assay.engine import _ray
 
         pool = _ray.RayPool(workers=ray["workers"], address=ray["address"], judge=ray["judge"],
                             judge_options=ray["judge_options"], method=method, runner=run.runner,
@@ -259,7 +259,7 @@ async def evaluate(run: Run, items: list[Item], *, fresh: bool = False, data_sou
                 async def one() -> ItemResult:
                     try:
                         if pool is not None:
-                            from assay._ray import evaluate_on_ray
+                            from assay.engine._ray import evaluate_on_ray
                             result = await evaluate_on_ray(pool, method, units[index], store, backend,
                                                            run.runner, backend.identity(), client.stats)
                         else:
@@ -299,7 +299,7 @@ async def evaluate(run: Run, items: list[Item], *, fresh: bool = False, data_sou
             await rounds()
     finally:
         if pool is not None:
-            from assay import _ray
+            from assay.engine import _ray
 
             _ray.LIVE.remove(pool)
             pool.close()

@@ -6,7 +6,7 @@ runs (the method refuses the judge: ``check_judge``; a jury given to a method th
 one), works out the run id (:mod:`assay.engine.spec`), takes the run's write lock in the store
 (a second process resuming the same run would repeat every call the first has in flight),
 opens the run's record (a workflow's run, a stage) and marks it running. Every judge call goes
-through one :class:`assay.runner.JudgeClient` per judge, sharing one set of counters: cache,
+through one :class:`assay.judge.runner.JudgeClient` per judge, sharing one set of counters: cache,
 retries, timeout, concurrency and the token budget are the runner's (:class:`RunnerConfig`).
 
 On exit it records how the run ended — ``finished``, ``interrupted`` (Ctrl-C, SIGTERM, a
@@ -36,15 +36,15 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from assay._version import __version__
-from assay.backends import JudgeBackend, get_backend
+from assay.core.errors import BudgetExhausted, ConfigError, JudgeUnreachable
+from assay.core.types import CALL_FAILED, Unit
 from assay.engine.spec import Kind, RunSpec, digest
-from assay.errors import BudgetExhausted, ConfigError, JudgeUnreachable
-from assay.runner import JudgeClient, RunnerConfig, canonical_json, gather_in_order
+from assay.judge.backends import JudgeBackend, get_backend
+from assay.judge.runner import JudgeClient, RunnerConfig, canonical_json, gather_in_order
 from assay.store import Store
-from assay.types import CALL_FAILED, Unit
 
 if TYPE_CHECKING:
-    from assay.methods._base import Method
+    from assay.core.method import Method
 
 Part = Callable[[], Awaitable[Any]]
 

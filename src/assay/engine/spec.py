@@ -19,7 +19,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from assay.runner import canonical_json
+from assay.judge.runner import canonical_json
 
 Kind = Literal["evaluate", "stage", "workflow"]
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from assay.methods._base import CallEstimate, CliOption, ItemResult, Method, ReportSection
-from assay.registry import build_method, method_class, methods, register_method
+from assay.core.method import CallEstimate, CliOption, ItemResult, Method, ReportSection
+from assay.core.registry import build_method, method_class, methods, register_method
 
 __all__ = ["CallEstimate", "CliOption", "DeCE", "DeCEConfig", "ItemResult", "Method", "ReportSection", "build_method",
            "method_class", "methods", "register_method"]

@@ -11,7 +11,7 @@ run), ``_stages`` (corpus-level steps), ``_annotations`` (reviewers' judgements,
 
 from __future__ import annotations
 
-from assay.errors import StoreError
+from assay.core.errors import StoreError
 from assay.store._annotations import Annotations
 from assay.store._calls import CallCache
 from assay.store._connection import OPENED_STORES, StoreBase

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from assay.errors import StoreError
-from assay.records import PATH, Edit
+from assay.core.errors import StoreError
+from assay.core.records import PATH, Edit
 from assay.store._connection import _dumps
 from assay.store._runs import Runs, read_edits
 
@@ -21,7 +21,7 @@ class Annotations(Runs):
         ``human.`` (``human.grade_correctness``, ``human.missing``), is something the reviewer
         adds. Annotations are
         never changed or deleted (the table refuses it); a correction is a newer annotation. Each
-        is an :class:`~assay.records.Edit` of the result: it records the value it replaces."""
+        is an :class:`~assay.core.records.Edit` of the result: it records the value it replaces."""
         if not author.strip():
             raise StoreError("an annotation needs an author")
         record = self.result(run_id, unit_key)
@@ -29,7 +29,7 @@ class Annotations(Runs):
         # merge, a comment); any other address must lead to a verdict of the result.
         # Every value is checked before it is stored (annotation_rules): the table is append-only.
         # ``rules`` is the run's method class (metric ranges, label sets), when the caller knows it.
-        from assay import annotation_rules as checks
+        from assay.store import annotation_rules as checks
 
         try:
             if not PATH.match(path):

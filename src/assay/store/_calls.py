@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import time
 
-from assay.records import CallRecord
+from assay.core.records import CallRecord
+from assay.core.types import Completion
 from assay.store._connection import StoreBase
-from assay.types import Completion
 
 
 class CallCache(StoreBase):

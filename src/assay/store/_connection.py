@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from assay.errors import StoreError
+from assay.core.errors import StoreError
 from assay.store._schema import MIGRATIONS
 
 

@@ -6,7 +6,7 @@ import os
 import socket
 import time
 
-from assay.errors import StoreError
+from assay.core.errors import StoreError
 from assay.store._connection import StoreBase
 
 

@@ -8,11 +8,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from assay._files import finite
-from assay.errors import StoreError
-from assay.records import Edit, RunRecord, UnitResult
+from assay.core._files import finite
+from assay.core.errors import StoreError
+from assay.core.records import Edit, RunRecord, UnitResult
+from assay.core.types import CALL_FAILED, Unit, Unscored
 from assay.store._connection import StoreBase, _dumps
-from assay.types import CALL_FAILED, Unit, Unscored
 
 
 def store_row(result: UnitResult) -> tuple[Any, ...]:

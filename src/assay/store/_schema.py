@@ -138,7 +138,7 @@ def m006_edit_history(db: sqlite3.Connection) -> None:
     # (``previous``). Rows written before get it from the history: the last earlier edit of the
     # same address, else the judge's value in the stored result (None for a first ``human.``
     # addition, or when the unit has no stored result, e.g. after ``--fresh``).
-    from assay.records import resolve
+    from assay.core.records import resolve
 
     db.execute("ALTER TABLE annotations ADD COLUMN previous TEXT")
     db.execute("DROP TRIGGER IF EXISTS annotations_append_only_update")

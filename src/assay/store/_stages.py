@@ -1,4 +1,4 @@
-"""Stages: corpus-level steps (see :mod:`assay.stages`), each with its parts."""
+"""Stages: corpus-level steps (see :mod:`assay.engine.stages`), each with its parts."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 import time
 from typing import Any
 
-from assay.records import StageRecord
+from assay.core.records import StageRecord
 from assay.store._connection import StoreBase, _dumps
 
 

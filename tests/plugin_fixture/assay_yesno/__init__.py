@@ -6,13 +6,13 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from assay.backends import JudgeBackend
+from assay.core.method import method_template
+from assay.core.types import Completion, GenerateConfig, Item, Message, Unit
+from assay.judge.backends import JudgeBackend
+from assay.judge.prompts import load_prompt
+from assay.judge.runner import JudgeClient
+from assay.judge.structured import generate_structured
 from assay.methods import CallEstimate, ItemResult, Method, ReportSection
-from assay.methods._base import method_template
-from assay.prompts import load_prompt
-from assay.runner import JudgeClient
-from assay.structured import generate_structured
-from assay.types import Completion, GenerateConfig, Item, Message, Unit
 
 
 class YesNoConfig(BaseModel):
@@ -58,7 +58,7 @@ class YesNo(Method):
 
     @classmethod
     def register_commands(cls, app: Any, kit: Any) -> None:
-        """A command of the plug-in's own, with the run options of the kit (``assay.clikit``)."""
+        """A command of the plug-in's own, with the run options of the kit (``assay.cli.kit``)."""
 
         @app.command("yesno-judge", rich_help_panel=kit.panels["tools"])
         def yesno_judge(judge: str = kit.JUDGE) -> None:
@@ -200,8 +200,8 @@ def read_toyqa(path: str) -> Any:
     """A plug-in dataset kind for ``assay meta toyqa FILE``: one labelled answer per line."""
     from pathlib import Path
 
-    from assay.datasets.adapters import MetaSet, MetaUnit
-    from assay.types import Reference
+    from assay.core.types import Reference
+    from assay.data.datasets.adapters import MetaSet, MetaUnit
 
     items, units = [], []
     for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):

@@ -18,12 +18,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import assay
-from assay import align as al
-from assay.backends import ScriptedBackend
-from assay.errors import ConfigError, InputError
-from assay.runner import RunnerConfig
+from assay.analysis import align as al
+from assay.core.errors import ConfigError, InputError
+from assay.core.types import Completion, GenerateConfig, Message
+from assay.judge.backends import ScriptedBackend
+from assay.judge.runner import RunnerConfig
 from assay.store import Store
-from assay.types import Completion, GenerateConfig, Message
 from tests.helpers import criteria_json, elements_json
 
 QUIET = RunnerConfig(progress=False)
@@ -472,7 +472,7 @@ def test_any_damaged_alignment_file_is_read_and_shown_or_refused_in_one_line(dec
                                                                             tmp_path: Path, data: Any) -> None:
     """One value anywhere in a real alignment file replaced by junk: reading it either refuses with
     a ConfigError, or what it returns can be summarised and drawn without any other exception."""
-    from assay.report.alignment import plots
+    from assay.view.report.alignment import plots
 
     global _FITTED
     if _FITTED is None:

@@ -14,11 +14,11 @@ import pytest
 from lxml import html as lxml_html
 
 import assay
-from assay import align as al
-from assay.errors import ConfigError
-from assay.report import render_report
-from assay.results import EvalResult
+from assay.analysis import align as al
+from assay.core.errors import ConfigError
+from assay.engine.results import EvalResult
 from assay.store import Store
+from assay.view.report import render_report
 from tests.unit.align.test_align import ASSAY, EXAMPLES, QUIET, Judge, _items, _run, dice_pairs
 
 
@@ -154,10 +154,10 @@ def test_a_pairwise_report_shows_the_verdicts_at_the_tie_threshold(tmp_path: Pat
     alignment = al.fit(store, result.run_id, al.read_labels(tmp_path / "winners.jsonl"), resamples=0)
     from jinja2 import Environment, PackageLoader, select_autoescape
 
-    from assay.report import _fmt
-    from assay.report.alignment import render
+    from assay.view.report import _fmt
+    from assay.view.report.alignment import render
 
-    env = Environment(loader=PackageLoader("assay", "report"), autoescape=select_autoescape(["j2", "html"]))
+    env = Environment(loader=PackageLoader("assay.view", "report"), autoescape=select_autoescape(["j2", "html"]))
     env.filters["fmt"] = _fmt  # as render_report's (its DICE item partial needs the judge's analysis text)
     section, items = render(env, alignment, store, result.run_id, EvalResult(store, result.run_id).records())
     tree = _section(f"<html><body>{section}</body></html>")
@@ -177,7 +177,7 @@ def test_the_review_ui_shows_the_aligned_values_beside_the_raw_ones(aligned_run:
     in the same store says why the alignment does not apply; the store is not written."""
     from starlette.testclient import TestClient
 
-    from assay.ui import create_app
+    from assay.view.ui import create_app
 
     path, run_id, file = aligned_run
     copy = tmp_path / "runs.db"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from assay.backends._child import signal_text
-from assay.doctor import PORTABLE_CMAKE_ARGS, rebuild_command
+from assay.judge.backends._child import signal_text
+from assay.judge.doctor import PORTABLE_CMAKE_ARGS, rebuild_command
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -54,7 +54,7 @@ def _planned_wheel_dir(cache: Path, *overrides: str) -> str:
 def test_the_compiled_wheel_is_cached_under_its_version_and_exact_flags(tmp_path: Path) -> None:
     import hashlib
 
-    from assay.doctor import LLAMA_CPP_VERSION
+    from assay.judge.doctor import LLAMA_CPP_VERSION
 
     key = hashlib.sha256(f"{LLAMA_CPP_VERSION} {PORTABLE_CMAKE_ARGS}".encode()).hexdigest()[:16]
     assert _planned_wheel_dir(tmp_path) == f"{LLAMA_CPP_VERSION}-{key}"

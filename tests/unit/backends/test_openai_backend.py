@@ -9,10 +9,10 @@ import json
 import httpx
 import pytest
 
-from assay.backends import get_backend
-from assay.backends._openai import OpenAIBackend
-from assay.errors import BackendError, ConfigError, RateLimited, TransientBackendError
-from assay.types import GenerateConfig, Message
+from assay.core.errors import BackendError, ConfigError, RateLimited, TransientBackendError
+from assay.core.types import GenerateConfig, Message
+from assay.judge.backends import get_backend
+from assay.judge.backends._openai import OpenAIBackend
 
 MSG = [Message(role="user", content="hi")]
 

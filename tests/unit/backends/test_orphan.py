@@ -14,7 +14,7 @@ import pytest
 
 PARENT = """
 import multiprocessing, sys, time
-from assay.backends._llamacpp import die_with_parent
+from assay.judge.backends._llamacpp import die_with_parent
 
 def child(ready):
     die_with_parent()

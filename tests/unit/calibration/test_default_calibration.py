@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 import assay
-from assay.calibration import Calibration, default
+from assay.judge.calibration import Calibration, default
+from assay.judge.model import MODEL_SHA256
+from assay.judge.runner import RunnerConfig
 from assay.methods.dece import DeCE, DeCEConfig
 from assay.methods.dece.report import explain
-from assay.model import MODEL_SHA256
-from assay.runner import RunnerConfig
 from tests.helpers import ITEM
 from tests.unit.engine.test_direct import judge
 
@@ -24,7 +24,7 @@ QUIET = RunnerConfig(progress=False)
 
 
 def shipped() -> dict[str, Any]:
-    return json.loads(resources.files("assay.calibration").joinpath("embedded_default.json").read_text())
+    return json.loads(resources.files("assay.judge.calibration").joinpath("embedded_default.json").read_text())
 
 
 def test_the_shipped_map_carries_its_provenance() -> None:

@@ -28,13 +28,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import assay
-from assay.backends import BackendOptions, get_backend, options_model, parse_judge_options, register_backend
-from assay.backends._answer import check_completion, parse_answer
-from assay.backends._openai import OpenAIBackend
-from assay.backends._options import BUILTIN_OPTIONS
-from assay.errors import AssayError, BackendError, ConfigError, InputError, TransientBackendError
-from assay.runner import RunnerConfig
-from assay.types import Completion, GenerateConfig, Message, TokenLogprob, Usage
+from assay.core.errors import AssayError, BackendError, ConfigError, InputError, TransientBackendError
+from assay.core.types import Completion, GenerateConfig, Message, TokenLogprob, Usage
+from assay.judge.backends import BackendOptions, get_backend, options_model, parse_judge_options, register_backend
+from assay.judge.backends._answer import check_completion, parse_answer
+from assay.judge.backends._openai import OpenAIBackend
+from assay.judge.backends._options import BUILTIN_OPTIONS
+from assay.judge.runner import RunnerConfig
 from tests.helpers import ITEM
 
 ASSAY = shutil.which("assay", path=str(Path(sys.executable).parent))
@@ -148,9 +148,9 @@ def test_a_jury_checks_its_options_against_every_member() -> None:
 
 
 def test_the_option_models_hold_the_constructors_defaults() -> None:
-    from assay.backends._litellm import LiteLLMBackend
-    from assay.backends._llamacpp import LlamaCppBackend
-    from assay.backends._scripted import ScriptedBackend
+    from assay.judge.backends._litellm import LiteLLMBackend
+    from assay.judge.backends._llamacpp import LlamaCppBackend
+    from assay.judge.backends._scripted import ScriptedBackend
 
     for provider, cls in [("openai", OpenAIBackend), ("litellm", LiteLLMBackend), ("llamacpp", LlamaCppBackend),
                           ("scripted", ScriptedBackend)]:
@@ -168,7 +168,7 @@ def test_a_plugin_declares_its_options_and_receives_them_typed() -> None:
 
     def factory(model: str, options: dict[str, Any]) -> Any:
         seen.update(options)
-        return assay.backends.ScriptedBackend(["x"])
+        return assay.judge.backends.ScriptedBackend(["x"])
 
     register_backend("toy-boundaries", options=ToyOptions)(factory)
     get_backend("toy-boundaries/x", level="3")
@@ -222,13 +222,13 @@ def test_judge_opts_on_the_command_line(tmp_path: Path) -> None:
 
 # --- 2. one loader for every file ----------------------------------------------------------------
 def _readers(tmp: Path) -> list[tuple[str, Any]]:
-    from assay.backends._scripted import factory as scripted
     from assay.cli import load_config
-    from assay.datasets import read_items
+    from assay.data.datasets import read_items
+    from assay.judge.backends._scripted import factory as scripted
     from assay.methods.caseaware import resolve_weights
     from assay.methods.dece import load_criteria_file
     from assay.methods.premise.files import load_rubric, read_preference_pairs
-    from assay.report import read_meta_json
+    from assay.view.report import read_meta_json
 
     return [("items.jsonl", read_items), ("items.json", read_items), ("items.csv", read_items),
             ("criteria.jsonl", load_criteria_file), ("rubric.yaml", load_rubric), ("rubric.json", load_rubric),
@@ -393,7 +393,7 @@ def test_label_probabilities_out_of_range_fail_that_call() -> None:
 
 
 def test_a_derived_number_out_of_range_makes_the_item_unscored(tmp_path: Path, monkeypatch: Any) -> None:
-    from assay.registry import methods
+    from assay.core.registry import methods
 
     cls = methods()["pointwise"]
     original = cls.evaluate
@@ -404,7 +404,7 @@ def test_a_derived_number_out_of_range_makes_the_item_unscored(tmp_path: Path, m
         return await original(self, item, client)
 
     monkeypatch.setattr(cls, "evaluate", evaluate)
-    judge = assay.backends.ScriptedBackend(rules=[{"match": ".", "responses": [GRADE], "repeat": True}])
+    judge = assay.judge.backends.ScriptedBackend(rules=[{"match": ".", "responses": [GRADE], "repeat": True}])
     result = assay.evaluate(items(2), "pointwise", judge, store=tmp_path / "r.db",
                             runner=RunnerConfig(progress=False))
     rows = {r.key: r for r in result.store.results(result.run_id)}
@@ -437,7 +437,7 @@ def test_dependent_options_are_refused_before_any_store_is_opened(tmp_path: Path
                                                   "--judge", "scripted/x.json", "--store", "d.db", cwd=tmp_path))
     assert not (tmp_path / "d.db").exists()
     # a baseline run of another method
-    judge = assay.backends.ScriptedBackend(rules=[{"match": ".", "responses": [GRADE], "repeat": True}])
+    judge = assay.judge.backends.ScriptedBackend(rules=[{"match": ".", "responses": [GRADE], "repeat": True}])
     assay.evaluate(items(2), "pointwise", judge, store=tmp_path / "a.db", runner=RunnerConfig(progress=False))
     assay.evaluate(items(2), "rougeL", "none/none", store=tmp_path / "b.db", runner=RunnerConfig(progress=False))
     line = one_line_error(run("gate", "a.db", "--baseline", "b.db", "--max-drop", "0.1", cwd=tmp_path))
@@ -447,7 +447,7 @@ def test_dependent_options_are_refused_before_any_store_is_opened(tmp_path: Path
 # --- 5. the UI announces itself only when it listens --------------------------------------------
 @needs_cli
 def test_the_ui_url_is_printed_only_once_it_accepts_connections(tmp_path: Path) -> None:
-    judge = assay.backends.ScriptedBackend(rules=[{"match": ".", "responses": [GRADE], "repeat": True}])
+    judge = assay.judge.backends.ScriptedBackend(rules=[{"match": ".", "responses": [GRADE], "repeat": True}])
     assay.evaluate(items(1), "pointwise", judge, store=tmp_path / "s.db", runner=RunnerConfig(progress=False))
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
     for _ in range(4):

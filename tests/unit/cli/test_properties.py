@@ -19,12 +19,12 @@ from hypothesis import strategies as st
 from starlette.testclient import TestClient
 
 import assay
-from assay.backends import ScriptedBackend
 from assay.cli import app as cli_app
 from assay.cli import main
 from assay.cli._click import is_group, is_option
-from assay.runner import RunnerConfig
-from assay.ui import create_app
+from assay.judge.backends import ScriptedBackend
+from assay.judge.runner import RunnerConfig
+from assay.view.ui import create_app
 
 TOKEN = "t0ken-for-properties"
 

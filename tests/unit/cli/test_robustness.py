@@ -522,7 +522,7 @@ def test_a_rubric_audit_is_a_run_with_a_record_and_the_engine_options(tmp_path: 
 
 
 def test_an_audits_criteria_are_units_a_reviewer_can_override(tmp_path: Path) -> None:
-    from assay.registry import method_class
+    from assay.core.registry import method_class
     from assay.store import Store, StoreError
 
     (tmp_path / "r.yaml").write_text(RUBRIC)

@@ -6,8 +6,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from assay.datasets import read_items
-from assay.errors import InputError
+from assay.core.errors import InputError
+from assay.data.datasets import read_items
 from tests.helpers import ITEM
 
 
@@ -46,7 +46,7 @@ def test_bad_jsonl_gives_one_clear_error(tmp_path: Path, content: str | bytes, m
 
 
 def test_a_misspelt_field_is_kept_under_metadata_and_named_with_the_field_it_resembles(tmp_path: Path) -> None:
-    from assay.datasets import input_notes
+    from assay.data.datasets import input_notes
 
     path = write(tmp_path / "d.jsonl", '{"id": "a", "query": "q", "response": "r", "refrence": "x"}\n')
     (item,) = read_items(path)
@@ -86,8 +86,8 @@ def test_unknown_format_and_missing_file(tmp_path: Path) -> None:
 
 
 def test_a_pairwise_record_reads_as_two_answers_in_order(tmp_path: Path) -> None:
-    from assay.errors import InputError
-    from assay.types import pairs_from_items
+    from assay.core.errors import InputError
+    from assay.core.types import pairs_from_items
     path = tmp_path / "pairs.jsonl"
     rows = [{"id": "q1", "query": "Q?", "a": {"system": "zeta", "response": "A1", "contexts": [{"text": "c"}]},
              "b": {"system": "alpha", "response": "B1"}, "human": {"winner": "A"}},

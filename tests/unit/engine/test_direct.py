@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 import assay
-from assay.backends import JudgeBackend, ScriptedBackend
-from assay.errors import ConfigError
-from assay.registry import method_class
-from assay.runner import RunnerConfig, call_request
-from assay.types import Completion, GenerateConfig, Message
+from assay.core.errors import ConfigError
+from assay.core.registry import method_class
+from assay.core.types import Completion, GenerateConfig, Message
+from assay.judge.backends import JudgeBackend, ScriptedBackend
+from assay.judge.runner import RunnerConfig, call_request
 from tests.helpers import ITEM, criteria_json, elements_json
 
 QUIET = RunnerConfig(progress=False)
@@ -53,7 +53,7 @@ def test_every_criterion_and_element_gets_a_probability_and_evidence() -> None:
 
 
 def test_the_report_shows_direct_verdicts_as_probabilities_and_who_decided(tmp_path: Path) -> None:
-    from assay.report import render_report
+    from assay.view.report import render_report
 
     result = assay.evaluate([ITEM], "dece", judge(), runner=QUIET, verdicts="direct", store=tmp_path / "d.db")
     html = render_report(result)  # type: ignore[arg-type]
@@ -115,7 +115,7 @@ def test_lemaj_direct_checks_each_point_and_the_figure_check_still_decides() -> 
     result = assay.evaluate([{"id": "c", "query": "What are the payment terms?", "response": answer,
                               "document": document}], "lemaj", backend, runner=QUIET, verdicts="direct")
     row = result.records()[0]  # type: ignore[union-attr]
-    from assay.report import render_report
+    from assay.view.report import render_report
 
     assert "P(supported) 0.900 · P(relevant) 0.900" in render_report(result)  # type: ignore[arg-type]
     planted, law = row["ldps"][0], row["ldps"][1]

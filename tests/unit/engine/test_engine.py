@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from assay.core.types import Completion, GenerateConfig, Message
 from assay.engine import Run, RunSpec
+from assay.engine.stages import run_stage, stage_id_for
+from assay.judge.runner import canonical_json
 from assay.methods.premise.audit import Audit, AuditConfig
 from assay.methods.premise.workflow import audit_document, audit_rubric
-from assay.runner import canonical_json
-from assay.stages import run_stage, stage_id_for
 from assay.store import Store
-from assay.types import Completion, GenerateConfig, Message
 from tests.unit.methods.premise.test_rubric_audit import FOREIGN, PAIRS, RUBRIC, PairJudge
 
 
@@ -124,7 +124,7 @@ def test_a_stage_is_a_run_with_its_own_lock_and_status(tmp_path: Path) -> None:
 
 
 def test_a_ray_workers_store_reports_the_calls_it_made_and_only_those() -> None:
-    from assay._ray import CallLog
+    from assay.engine._ray import CallLog
 
     log = CallLog()
     log.put_call("c1:seeded", "j", "{}", Completion(text="from the driver"))

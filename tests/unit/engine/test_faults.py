@@ -8,11 +8,11 @@ import random
 import pytest
 
 import assay
-from assay.backends import JudgeBackend, ScriptedBackend
-from assay.errors import BackendError, JudgeUnreachable, RateLimited, TransientBackendError
-from assay.runner import RunnerConfig
+from assay.core.errors import BackendError, JudgeUnreachable, RateLimited, TransientBackendError
+from assay.core.types import Completion, GenerateConfig, Message
+from assay.judge.backends import JudgeBackend, ScriptedBackend
+from assay.judge.runner import RunnerConfig
 from assay.store import Store
-from assay.types import Completion, GenerateConfig, Message
 from tests.helpers import ITEM, KeywordJudge, criteria_json, elements_json, verdicts_json
 
 

@@ -8,12 +8,12 @@ import asyncio
 import pytest
 
 import assay
-from assay.backends import get_backend
-from assay.backends._base import Capabilities, JudgeBackend
-from assay.backends._pool import PoolBackend
-from assay.errors import BackendError, RateLimited, TransientBackendError
-from assay.runner import RunnerConfig
-from assay.types import Completion, GenerateConfig, Message
+from assay.core.errors import BackendError, RateLimited, TransientBackendError
+from assay.core.types import Completion, GenerateConfig, Message
+from assay.judge.backends import get_backend
+from assay.judge.backends._base import Capabilities, JudgeBackend
+from assay.judge.backends._pool import PoolBackend
+from assay.judge.runner import RunnerConfig
 
 
 class Endpoint(JudgeBackend):
@@ -84,7 +84,7 @@ def test_the_pool_keeps_one_cache_identity_whatever_its_urls() -> None:
 
 
 def test_a_run_over_a_pool_with_one_dead_endpoint_scores_everything() -> None:
-    from assay.backends import ScriptedBackend
+    from assay.judge.backends import ScriptedBackend
 
     dead = Endpoint("dead", fail=TransientBackendError("refused"))
     live = ScriptedBackend(['{"reasoning": "r", "issues": [], "score": 3, "justification": "j"}'] * 4)

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from assay._eval import run_id_for
+from assay.core.types import Item
+from assay.engine._eval import run_id_for
 from assay.methods.baselines import Claims, GEval, Pointwise
 from assay.methods.caseaware import CaseAware
 from assay.methods.dece import CriteriaSet, DeCE, DeCEConfig
-from assay.types import Item
 from tests.helpers import ITEM
 from tests.unit.methods.caseaware.test_caseaware import TURN
 

@@ -5,11 +5,11 @@ import asyncio
 import pytest
 from tenacity import RetryCallState
 
-from assay.backends import ScriptedBackend
-from assay.errors import BudgetExhausted, RateLimited, ScriptExhausted, TransientBackendError
-from assay.runner import JudgeClient, RunnerConfig, cache_key, gather_in_order
+from assay.core.errors import BudgetExhausted, RateLimited, ScriptExhausted, TransientBackendError
+from assay.core.types import GenerateConfig, Message
+from assay.judge.backends import ScriptedBackend
+from assay.judge.runner import JudgeClient, RunnerConfig, cache_key, gather_in_order
 from assay.store import Store
-from assay.types import GenerateConfig, Message
 
 MSG = [Message(role="user", content="hello")]
 FAST = RunnerConfig(progress=False, backoff_initial_s=0.0, backoff_max_s=0.05)

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import assay
-from assay.runner import RunnerConfig
+from assay.judge.runner import RunnerConfig
 
 ASSAY = shutil.which("assay", path=str(Path(sys.executable).parent))
 QUIET = RunnerConfig(progress=False)

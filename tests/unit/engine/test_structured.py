@@ -5,11 +5,11 @@ import asyncio
 import pytest
 from pydantic import BaseModel
 
-from assay.backends import ScriptedBackend
-from assay.runner import JudgeClient, RunnerConfig
+from assay.core.types import GenerateConfig, Message
+from assay.judge.backends import ScriptedBackend
+from assay.judge.runner import JudgeClient, RunnerConfig
+from assay.judge.structured import OutputInvalid, extract_json, generate_structured, parse_output
 from assay.store import Store
-from assay.structured import OutputInvalid, extract_json, generate_structured, parse_output
-from assay.types import GenerateConfig, Message
 
 
 class Out(BaseModel):

@@ -1,4 +1,4 @@
-"""Soft verdicts from hand-made logprob lists (assay.verdicts), checked against hand-computed values."""
+"""Soft verdicts from hand-made logprob lists (assay.judge.verdicts), checked against hand-computed values."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from assay.types import Completion, TokenLogprob
-from assay.verdicts import expected_ratio, field_label_probs
+from assay.core.types import Completion, TokenLogprob
+from assay.judge.verdicts import expected_ratio, field_label_probs
 
 
 def _completion(*tokens: tuple[str, dict[str, float]]) -> Completion:

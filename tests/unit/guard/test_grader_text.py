@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 
 import assay
-from assay.backends import ScriptedBackend
-from assay.grader_text import REMOVED, grader_directed, redact
-from assay.injection import ATTACKS, inject
-from assay.runner import RunnerConfig
+from assay.analysis.injection import ATTACKS, inject
+from assay.engine.grader_text import REMOVED, grader_directed, redact
+from assay.judge.backends import ScriptedBackend
+from assay.judge.runner import RunnerConfig
 
 
 def test_orders_forged_turns_delimiters_and_verdicts_are_flagged() -> None:

@@ -11,14 +11,14 @@ import pytest
 from typer.testing import CliRunner
 
 import assay
-from assay._files import json_document
-from assay.backends import ScriptedBackend
+from assay.analysis.injection import ATTACKS, ATTACKS_BY_NAME, inject, injection_audit, markdown_table, select_attacks
 from assay.cli import app
-from assay.errors import ConfigError
-from assay.injection import ATTACKS, ATTACKS_BY_NAME, inject, injection_audit, markdown_table, select_attacks
+from assay.core._files import json_document
+from assay.core.errors import ConfigError
+from assay.judge.backends import ScriptedBackend
+from assay.judge.prompts import fence
+from assay.judge.runner import RunnerConfig
 from assay.methods import build_method
-from assay.prompts import fence
-from assay.runner import RunnerConfig
 from tests.helpers import ITEM
 from tests.unit.methods.baselines.test_baselines import pointwise_json
 
@@ -76,7 +76,7 @@ def test_the_audit_measures_the_inflation_of_a_fooled_judge() -> None:
 
 
 def test_attack_sets_by_name() -> None:
-    from assay.injection import HELD_OUT_ATTACKS
+    from assay.analysis.injection import HELD_OUT_ATTACKS
 
     assert select_attacks(["held-out"]) == list(HELD_OUT_ATTACKS)
     assert [a.name for a in select_attacks(["override", "all"])][:2] == ["override", "fake_delimiter"]
@@ -90,8 +90,8 @@ def test_attack_sets_by_name() -> None:
 
 def test_the_control_passage_is_not_taken_for_an_attack() -> None:
     """The control measures the perturbation floor only if the guard leaves it in place."""
-    from assay.grader_text import grader_directed
-    from assay.injection import CONTROLS
+    from assay.analysis.injection import CONTROLS
+    from assay.engine.grader_text import grader_directed
 
     for control in CONTROLS:
         assert grader_directed(control.text) == []

@@ -55,7 +55,7 @@ def test_the_workflow_commands_exist() -> None:
     from assay.cli import build_app
 
     root = typer.main.get_command(build_app())
-    plugin = (ROOT / "src" / "assay" / "pytest_plugin.py").read_text(encoding="utf-8")
+    plugin = (ROOT / "src" / "assay" / "exchange" / "pytest_plugin.py").read_text(encoding="utf-8")
     seen = 0
     for line in run_lines():
         for command in line.split("&&"):
@@ -102,7 +102,7 @@ def test_the_wheel_installs_the_command_and_ships_what_it_needs(wheel: Path) -> 
         entry_points = next(archive.read(n).decode() for n in names if n.endswith(".dist-info/entry_points.txt"))
         metadata = next(archive.read(n).decode() for n in names if n.endswith(".dist-info/METADATA"))
     assert re.search(r"^\[console_scripts\]\nassay = assay\.cli:main$", entry_points, re.M), entry_points
-    assert re.search(r"^\[pytest11\]\nassay = assay\.pytest_plugin$", entry_points, re.M), entry_points
+    assert re.search(r"^\[pytest11\]\nassay = assay\.exchange\.pytest_plugin$", entry_points, re.M), entry_points
     assert "Provides-Extra: embedded" in metadata
     package = ROOT / "src" / "assay"
     needed = [path for path in package.rglob("*") if path.is_file() and (

@@ -39,9 +39,9 @@ from typing import Any
 
 import pytest
 
-from assay.backends import JudgeBackend
-from assay.backends._base import Capabilities
-from assay.types import Completion, GenerateConfig, Message, TokenLogprob, Usage
+from assay.core.types import Completion, GenerateConfig, Message, TokenLogprob, Usage
+from assay.judge.backends import JudgeBackend
+from assay.judge.backends._base import Capabilities
 
 ROOT = Path(__file__).parents[3]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "docs" / "methods").glob("*.md"))]
@@ -54,7 +54,8 @@ NOT_RUN: dict[str, str] = {
     r"^make\b": "builds the development environment (make setup, make test, make demo)",
     r"^assay model install\b": "assembles the 1 GB embedded model (the integration tests use it)",
     r"^\. \.venv/bin/activate$": "changes the shell's environment only",
-    r"^python -m assay\.serve\b": "serves the embedded model over HTTP until stopped (tests/integration/test_serve.py)",
+    r"^python -m assay\.judge\.serve\b": ("serves the embedded model over HTTP until stopped "
+                                          "(tests/integration/test_serve.py)"),
     r"--executor ray\b": "starts a Ray cluster (tests/integration/test_ray.py)",
     r"\bphoenix serve$": "starts a Phoenix server until stopped (tests/integration/test_phoenix.py starts one)",
     r"^python examples/phoenix_rag\.py\b": "sends traces to a running Phoenix (tests/integration/test_phoenix.py)",
@@ -149,7 +150,7 @@ class SchemaJudge(JudgeBackend):
 @pytest.fixture
 def judges(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every provider a page may name answers with :class:`SchemaJudge` (in this process)."""
-    from assay.backends import _registry
+    from assay.judge.backends import _registry
 
     _registry.providers()  # the built-ins are registered first, so these replace them
     for provider in ("llamacpp", "openai", "litellm"):
@@ -378,7 +379,7 @@ reference). ``call_my_model`` (the model behind a custom judge) is :class:`Schem
 def run_python(page: Path, cwd: Path) -> dict[str, Any]:
     """The page's ```python blocks, in order, in one namespace, in ``cwd``; a block that defines a
     pytest test using ``assay_eval`` has the test called. Returns the namespace."""
-    from assay.pytest_plugin import AssayCheck
+    from assay.exchange.pytest_plugin import AssayCheck
 
     async def call_my_model(texts: list[str], max_tokens: int | None = None) -> str:
         return "yes"

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import assay
-from assay.backends import ScriptedBackend
-from assay.registry import build_method
-from assay.runner import RunnerConfig
+from assay.core.registry import build_method
+from assay.judge.backends import ScriptedBackend
+from assay.judge.runner import RunnerConfig
 from tests.helpers import ITEM, dece_rules
 from tests.unit.engine.test_direct import judge as direct_judge
 
@@ -109,7 +109,7 @@ def test_a_store_with_a_one_order_dice_run_continues_it(tmp_path: Path) -> None:
 
 
 def test_the_report_of_a_direct_pairwise_run_shows_each_order_and_the_forced_choice(tmp_path: Path) -> None:
-    from assay.report import render_report
+    from assay.view.report import render_report
 
     result = assay.evaluate(pair_items(), "dice", dice_judge(), runner=QUIET, verdicts="direct",
                             store=tmp_path / "p.db")

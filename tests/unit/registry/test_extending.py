@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 import assay
-from assay.backends import ScriptedBackend
-from assay.datasets.adapters import read_labelled
-from assay.registry import _core
-from assay.runner import RunnerConfig
+from assay.core.registry import _core
+from assay.data.datasets.adapters import read_labelled
+from assay.judge.backends import ScriptedBackend
+from assay.judge.runner import RunnerConfig
 from assay.store import Store
 
 PAGE = Path(__file__).parents[3] / "docs" / "extending.md"
@@ -44,7 +44,7 @@ def test_the_one_file_method_of_the_extending_page_runs(registry: None, tmp_path
     definition, usage = python_blocks()[:2]
     namespace: dict[str, Any] = {"__name__": "extending_example"}
     exec(compile(definition, str(PAGE), "exec"), namespace)
-    assert "yesno" in assay.methods.methods() and "alwaysyes" in assay.backends.providers()
+    assert "yesno" in assay.methods.methods() and "alwaysyes" in assay.judge.backends.providers()
 
     items = [{"id": "a", "query": "Capital of France?", "response": "Paris."},
              {"id": "b", "query": "Capital of Peru?", "response": "I like turtles."},

@@ -61,7 +61,7 @@ def test_an_entry_point_method_gets_a_command_runs_exports_and_reports(tmp_path:
     assert "addresses" in compact and "verdict" not in compact
 
     other = run("eval", "yesno", "items.jsonl", "--judge", "alwaysyes/v1", "--store", "yes.db", "--no-progress",
-                cwd=tmp_path)  # a judge provider from the same plug-in's assay.backends entry point
+                cwd=tmp_path)  # a judge provider from the same plug-in's assay.judge.backends entry point
     assert other.returncode == 0, other.stderr
     assert run("export", "yes.db", "-o", "yes.jsonl", cwd=tmp_path).returncode == 0
     assert [json.loads(x)["addresses"] for x in (tmp_path / "yes.jsonl").read_text().splitlines()] == [1.0, 1.0]
@@ -185,7 +185,7 @@ def test_an_edited_plugin_prompt_file_makes_a_new_run(tmp_path: Path) -> None:
 
 
 def test_a_plugin_dataset_adapter_feeds_meta(tmp_path: Path) -> None:
-    """A dataset kind from a plug-in's ``assay.datasets`` entry point reads its own format for
+    """A dataset kind from a plug-in's ``assay.data.datasets`` entry point reads its own format for
     ``assay meta``, listed in the help beside the built-in kinds."""
     rows = [("What is 2+2?", "It is 4.", "2+2 is 4.", "1.0"), ("Capital of France?", "Paris.", "Paris is.", "0.9"),
             ("Capital of Peru?", "I like turtles.", "Lima is.", "0.0"), ("Largest ocean?", "The Pacific.",

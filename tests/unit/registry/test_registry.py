@@ -8,11 +8,11 @@ from typing import ClassVar
 import pytest
 
 import assay
-from assay._eval import aevaluate
-from assay.errors import ConfigError
+from assay.core.errors import ConfigError
+from assay.core.registry import build_method, method_class, methods, register_method
+from assay.engine._eval import aevaluate
+from assay.judge.runner import RunnerConfig
 from assay.methods.lexical import RougeL
-from assay.registry import build_method, method_class, methods, register_method
-from assay.runner import RunnerConfig
 from assay.store import Store
 from tests.helpers import ITEM
 
@@ -83,10 +83,10 @@ def test_one_registry_one_rule_for_every_kind() -> None:
     """Methods, judges, dataset readers, views and commands are entries of one registry; assay's
     own are loaded by the plug-ins' entry-point loader; an unknown name is one line listing what
     there is, whatever the kind."""
-    from assay import registry
-    from assay.backends import providers
-    from assay.datasets.adapters import adapters
-    from assay.errors import InputError
+    from assay.core import registry
+    from assay.core.errors import InputError
+    from assay.data.datasets.adapters import adapters
+    from assay.judge.backends import providers
 
     assert {"llamacpp", "openai", "jury", "scripted", "litellm"} <= set(providers())
     assert {"ragchecker", "mtrag", "pandalm", "expertqa", "haluquestqa", "assay", "annotations"} <= set(adapters())
@@ -99,7 +99,7 @@ def test_one_registry_one_rule_for_every_kind() -> None:
     with pytest.raises(InputError, match=r"unknown dataset kind 'nope'; available: .*ragchecker"):
         registry.get("reader", "nope", error=InputError)
     with pytest.raises(ConfigError, match=r"unknown judge provider 'nope' in 'nope/x'; available: .*scripted"):
-        assay.backends.get_backend("nope/x")
+        assay.judge.backends.get_backend("nope/x")
 
 
 def test_a_plugin_entry_goes_through_the_loader_the_built_ins_use(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -107,9 +107,9 @@ def test_a_plugin_entry_goes_through_the_loader_the_built_ins_use(monkeypatch: p
     that fails to load is named on stderr and left out."""
     from importlib.metadata import EntryPoint
 
-    from assay.registry import _core
+    from assay.core.registry import _core
 
-    plugin = [EntryPoint("toy-note", "assay.human:grade_score", "assay.annotations"),
+    plugin = [EntryPoint("toy-note", "assay.store.human:grade_score", "assay.annotations"),
               EntryPoint("broken", "assay.no_such_module:x", "assay.annotations")]
     monkeypatch.setattr(_core, "entry_points", lambda group: plugin if group == "assay.annotations" else [])
     saved = dict(_core._ENTRIES["annotation"])

@@ -11,13 +11,13 @@ from scipy import stats as sps
 from typer.testing import CliRunner
 
 import assay
-from assay.backends import ScriptedBackend
+from assay.analysis.meta import markdown_table, meta
 from assay.cli import app
-from assay.datasets.adapters import read_labelled, read_ragchecker
-from assay.errors import ConfigError, InputError
-from assay.meta import markdown_table, meta
-from assay.report_models import MetaReport
-from assay.runner import RunnerConfig
+from assay.core.errors import ConfigError, InputError
+from assay.core.report_models import MetaReport
+from assay.data.datasets.adapters import read_labelled, read_ragchecker
+from assay.judge.backends import ScriptedBackend
+from assay.judge.runner import RunnerConfig
 
 SLICE = Path(__file__).parents[2] / "data" / "ragchecker_slice.json"
 
@@ -225,7 +225,7 @@ def test_pairwise_cis_resample_pairs_not_annotator_points() -> None:
             xs.append(record["score_b"] - record["score_a"])
             ys.append(value)
             groups.append(record["id"])
-    from assay.stats import correlation
+    from assay.analysis.stats import correlation
     assert row["pearson_ci"] == list(correlation(xs, ys, resamples=300, seed=0, groups=groups).ci)
     assert row["pearson_ci"] != list(correlation(xs, ys, resamples=300, seed=0).ci)
 
@@ -311,7 +311,7 @@ def test_report_shows_the_meta_evaluation_of_a_pairwise_set(tmp_path: Path) -> N
 
 
 def test_system_ranking_compares_bradley_terry_orders(tmp_path: Path) -> None:
-    from assay.stats import bradley_terry
+    from assay.analysis.stats import bradley_terry
 
     # four systems, humans prefer d > c > b > a in every pair; the "metric" is the response length
     order = ["a", "b", "c", "d"]
@@ -366,7 +366,7 @@ def test_a_pair_method_that_does_not_split_its_scores_is_refused_before_any_call
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A method scoring pairs as a whole (no per-answer scores) cannot be correlated with labels of
     answers: meta-evaluation says so in one line, before the judge is asked anything."""
-    from assay.methods._base import Method
+    from assay.core.method import Method
     from assay.methods.dice import Dice
 
     monkeypatch.setattr(Dice, "per_answer_scores", classmethod(Method.per_answer_scores.__func__))

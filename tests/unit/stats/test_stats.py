@@ -1,4 +1,4 @@
-"""assay.stats: the wrappers agree with the libraries they wrap and handle degenerate input."""
+"""assay.analysis.stats: the wrappers agree with the libraries they wrap and handle degenerate input."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from assay import stats
+from assay.analysis import stats
 
 X = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
 Y = [2.0, 1.0, 4.0, 3.0, 7.0, 5.0, 8.0, 6.0]

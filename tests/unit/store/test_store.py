@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from assay.errors import StoreError
+from assay.core.errors import StoreError
+from assay.core.types import Completion, Unscored, Usage
 from assay.methods import ItemResult
 from assay.store import MIGRATIONS, Store
-from assay.types import Completion, Unscored, Usage
 
 
 def test_migrations_run_once_and_reopen_cleanly(tmp_path: Path) -> None:

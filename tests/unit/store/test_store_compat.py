@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from assay.export import export_rows
+from assay.exchange.export import export_rows
 from assay.store import MIGRATIONS, Store
 
 OLD = Path(__file__).parents[2] / "data" / "store-0.1.0"

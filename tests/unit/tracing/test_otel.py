@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from assay.otel import (
+from assay.data.traces import Span, items_from_spans, read_trace_file
+from assay.exchange.otel import (
     ERROR_TYPE,
     EVALUATION_NAME,
     EVENT_NAME,
@@ -30,7 +31,6 @@ from assay.otel import (
     parse_gates,
 )
 from assay.store import Store
-from assay.traces import Span, items_from_spans, read_trace_file
 from tests.helpers import ITEM, dece_rules
 from tests.otlp_receiver import otlp_receiver
 
@@ -135,7 +135,7 @@ def test_phoenix_flattened_metadata_is_read() -> None:
 def test_gates_parse_and_refuse() -> None:
     assert parse_gates(["f_beta=0.7", "recall=0.5,precision=0.4"]) == {"f_beta": 0.7, "recall": 0.5,
                                                                         "precision": 0.4}
-    from assay.errors import ConfigError
+    from assay.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="METRIC=MIN"):
         parse_gates(["f_beta"])

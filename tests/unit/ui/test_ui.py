@@ -9,13 +9,13 @@ import pytest
 from starlette.testclient import TestClient
 
 import assay
-from assay.backends import ScriptedBackend
-from assay.human import latest
+from assay.core.types import Item
+from assay.judge.backends import ScriptedBackend
+from assay.judge.runner import RunnerConfig
 from assay.methods.lemaj.review import reviewed_ldps
-from assay.runner import RunnerConfig
 from assay.store import Store
-from assay.types import Item
-from assay.ui import create_app
+from assay.store.human import latest
+from assay.view.ui import create_app
 
 TOKEN = "t0ken-for-tests"
 RESPONSE = "Invoices are payable within 60 days. New York law governs."
@@ -91,8 +91,8 @@ def test_a_reviewer_splits_merges_retags_and_adds_points(app) -> None:
 
 
 def test_the_human_layer_feeds_export_and_meta(app, tmp_path: Path) -> None:
-    from assay.datasets.adapters import read_labelled
-    from assay.export import export_rows
+    from assay.data.datasets.adapters import read_labelled
+    from assay.exchange.export import export_rows
 
     _, store, run_id = app
     store.annotate(run_id, "c1", "human.grade_correctness", 4, author="ann")

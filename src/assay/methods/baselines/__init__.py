@@ -13,7 +13,7 @@
   (precision = entailed / answer claims) and the gold answer's claims against the answer
   (recall = entailed / gold claims); F1 as RAGChecker reports. With ``verdicts="soft"`` (issue
   17) each checking call asks for logprobs and a claim counts its probability of "entailment"
-  (renormalised over the three labels at the verdict's value, :func:`assay.verdicts.field_label_probs`)
+  (renormalised over the three labels at the verdict's value, :func:`assay.judge.verdicts.field_label_probs`)
   instead of 0/1; the greedy metrics of the same calls stay in the details as ``precision_hard`` /
   ``recall_hard`` / ``f1_hard``, every claim keeps its three probabilities, and a completion
   without logprobs at every verdict makes the metric Unscored (never hard).

@@ -8,9 +8,9 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from assay.methods._base import Method
-from assay.prompts import fence, load_domain, load_prompt
-from assay.types import GenerateConfig, Item
+from assay.core.method import Method
+from assay.core.types import GenerateConfig, Item
+from assay.judge.prompts import fence, load_domain, load_prompt
 
 
 class BaselineConfig(BaseModel):
@@ -37,7 +37,7 @@ class BaselineMethod(Method):
     def __init__(self, config: BaselineConfig | None = None) -> None:
         self.config = config or BaselineConfig()
         self.domain = load_domain(self.config.domain)
-        self.prompts = {name: load_prompt(f"baselines/{name}") for name in self.prompt_names}
+        self.prompts = {name: load_prompt(f"prompts/{name}", package=__package__) for name in self.prompt_names}
 
     added_options: ClassVar[dict[str, Any]] = {}
     """Options added after runs were made, with their defaults: left out of the manifest while at

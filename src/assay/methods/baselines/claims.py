@@ -7,17 +7,17 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
-from assay.direct import ask, lettered, point_to
-from assay.methods._base import CallEstimate, ItemResult
+from assay.analysis.stats import f_beta
+from assay.core.method import CallEstimate, ItemResult
+from assay.core.registry import register_method
+from assay.core.types import Completion, Item, Unscored
+from assay.judge.direct import ask, lettered, point_to
+from assay.judge.prompts import fence, load_prompt, numbered
+from assay.judge.runner import JudgeClient
+from assay.judge.structured import OutputInvalid, generate_structured
+from assay.judge.text import numbered_text, split_sentences
+from assay.judge.verdicts import field_label_probs
 from assay.methods.baselines.base import BaselineConfig, BaselineMethod, estimated_tokens
-from assay.prompts import fence, load_prompt, numbered
-from assay.registry import register_method
-from assay.runner import JudgeClient
-from assay.stats import f_beta
-from assay.structured import OutputInvalid, generate_structured
-from assay.text import numbered_text, split_sentences
-from assay.types import Completion, Item, Unscored
-from assay.verdicts import field_label_probs
 
 
 class ClaimsOutput(BaseModel):
@@ -75,10 +75,11 @@ class Claims(BaselineMethod):
     def __init__(self, config: ClaimsConfig | None = None) -> None:
         super().__init__(config or ClaimsConfig())
         if self.config.evidence:  # loaded only when used, so the plain baseline's manifest is unchanged
-            self.prompts["claims_checking_evidence"] = load_prompt("baselines/claims_checking_evidence")
+            self.prompts["claims_checking_evidence"] = load_prompt("prompts/claims_checking_evidence",
+                                                                     package=__package__)
         if self.config.verdicts == "direct":  # one question per claim instead of the list
             del self.prompts["claims_checking"]
-            self.prompts["claims_direct"] = load_prompt("baselines/claims_direct")
+            self.prompts["claims_direct"] = load_prompt("prompts/claims_direct", package=__package__)
 
     def render_extraction(self, query: str, tag: str, text: str) -> list[Any]:
         return self.prompts["claims_extraction"].render(query=query.strip(), text=fence(tag, text))

@@ -7,15 +7,15 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
-from assay.methods._base import CallEstimate, ItemResult
+from assay.analysis.stats import f_beta
+from assay.core.method import CallEstimate, ItemResult
+from assay.core.registry import register_method
+from assay.core.types import Completion, Item, Unscored
+from assay.judge.prompts import fence
+from assay.judge.runner import JudgeClient
+from assay.judge.structured import generate_structured
+from assay.judge.verdicts import field_label_probs
 from assay.methods.baselines.base import BaselineConfig, BaselineMethod, estimated_tokens
-from assay.prompts import fence
-from assay.registry import register_method
-from assay.runner import JudgeClient
-from assay.stats import f_beta
-from assay.structured import generate_structured
-from assay.types import Completion, Item, Unscored
-from assay.verdicts import field_label_probs
 
 
 class GEvalConfig(BaselineConfig):
@@ -33,7 +33,7 @@ class GEvalOutput(BaseModel):
 def weighted_digit(completion: Completion, field: str) -> tuple[float, dict[str, float]] | None:
     """G-Eval weighting: the expected score over the digits 1–5 at the position where
     ``field``'s value was generated, from that token's top logprobs (renormalised over 1–5;
-    :func:`assay.verdicts.field_label_probs`). None when the completion has no logprobs there."""
+    :func:`assay.judge.verdicts.field_label_probs`). None when the completion has no logprobs there."""
     found = field_label_probs(completion, field, ("1", "2", "3", "4", "5"))
     if not found:
         return None

@@ -7,15 +7,15 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field
 
-from assay.direct import ask
-from assay.methods._base import CallEstimate, ItemResult
+from assay.core.method import CallEstimate, ItemResult
+from assay.core.registry import register_method
+from assay.core.types import Item, Unscored
+from assay.judge.direct import ask
+from assay.judge.prompts import fence, load_prompt
+from assay.judge.runner import JudgeClient
+from assay.judge.structured import generate_structured
+from assay.judge.verdicts import field_label_probs
 from assay.methods.baselines.base import BaselineConfig, BaselineMethod, estimated_tokens
-from assay.prompts import fence, load_prompt
-from assay.registry import register_method
-from assay.runner import JudgeClient
-from assay.structured import generate_structured
-from assay.types import Item, Unscored
-from assay.verdicts import field_label_probs
 
 ISSUE_LABELS = ("Incorrect", "Misattribution", "Missing information", "Citation needed", "Irrelevant",
                 "Wrong jurisdiction", "Repetitive")
@@ -68,9 +68,9 @@ class Pointwise(BaselineMethod):
         super().__init__(config or PointwiseConfig())
         direct = "_direct" if self.config.verdicts == "direct" else ""
         if self.config.reference_free:
-            self.prompts = {"pointwise_noref": load_prompt(f"baselines/pointwise_noref{direct}")}
+            self.prompts = {"pointwise_noref": load_prompt(f"prompts/pointwise_noref{direct}", package=__package__)}
         elif direct:
-            self.prompts = {"pointwise": load_prompt("baselines/pointwise_direct")}
+            self.prompts = {"pointwise": load_prompt("prompts/pointwise_direct", package=__package__)}
 
     def check_item(self, item: Item) -> str | None:
         return None if self.config.reference_free else super().check_item(item)

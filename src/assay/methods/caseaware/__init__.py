@@ -35,7 +35,7 @@ Readings we chose, so the next person knows:
 * Soft verdicts (``verdicts="soft"``, issue 17): the call asks for logprobs and, per metric, the
   judge's probability of each band is read at the band's value (renormalised over the four bands;
   "moderate" and "minor" share their first token, split by the tokens after it,
-  :func:`assay.verdicts.field_label_probs`). The metric's score is then the expected score: the
+  :func:`assay.judge.verdicts.field_label_probs`). The metric's score is then the expected score: the
   judge's own score stands for the band it wrote, each other band counts its midpoint (severe
   0.15, moderate 0.455, minor 0.73, none 0.93), weighted by the band probabilities. So a
   confident judge keeps its score and an unsure one is pulled toward the bands it hesitated
@@ -54,9 +54,15 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from assay.direct import ask
-from assay.errors import ConfigError
-from assay.methods._base import CallEstimate, CliOption, ItemResult, Method, ReportSection, method_template
+from assay.core.errors import ConfigError
+from assay.core.method import CallEstimate, CliOption, ItemResult, Method, ReportSection, method_template
+from assay.core.registry import register_method
+from assay.core.types import Completion, GenerateConfig, Item, Unscored
+from assay.judge.direct import ask
+from assay.judge.prompts import defuse, fence, load_prompt
+from assay.judge.runner import JudgeClient
+from assay.judge.structured import OutputInvalid, generate_structured
+from assay.judge.verdicts import field_label_probs
 from assay.methods.caseaware import report
 from assay.methods.caseaware.conversations import conversation_of as conversation_of  # re-exported
 from assay.methods.caseaware.identifiers import identifiers, unsupported_identifiers
@@ -70,12 +76,6 @@ from assay.methods.caseaware.scoring import (
     s_final,
     validate_weights,
 )
-from assay.prompts import defuse, fence, load_prompt
-from assay.registry import register_method
-from assay.runner import JudgeClient
-from assay.structured import OutputInvalid, generate_structured
-from assay.types import Completion, GenerateConfig, Item, Unscored
-from assay.verdicts import field_label_probs
 
 __all__ = ["BANDS", "METRICS", "MIDPOINTS", "PROFILES", "CaseAware", "CaseAwareConfig", "TurnOutput", "band_of",
            "conversation_of", "identifiers", "resolve_weights", "s_final", "unsupported_identifiers",
@@ -182,7 +182,8 @@ class CaseAware(Method):
     def __init__(self, config: CaseAwareConfig | None = None) -> None:
         self.config = config or CaseAwareConfig()
         self.profile, self.weights = resolve_weights(self.config.weights)
-        self.prompt = load_prompt("caseaware/turn_direct" if self.config.verdicts == "direct" else "caseaware/turn")
+        self.prompt = load_prompt("prompts/turn_direct" if self.config.verdicts == "direct" else "prompts/turn",
+                                  package=__package__)
 
     def reads_label_probs(self) -> bool:
         return self.config.verdicts == "direct"  # --verdicts direct

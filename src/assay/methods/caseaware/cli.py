@@ -8,9 +8,9 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from assay._files import check_output, write_json
-from assay.clikit import console, err_console
-from assay.errors import ConfigError
+from assay.cli.kit import console, err_console
+from assay.core._files import check_output, write_json
+from assay.core.errors import ConfigError
 from assay.methods.caseaware.compare import (
     RunScores,
     add_readings,
@@ -83,7 +83,7 @@ def _pairs(option: str, entries: list[str] | None, what: str) -> dict[str, float
 def _aligned(scores: RunScores, path: Path, minimums: dict[str, float]) -> RunScores:
     """The run's scores with the alignment's values as metrics (refused in one line when the
     alignment does not fit the run or lacks a part the gate asks for)."""
-    from assay.align import load_for, readings
+    from assay.analysis.align import load_for, readings
     from assay.store import Store
 
     store = Store(Path(scores.path), create=False)

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from assay.errors import ConfigError
+from assay.analysis.stats import correlation, paired_bootstrap, paired_t, wilcoxon
+from assay.core.errors import ConfigError
 from assay.methods.caseaware.conversations import conversation_of
-from assay.stats import correlation, paired_bootstrap, paired_t, wilcoxon
 from assay.store import Store
 
 
@@ -64,7 +64,7 @@ def load_run(path: str | Path, run_id: str | None = None) -> RunScores:
 
 
 def add_readings(run: RunScores, values: dict[str, dict[str, float | None]]) -> RunScores:
-    """``run`` with more per-answer values (by result key, e.g. :func:`assay.align.readings`) as
+    """``run`` with more per-answer values (by result key, e.g. :func:`assay.analysis.align.readings`) as
     metrics: their per-conversation means, an answer without a value counted as unscored."""
     names = list(dict.fromkeys(name for v in values.values() for name in v))
     grouped: dict[str, dict[str, list[float]]] = {}

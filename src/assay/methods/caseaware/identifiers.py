@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from assay.types import Item
+from assay.core.types import Item
 
 _TOKEN = re.compile(r"[/\\]?[A-Za-z0-9_][A-Za-z0-9_.\-:/\\*]*")
 _LIST_MARKER = re.compile(r"^\s*\d+[.)]\s", re.M)

@@ -15,7 +15,7 @@ def _numbers(rows: list[dict[str, Any]], metric: str) -> list[float]:
 def section_context(rows: list[dict[str, Any]]) -> dict[str, Any]:
     from scipy import stats as sps
 
-    from assay.report import charts
+    from assay.view.report import charts
 
     scored = [r for r in rows if r.get("s_final") is not None]
     names = [f"{m}_score" for m in METRICS]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from assay.errors import ConfigError
+from assay.core.errors import ConfigError
 
 METRICS = ("hallucination", "retrieval_correctness", "context_sufficiency", "answer_helpfulness",
            "answer_type_fit", "identifier_integrity", "case_issue_identification", "case_resolution_alignment")
@@ -64,7 +64,7 @@ def resolve_weights(spec: str | Path | dict[str, float]) -> tuple[str, dict[str,
     if path.suffix == ".toml" or path.is_file():
         if not path.is_file():
             raise ConfigError(f"weights file not found: {path}")
-        from assay._load import load_toml
+        from assay.core._load import load_toml
 
         data = load_toml(path)
         table = data.get("weights", data)

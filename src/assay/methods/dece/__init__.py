@@ -23,7 +23,7 @@ Readings of the paper we chose, so the next person knows:
 * Each positive verdict is checked (``quote_found``: it cites at least one sentence;
   ``figures_missing``: figures the criterion/element states, digits or number words, that the
   judged text does not contain anywhere; a percentage needs the same percentage,
-  :func:`assay.text.unsupported_figures`). With ``quote_policy="require"`` (the default) a
+  :func:`assay.judge.text.unsupported_figures`). With ``quote_policy="require"`` (the default) a
   positive verdict counts only when it cites evidence and no figure is missing; otherwise it is
   recorded with ``judge_score=1``, ``downgraded`` (the reason) and counted as 0. This is our
   addition to the paper (its rule "specifics matter", App. C.4, made checkable): weak judges
@@ -32,7 +32,7 @@ Readings of the paper we chose, so the next person knows:
   ``quote_policy="flag"`` is the paper's reading: verdicts stand, failed checks are flagged.
 * Soft verdicts (``verdicts="soft"``, issue 17): the satisfaction and verification calls ask
   for logprobs, and each verdict records ``p_judge``, the judge's probability of 1 at its
-  ``score`` (:func:`assay.verdicts.field_label_probs`), and ``soft``, what it counts: ``p_judge``
+  ``score`` (:func:`assay.judge.verdicts.field_label_probs`), and ``soft``, what it counts: ``p_judge``
   when the evidence checks allow a positive verdict (no figure missing; for a judge's 1, a cited
   sentence — a negative verdict need not cite), else 0 under "require". Precision and recall are
   the means of ``soft``; the hard ones stay in ``precision_hard`` / ``recall_hard`` / ``f_beta_hard``
@@ -62,12 +62,17 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from assay.methods._base import CallEstimate, CliOption, ItemResult, Method, ReportSection, method_template
+from assay.analysis.stats import f_beta
+from assay.core.method import CallEstimate, CliOption, ItemResult, Method, ReportSection, method_template
+from assay.core.registry import register_method
+from assay.core.types import Item, Unscored
+from assay.judge.prompts import load_domain
+from assay.judge.runner import JudgeClient
 from assay.methods.dece import report
 from assay.methods.dece.calls import extract
 from assay.methods.dece.criteria import CriteriaSet, load_criteria_file
 from assay.methods.dece.halves import PRECISION, RECALL, Half
-from assay.methods.dece.prompts import BRIEF_PROMPTS, PROMPTS, DeCEPrompts, load_prompts
+from assay.methods.dece.prompting import BRIEF_PROMPTS, PROMPTS, DeCEPrompts, load_prompts
 from assay.methods.dece.schemas import (
     CriteriaOutput,
     CriterionVerdict,
@@ -77,11 +82,6 @@ from assay.methods.dece.schemas import (
     VerificationOutput,
 )
 from assay.methods.dece.verdicts import MODES
-from assay.prompts import load_domain
-from assay.registry import register_method
-from assay.runner import JudgeClient
-from assay.stats import f_beta
-from assay.types import Item, Unscored
 
 __all__ = ["BRIEF_PROMPTS", "PROMPTS", "CriteriaOutput", "CriteriaSet", "CriterionVerdict", "DeCE", "DeCEConfig",
            "ElementVerdict", "ElementsOutput", "SatisfactionOutput", "VerificationOutput", "load_criteria_file"]
@@ -147,7 +147,7 @@ class DeCEConfig(BaseModel):
     ``extraction_temperature`` with seeds seed, seed+1, ... and keep the statements a strict
     majority of the samples share (matched by ``sample_matcher``); 1 = one sample, as the paper."""
     sample_matcher: Literal["embeddings", "lexical"] = "embeddings"
-    """How statements of different samples are matched (:mod:`assay.embeddings`)."""
+    """How statements of different samples are matched (:mod:`assay.judge.embeddings`)."""
     sample_threshold: float | None = Field(default=None, ge=0, le=1)
     """Similarity at or above which two sampled statements are one (default per matcher)."""
 
@@ -258,7 +258,7 @@ class DeCE(DeCEPrompts, Method):
         if self.config.verdicts != "direct" or self.config.calibration == "none":
             del config["calibration"]  # direct verdicts read raw are how every earlier direct run scored
         else:  # a changed map is a new run
-            from assay.calibration import shipped_sha256
+            from assay.judge.calibration import shipped_sha256
 
             config["calibration_sha256"] = shipped_sha256()
         if self.config.reasoning:  # likewise verdicts with a written reason

@@ -7,11 +7,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from assay.core.types import GenerateConfig, Unscored
+from assay.judge.runner import JudgeClient
+from assay.judge.structured import generate_structured
 from assay.methods.dece.checks import check_nonempty_list, clean_list
 from assay.methods.dece.schemas import list_schema
-from assay.runner import JudgeClient
-from assay.structured import generate_structured
-from assay.types import GenerateConfig, Unscored
 
 
 def generate_config(cfg: Any, temperature: float, max_tokens: int, schema: dict[str, Any],
@@ -47,7 +47,7 @@ async def extract(cfg: Any, client: JudgeClient, messages: list[Any], model: typ
         return None, first_problem, keys, None
     if cfg.extraction_samples == 1:
         return samples[0], None, keys, None
-    from assay.embeddings import consensus
+    from assay.judge.embeddings import consensus
     kept = consensus(samples, cfg.sample_matcher, cfg.sample_threshold,
                      min_votes=cfg.extraction_samples // 2 + 1)[:cap]
     if not kept:

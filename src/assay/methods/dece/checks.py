@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from assay.judge.structured import OutputInvalid
+from assay.judge.text import unsupported_figures
 from assay.methods.dece.schemas import CriterionVerdict, ElementVerdict
-from assay.structured import OutputInvalid
-from assay.text import unsupported_figures
 
 
 def clean_list(values: list[str]) -> list[str]:

@@ -9,8 +9,7 @@ from typing import Any
 
 import typer
 
-from assay._files import atomic_write_text, check_output
-from assay.clikit import (
+from assay.cli.kit import (
     BUDGET_OPT,
     CONCURRENCY_OPT,
     DRY_RUN_OPT,
@@ -23,12 +22,13 @@ from assay.clikit import (
     parse_options,
     runner_config,
 )
-from assay.datasets import read_items
-from assay.errors import InputError
+from assay.core._files import atomic_write_text, check_output
+from assay.core.errors import InputError
+from assay.core.types import Item, Unscored
+from assay.data.datasets import read_items
+from assay.engine.session import JudgeSession
+from assay.engine.stages import StageResult, run_stage
 from assay.methods import build_method
-from assay.session import JudgeSession
-from assay.stages import StageResult, run_stage
-from assay.types import Item, Unscored
 
 app = typer.Typer(help="DeCE tools.", no_args_is_help=True)
 criteria_app = typer.Typer(help="Extract criteria for expert review.", no_args_is_help=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from assay.errors import InputError
+from assay.core.errors import InputError
 
 
 def _normalise(text: str) -> str:
@@ -47,7 +47,7 @@ class CriteriaSet(BaseModel):
 
 def load_criteria_file(path: str | Path) -> dict[str, CriteriaSet]:
     """Read a criteria JSONL file (from ``assay dece criteria extract``, maybe edited)."""
-    from assay._load import jsonl_records, validate
+    from assay.core._load import jsonl_records, validate
 
     path = Path(path)
     sets: dict[str, CriteriaSet] = {}

@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from assay.core.types import Item
+from assay.judge.text import split_sentences
 from assay.methods.dece.schemas import SatisfactionOutput, VerificationOutput
-from assay.text import split_sentences
-from assay.types import Item
 
 
 @dataclass(frozen=True)

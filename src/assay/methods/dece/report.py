@@ -7,7 +7,7 @@ from typing import Any
 
 
 def section_context(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    from assay.report import charts
+    from assay.view.report import charts
 
     def points(group: str) -> dict[str, list[tuple[float, float, str]]]:
         series: dict[str, list[tuple[float, float, str]]] = {}

@@ -49,15 +49,15 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from assay.direct import ask
-from assay.errors import ConfigError
-from assay.methods._base import CallEstimate, ItemResult, Method, ReportSection, method_template
-from assay.prompts import fence, load_domain, load_prompt
-from assay.registry import register_method
-from assay.runner import JudgeClient
-from assay.structured import generate_structured
-from assay.types import Completion, GenerateConfig, Item, Message, Unit, Unscored, pairs_from_items
-from assay.verdicts import field_label_probs
+from assay.core.errors import ConfigError
+from assay.core.method import CallEstimate, ItemResult, Method, ReportSection, method_template
+from assay.core.registry import register_method
+from assay.core.types import Completion, GenerateConfig, Item, Message, Unit, Unscored, pairs_from_items
+from assay.judge.direct import ask
+from assay.judge.prompts import fence, load_domain, load_prompt
+from assay.judge.runner import JudgeClient
+from assay.judge.structured import generate_structured
+from assay.judge.verdicts import field_label_probs
 
 LABELS = ("A", "B", "Tie")
 CLASSES = ("fully correct", "partially correct", "insufficient information", "incorrect")
@@ -121,7 +121,7 @@ def label_distribution(completion: Completion,
                        field: str = "verdict") -> tuple[dict[str, float], dict[str, float]] | None:
     """(P over A/B/Tie, upper bounds of labels absent from the top logprobs) at the position
     where ``field``'s value starts in a JSON completion; None without logprobs there
-    (:func:`assay.verdicts.field_label_probs`, first occurrence)."""
+    (:func:`assay.judge.verdicts.field_label_probs`, first occurrence)."""
     found = field_label_probs(completion, field, LABELS)
     if not found:
         return None
@@ -187,8 +187,8 @@ class Dice(Method):
     def __init__(self, config: DiceConfig | None = None) -> None:
         self.config = config or DiceConfig()
         self.domain = load_domain(self.config.domain)
-        self.prompts = ({"decision_direct": load_prompt("dice/decision_direct")} if self.config.verdicts == "direct"
-                        else {"analysis": load_prompt("dice/analysis"), "decision": load_prompt("dice/decision")})
+        names = ("decision_direct",) if self.config.verdicts == "direct" else ("analysis", "decision")
+        self.prompts = {name: load_prompt(f"prompts/{name}", package=__package__) for name in names}
 
     @classmethod
     def per_answer_scores(cls, scores: dict[str, Any]) -> list[dict[str, Any]]:
@@ -424,7 +424,7 @@ def hierarchy_winner(class_a: str, class_b: str) -> str | None:
 def dice_section(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Counts for the report: verdicts, hard/soft, margins, swap consistency, and the confusion
     matrix against ``human.winner`` (A | B | tie) where the items carry it."""
-    from assay.stats import cohen_kappa
+    from assay.analysis.stats import cohen_kappa
 
     scored = [r for r in rows if r.get("verdict") is not None]
     verdicts = {label: sum(1 for r in scored if r["verdict"] == label) for label in LABELS}

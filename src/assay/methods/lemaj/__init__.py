@@ -37,7 +37,7 @@ missing points can then only come from what was shown, which ``document_view`` m
 
 Jury (App. E.4, Table 16). ``samples`` > 1 asks the one judge that many times at
 ``sample_temperature`` (seeds ``seed``, ``seed``+1, …) and aggregates per LDP: LDPs of different
-jurors are matched by sentence embeddings (``matcher``, :mod:`assay.embeddings`); ``majority``
+jurors are matched by sentence embeddings (``matcher``, :mod:`assay.judge.embeddings`); ``majority``
 takes the most common tag, ``rule`` the most severe tag any juror gave (incorrect > irrelevant >
 correct: the paper's red, grey, …, green order), ``majority+rule`` (default) is incorrect if any
 juror said so, else the majority. An answer LDP is kept when most jurors found it, or under the
@@ -50,16 +50,16 @@ Evidence check (``evidence_check``; our addition, as DeCE's figure check: the pa
 plants changed values, and the 1.5B judge called "payable within 90 days" supported by a clause
 that says 30). A point's source passage is the paragraphs it cites plus the shown paragraph most
 similar to it (TF-IDF cosine), and the gold answer when one is given; a point the judge called
-supported that states a figure the passage lacks (:func:`assay.text.unsupported_figures`: a
+supported that states a figure the passage lacks (:func:`assay.judge.text.unsupported_figures`: a
 percentage needs the same percentage), or names something the document, gold answer and question
-never mention (:func:`assay.text.unsupported_names`: a capitalised word no word there shares four
+never mention (:func:`assay.judge.text.unsupported_names`: a capitalised word no word there shares four
 first letters with — a changed party, an outside statute), is recorded with ``figures_missing`` /
 ``names_missing`` and ``downgraded`` and, under "require", tagged incorrect (``judge_tag`` keeps
 the judge's). Without a document or a gold
 answer there is nothing to check against (``figures_missing`` null).
 
 Soft verdicts (``verdicts="soft"``, issue 17). The judge's probabilities of "yes" at each
-point's "supported" and "relevant" values (:func:`assay.verdicts.field_label_probs`) give each point
+point's "supported" and "relevant" values (:func:`assay.judge.verdicts.field_label_probs`) give each point
 P(incorrect) = 1 − p_s, P(irrelevant) = p_s (1 − p_r), P(correct) = p_s p_r, with p_s = 0 for a point
 the evidence check downgraded under "require". Metrics are ratios of expected counts (missing
 points count 1 each); a jury averages its members' probabilities per matched point. A parsed
@@ -67,10 +67,9 @@ answer whose logprobs do not cover every point is Unscored with that reason, nev
 """
 from __future__ import annotations
 
-from assay.human import grade_score
 from assay.methods.lemaj import review  # registers LeMAJ's review view, grades and annotation checks
 from assay.methods.lemaj.evaluate import LeMAJ, aggregate_jurors
-from assay.methods.lemaj.prompts import (
+from assay.methods.lemaj.prompting import (
     EvidencePassages,
     choose_paragraphs,
     locate,
@@ -81,6 +80,7 @@ from assay.methods.lemaj.report import answer_pieces, lemaj_section
 from assay.methods.lemaj.review import alignment
 from assay.methods.lemaj.schemas import SEVERITY, SOURCE_RULES, STRINGENCY, LeMAJConfig, Tagging
 from assay.methods.lemaj.scores import TAGS, bucket, bucketed_accuracy, ldp_scores, percent_agreement
+from assay.store.human import grade_score
 
 __all__ = ["SEVERITY", "SOURCE_RULES", "STRINGENCY", "TAGS", "EvidencePassages", "LeMAJ", "LeMAJConfig", "Tagging",
            "aggregate_jurors", "alignment", "answer_pieces", "bucket", "bucketed_accuracy", "choose_paragraphs",

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import typer
 
-from assay._files import check_output, write_json
-from assay.clikit import console
-from assay.errors import InputError
+from assay.cli.kit import console
+from assay.core._files import check_output, write_json
+from assay.core.errors import InputError
 from assay.methods.lemaj.triage import triage
 
 
@@ -28,14 +28,14 @@ def _check_scores(row: dict, source: str, line: int | None) -> None:
 
 def _rows(run: Path, run_id: str | None) -> list[dict]:
     if run.suffix.lower() in (".jsonl", ".ndjson"):
-        from assay._load import jsonl_records
+        from assay.core._load import jsonl_records
 
         rows = []
         for n, row in jsonl_records(run, dict, kind="an exported row"):
             _check_scores(row, str(run), n)
             rows.append(row)
         return rows
-    from assay.export import export_rows
+    from assay.exchange.export import export_rows
     from assay.store import Store
 
     store = Store(run, create=False)

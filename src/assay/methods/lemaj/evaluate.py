@@ -9,11 +9,18 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from assay.direct import ask
-from assay.embeddings import Matcher, match
-from assay.errors import ConfigError
-from assay.methods._base import CallEstimate, ItemResult, Method, ReportSection, method_template
-from assay.methods.lemaj.prompts import (
+from assay.core.errors import ConfigError
+from assay.core.method import CallEstimate, ItemResult, Method, ReportSection, method_template
+from assay.core.registry import register_method
+from assay.core.types import GenerateConfig, Item, Unscored
+from assay.judge.direct import ask
+from assay.judge.embeddings import Matcher, match
+from assay.judge.prompts import defuse, fence, load_domain, load_prompt
+from assay.judge.runner import JudgeClient
+from assay.judge.structured import OutputInvalid, generate_structured
+from assay.judge.text import split_sentences
+from assay.judge.verdicts import field_label_probs
+from assay.methods.lemaj.prompting import (
     EvidencePassages,
     choose_paragraphs,
     item_document,
@@ -24,13 +31,6 @@ from assay.methods.lemaj.prompts import (
 from assay.methods.lemaj.report import lemaj_section
 from assay.methods.lemaj.schemas import SEVERITY, SOURCE_RULES, STRINGENCY, LeMAJConfig, Tagging
 from assay.methods.lemaj.scores import TAGS, ldp_scores
-from assay.prompts import defuse, fence, load_domain, load_prompt
-from assay.registry import register_method
-from assay.runner import JudgeClient
-from assay.structured import OutputInvalid, generate_structured
-from assay.text import split_sentences
-from assay.types import GenerateConfig, Item, Unscored
-from assay.verdicts import field_label_probs
 
 
 def _decide(tags: list[str], aggregate: str) -> str:
@@ -113,8 +113,9 @@ class LeMAJ(Method):
     def __init__(self, config: LeMAJConfig | None = None) -> None:
         self.config = config or LeMAJConfig()
         self.domain = load_domain(self.config.domain)
-        self.prompt = load_prompt("lemaj/tagging")
-        self.direct_prompt = load_prompt("lemaj/point_direct") if self.config.verdicts == "direct" else None
+        self.prompt = load_prompt("prompts/tagging", package=__package__)
+        self.direct_prompt = (load_prompt("prompts/point_direct", package=__package__)
+                              if self.config.verdicts == "direct" else None)
 
     def reads_label_probs(self) -> bool:
         return self.config.verdicts == "direct"  # --verdicts direct

@@ -23,12 +23,12 @@ import re
 from collections import Counter
 from typing import Any
 
-from assay.annotation_rules import AnnotationRefused, is_int
-from assay.embeddings import Matcher, match
-from assay.human import GRADES, grade_score, latest
-from assay.records import Annotation
-from assay.registry import add
-from assay.views import GradeScale, ReviewView
+from assay.core.records import Annotation
+from assay.core.registry import add
+from assay.core.views import GradeScale, ReviewView
+from assay.judge.embeddings import Matcher, match
+from assay.store.annotation_rules import AnnotationRefused, is_int
+from assay.store.human import GRADES, grade_score, latest
 
 GRADE_SCALE = GradeScale(
     questions={"human.grade_correctness": ("correctness", "your grade of the whole answer, 1–5 (the expert scale of "
@@ -109,7 +109,7 @@ def reviewed_ldps(response: str, ldps: list[dict[str, Any]],
 
 
 def review_panel() -> str:
-    from assay.methods._base import method_template
+    from assay.core.method import method_template
 
     return method_template("review.html.j2", "assay.methods.lemaj")
 
@@ -146,8 +146,8 @@ def reviewer_scores(response: str, ldps: list[dict[str, Any]], annotations: dict
                     beta: float = 1.0) -> dict[str, Any]:
     """What one reviewer's annotations of one answer say: Table 8 grades as 0–1 scores, and —
     when the reviewer touched the LDPs — LeMAJ scores from the reviewed tags."""
-    from assay.annotation_rules import valid_grade
     from assay.methods.lemaj.scores import TAGS, ldp_scores
+    from assay.store.annotation_rules import valid_grade
 
     out: dict[str, Any] = {}
     for path in GRADES:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from assay.types import Unscored
+from assay.core.types import Unscored
 
 TAGS = ("correct", "incorrect", "irrelevant", "missing")
 

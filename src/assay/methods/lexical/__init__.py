@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from assay.methods._base import CallEstimate, ItemResult, Method
-from assay.registry import register_method
-from assay.runner import JudgeClient
-from assay.types import Item
+from assay.core.method import CallEstimate, ItemResult, Method
+from assay.core.registry import register_method
+from assay.core.types import Item
+from assay.judge.runner import JudgeClient
 
 
 def _reference_text(item: Item) -> str:
@@ -101,14 +101,14 @@ class Semantic(_Lexical):
     version: ClassVar[str] = "1"
 
     def manifest(self) -> dict[str, Any]:
-        from assay.embeddings import MODEL_NAME
+        from assay.judge.embeddings import MODEL_NAME
         return {"model": MODEL_NAME, "measure": "cosine of whole-text embeddings, clipped at 0"}
 
     async def evaluate(self, item: Item, client: JudgeClient) -> ItemResult:
         empty = self._empty(item)
         if empty is not None:
             return empty
-        from assay.embeddings import similarity
+        from assay.judge.embeddings import similarity
 
         cosine = float(similarity([item.response], [_reference_text(item)], "embeddings")[0][0])
         return ItemResult(scores={"semantic": max(0.0, min(1.0, cosine))}, details={"cosine": cosine})

@@ -4,7 +4,7 @@ reliability, fit, adversarial; the computations in :mod:`.metrics`) and repaired
 (:mod:`.repair`, :mod:`.refine`). The workflow itself is a library (:mod:`.workflow`); its
 commands, ``assay rubric …`` (:mod:`.cli`), are a thin layer over it.
 
-The audit is a judge session (:class:`assay.session.JudgeSession`); as each axis finishes, it is
+The audit is a judge session (:class:`assay.engine.session.JudgeSession`); as each axis finishes, it is
 committed, and each audited criterion becomes (or is updated as) a unit of that run with its
 numbers as scores and its votes as details (:func:`.units.audit_units`), so ``assay export``,
 ``assay report`` and ``assay ui`` show an audit like any run, and a reviewer can override the
@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from assay.methods._base import CallEstimate, Method, ReportSection, method_template
+from assay.core.method import CallEstimate, Method, ReportSection, method_template
+from assay.core.registry import add, register_method
+from assay.core.types import Item
+from assay.core.views import ReportView
 from assay.methods.premise.units import AUDIT_SCORES
-from assay.registry import add, register_method
-from assay.types import Item
-from assay.views import ReportView
 
 
 @register_method

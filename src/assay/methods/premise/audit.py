@@ -54,6 +54,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from assay.analysis.stats import krippendorff_alpha, paired_bootstrap
+from assay.core.types import GenerateConfig
+from assay.judge.prompts import defuse, load_prompt
+from assay.judge.runner import JudgeClient
+from assay.judge.structured import generate_structured
 from assay.methods.premise.files import Criterion, PreferencePair, RubricSet
 from assay.methods.premise.metrics import (
     applicability,
@@ -63,11 +68,6 @@ from assay.methods.premise.metrics import (
     mean_abs_correlation,
     verified_fool_rate,
 )
-from assay.prompts import defuse, load_prompt
-from assay.runner import JudgeClient
-from assay.stats import krippendorff_alpha, paired_bootstrap
-from assay.structured import generate_structured
-from assay.types import GenerateConfig
 
 AXES = ("structure", "reliability", "fit", "adversarial")
 NOT_BUILT: tuple[str, ...] = ()
@@ -160,7 +160,7 @@ def _mean(values: list[float]) -> float | None:
 class Audit:
     def __init__(self, config: AuditConfig | None = None) -> None:
         self.config = config or AuditConfig()
-        self.prompts = {name: load_prompt(f"premise/{name}")
+        self.prompts = {name: load_prompt(f"prompts/{name}", package=__package__)
                         for name in ("structure", "fit", "pairwise", "paraphrase", "applicability", "attack",
                                      "pointwise", "verifier")}
 

@@ -11,8 +11,7 @@ from typing import Any
 
 import typer
 
-from assay._files import atomic_write_text, check_output, write_json
-from assay.clikit import (
+from assay.cli.kit import (
     BUDGET_OPT,
     CONCURRENCY_OPT,
     DRY_RUN_OPT,
@@ -25,7 +24,10 @@ from assay.clikit import (
     parse_options,
     runner_config,
 )
-from assay.errors import ConfigError, InputError
+from assay.core._files import atomic_write_text, check_output, write_json
+from assay.core.errors import ConfigError, InputError
+from assay.core.report_models import RubricAuditReport
+from assay.judge.runner import RunnerConfig
 from assay.methods.premise.audit import FIT_PARTS, Audit, AuditConfig
 from assay.methods.premise.discover import DiscoveryConfig
 from assay.methods.premise.files import RubricSet, load_rubric, read_preference_pairs, save_rubric
@@ -40,8 +42,6 @@ from assay.methods.premise.workflow import (
     refine_rubric,
     repair_by_preference,
 )
-from assay.report_models import RubricAuditReport
-from assay.runner import RunnerConfig
 
 app = typer.Typer(help="PReMISE policy rubrics: discover, audit (four axes), repair (pref, vfr), compare.",
                   no_args_is_help=True)
@@ -520,7 +520,7 @@ def report_(
 ) -> None:
     """The PReMISE report: audit table, applicability map, refinement cost/benefit, rubrics with
     their support — one self-contained HTML page."""
-    from assay.views import report_view
+    from assay.core.views import report_view
 
     check_output(output, inputs=[*audits, *refines, *rubrics], force=force)
     html = report_view("rubric").render(audits, refines, rubrics)

@@ -7,7 +7,7 @@ kept (the paper keeps every extracted criterion) and its scores are recorded. Ea
 starts with support σ = 1 and its pair as source.
 
 Stage 2 — levels of embed → cluster → sub-group → describe: candidates are embedded
-(:func:`assay.embeddings.similarity`; sentence embeddings, or TF-IDF offline), clustered by
+(:func:`assay.judge.embeddings.similarity`; sentence embeddings, or TF-IDF offline), clustered by
 cosine-distance average-link agglomerative clustering (scikit-learn) into k = max(1, ⌊|C|/T⌋)
 clusters, any cluster over 2T split again the same way. A cluster of one is carried forward;
 for a larger one the judge proposes subgroups (F.2: every id once, subgroups of 2 to 5, batches
@@ -28,7 +28,7 @@ relevance log(1+σ), diversity the maximum cosine to those chosen, weight λ) wi
 filter (a criterion must come from at least ``min_sources`` distinct pairs).
 
 Every judge call goes through the store's cache, and each stage's parts are committed as they
-finish (:mod:`assay.stages`): a killed discovery resumes where it stopped.
+finish (:mod:`assay.engine.stages`): a killed discovery resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -40,17 +40,17 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import BaseModel, Field, model_validator
 
-from assay.embeddings import Matcher, similarity
+from assay.core.types import GenerateConfig
+from assay.engine.stages import run_stage
+from assay.judge.embeddings import Matcher, similarity
+from assay.judge.prompts import defuse, load_prompt
+from assay.judge.runner import JudgeClient, canonical_json
+from assay.judge.structured import OutputInvalid, generate_structured
 from assay.methods.premise.files import Criterion, PreferencePair, RubricSet, slug
 from assay.methods.premise.metrics import mmr_select
-from assay.prompts import defuse, load_prompt
-from assay.runner import JudgeClient, canonical_json
-from assay.stages import run_stage
 from assay.store import Store
-from assay.structured import OutputInvalid, generate_structured
-from assay.types import GenerateConfig
 
-PROMPTS = ("premise/extraction", "premise/subgroup", "premise/describe")
+PROMPTS = ("prompts/extraction", "prompts/subgroup", "prompts/describe")
 
 
 class DiscoveryConfig(BaseModel):
@@ -173,7 +173,7 @@ class Discovery:
 
     def __init__(self, config: DiscoveryConfig | None = None) -> None:
         self.config = config or DiscoveryConfig()
-        self.prompts = {name.split("/")[1]: load_prompt(name) for name in PROMPTS}
+        self.prompts = {name.split("/")[1]: load_prompt(name, package=__package__) for name in PROMPTS}
 
     def manifest(self) -> dict[str, Any]:
         return {"config": self.config.model_dump(mode="json"),

@@ -23,8 +23,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from assay._files import YAML_MARK, atomic_write_text, write_json
-from assay.errors import InputError
+from assay.core._files import YAML_MARK, atomic_write_text, write_json
+from assay.core.errors import InputError
 
 
 class Criterion(BaseModel):
@@ -62,7 +62,7 @@ def slug(text: str) -> str:
 
 def load_rubric(path: str | Path) -> RubricSet:
     """Read a rubric set; one clear InputError naming the file, entry and field when it is wrong."""
-    from assay._load import load_json, load_yaml
+    from assay.core._load import load_json, load_yaml
 
     path = Path(path)
     data = load_json(path, None) if path.suffix.lower() == ".json" else load_yaml(path)
@@ -132,7 +132,7 @@ def read_preference_pairs(path: str | Path) -> tuple[list[PreferencePair], list[
     source = str(path)
     notes: list[str] = []
     pairs: list[PreferencePair] = []
-    from assay._load import parse_json, read_text
+    from assay.core._load import parse_json, read_text
 
     text = read_text(path)
     if path.suffix.lower() in (".tsv", ".csv"):

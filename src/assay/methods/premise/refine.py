@@ -58,12 +58,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from assay.core.types import GenerateConfig
+from assay.judge.prompts import defuse, load_prompt
+from assay.judge.runner import JudgeClient
+from assay.judge.structured import OutputInvalid, generate_structured, parse_output
 from assay.methods.premise.audit import Audit
 from assay.methods.premise.files import Criterion, PreferencePair, RubricSet
-from assay.prompts import defuse, load_prompt
-from assay.runner import JudgeClient
-from assay.structured import OutputInvalid, generate_structured, parse_output
-from assay.types import GenerateConfig
 
 
 @dataclass(frozen=True)
@@ -293,7 +293,7 @@ class Refiner:
         unknown = [o for o in self.config.operators if o not in OPERATORS]
         if unknown:
             raise ValueError(f"unknown operator(s) {unknown}; the library (Table 8): {', '.join(OPERATORS)}")
-        self.prompt = load_prompt("premise/repair")
+        self.prompt = load_prompt("prompts/repair", package=__package__)
 
     # measurement ----------------------------------------------------------------------------------
     async def scorecard(self, criterion: Criterion, pairs: list[PreferencePair], judge: JudgeClient, *,

@@ -20,9 +20,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from assay.judge.runner import JudgeClient
 from assay.methods.premise.audit import Audit
 from assay.methods.premise.files import PreferencePair, RubricSet
-from assay.runner import JudgeClient
 
 
 class PrefRepairConfig(BaseModel):

@@ -19,10 +19,10 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from assay._version import __version__
-from assay.errors import InputError
+from assay.core.errors import InputError
 from assay.methods.premise.files import RubricSet, load_rubric
-from assay.report import _fmt, read_json_object
-from assay.report.charts import scatter
+from assay.view.report import _fmt, read_json_object
+from assay.view.report.charts import scatter
 
 # Table-1 columns: summary key, header, format
 COLUMNS = (("structure_mean", "structure /5", ".2f"), ("alpha", "α", ".3f"), ("flip_rate", "flip", ".3f"),

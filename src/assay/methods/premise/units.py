@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from assay.methods._base import ItemResult
-from assay.types import Item, Unit, Unscored
+from assay.core.method import ItemResult
+from assay.core.types import Item, Unit, Unscored
 
 AUDIT_SCORES = ("structure", "alpha", "flip_rate", "rho", "applicability", "applicability_out", "vfr",
                 "attack_mean_score", "reference_mean_score")

@@ -1,6 +1,6 @@
 """The PReMISE rubric workflow as a library: discover a rubric from preference pairs, audit it
 on its four axes, repair it (preference-rank selection, or VFR refinement). Each is a judge
-workflow (:class:`assay.session.JudgeSession`, the ``workflow`` use of :class:`assay.engine.Run`):
+workflow (:class:`assay.engine.session.JudgeSession`, the ``workflow`` use of :class:`assay.engine.Run`):
 one run in the store, locked, budgeted, with its status; its finished steps are committed as
 they finish — an audit's axes (and its criteria as units of the run after each axis), a VFR
 repair's criteria — so a killed workflow resumes without doing a finished step again, and the
@@ -16,17 +16,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from assay.backends import JudgeBackend
-from assay.errors import ConfigError
+from assay.core.errors import ConfigError
+from assay.core.report_models import RubricAuditReport, RubricAuditSummary
+from assay.engine.session import JudgeSession
+from assay.judge.backends import JudgeBackend
+from assay.judge.runner import RunnerConfig
 from assay.methods.premise.audit import AXES, FIT_PARTS, NOT_BUILT, Audit, AuditConfig
 from assay.methods.premise.discover import Discovery, DiscoveryConfig
 from assay.methods.premise.files import PreferencePair, RubricSet
 from assay.methods.premise.refine import RefineConfig, Refiner
 from assay.methods.premise.repair import PrefRepairConfig, preference_rank_selection
 from assay.methods.premise.units import audit_units
-from assay.report_models import RubricAuditReport, RubricAuditSummary
-from assay.runner import RunnerConfig
-from assay.session import JudgeSession
 from assay.store import Store
 
 Judge = str | JudgeBackend
@@ -40,7 +40,7 @@ async def discover_rubric(pairs: list[PreferencePair], config: DiscoveryConfig, 
                           store: Store | str | Path, runner: RunnerConfig | None = None,
                           judge_options: dict[str, Any] | None = None) -> tuple[RubricSet, dict[str, Any]]:
     """Algorithm 1: a rubric from preference pairs, and its trace (pool per level, ...). Its
-    extraction and consolidation are stages (:mod:`assay.stages`): each part is committed as it
+    extraction and consolidation are stages (:mod:`assay.engine.stages`): each part is committed as it
     finishes. The trace's ``judge_calls_made`` counts the calls this invocation made."""
     async with JudgeSession("rubric-discover", judge, store=store, runner=runner, judge_options=judge_options,
                             manifest={"pairs": _pairs(pairs), "config": config.model_dump()}) as session:

@@ -25,7 +25,7 @@ The schedule is a function of the stored results (``next_units``), so a tourname
 mid-round resumes where it stopped; a match already judged in another run of the same store
 (e.g. a round-robin after a Swiss tournament) costs no judge call, its prompts being cached.
 The ranking adds a Bradley–Terry fit over every judged question-level comparison with bootstrap
-CIs (:func:`assay.stats.bradley_terry`), and Kendall's τ between two rankings.
+CIs (:func:`assay.analysis.stats.bradley_terry`), and Kendall's τ between two rankings.
 """
 
 from __future__ import annotations
@@ -35,11 +35,11 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from assay.errors import ConfigError
-from assay.methods._base import CallEstimate, ItemResult, ReportSection
+from assay.core.errors import ConfigError
+from assay.core.method import CallEstimate, ItemResult, ReportSection
+from assay.core.registry import register_method
+from assay.core.types import Item, Unit
 from assay.methods.dice import Dice, DiceConfig
-from assay.registry import register_method
-from assay.types import Item, Unit
 
 
 class TournamentConfig(DiceConfig):
@@ -111,8 +111,8 @@ def match_scores(history: list[tuple[Unit, ItemResult | None]]) -> list[tuple[in
 def elo_after(systems: list[str], matches: list[tuple[int, str, str, float, int]], *, k: float,
               upset_weight: float, initial: float) -> dict[str, float]:
     """Elo of every system after the given matches (eqs. 5–6, with the optional upset bonus):
-    :func:`assay.stats.elo_ratings` over the tournament's matches, in the order played."""
-    from assay.stats import elo_ratings
+    :func:`assay.analysis.stats.elo_ratings` over the tournament's matches, in the order played."""
+    from assay.analysis.stats import elo_ratings
 
     return elo_ratings([(a, b, score) for _, a, b, score, _ in matches], k=k, initial=initial,
                        upset_weight=upset_weight, systems=systems)
@@ -209,7 +209,7 @@ class Tournament(Dice):
                     float(r["score_a"]))
         matches = [(rnd, a, b, sum(v) / len(v), len(v)) for (rnd, a, b), v in sorted(played.items())]
         if matches:
-            from assay.stats import bradley_terry
+            from assay.analysis.stats import bradley_terry
 
             systems = sorted({s for _, a, b, _, _ in matches for s in (a, b)})
             default = TournamentConfig()
@@ -268,7 +268,7 @@ class Tournament(Dice):
     def ranking(self, items: list[Item], history: list[tuple[Unit, ItemResult | None]], *, resamples: int = 1000,
                 seed: int = 0) -> dict[str, Any]:
         """Elo after the tournament, a Bradley–Terry fit with CIs, and the matches played."""
-        from assay.stats import bradley_terry
+        from assay.analysis.stats import bradley_terry
 
         systems = self.systems(items)
         played = match_scores(history)

@@ -10,15 +10,15 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from assay._eval import aevaluate, as_result, check_items
-from assay._files import check_output, write_json
-from assay.clikit import RUN_OPTIONS, coerce, console, dry_run, method_params, parse_options, take_aliases
-from assay.datasets import read_items
-from assay.errors import ConfigError, InputError
-from assay.registry import build_method, method_class
-from assay.runner import RunnerConfig
-from assay.stats import correlation
-from assay.types import Item
+from assay.analysis.stats import correlation
+from assay.cli.kit import RUN_OPTIONS, coerce, console, dry_run, method_params, parse_options, take_aliases
+from assay.core._files import check_output, write_json
+from assay.core.errors import ConfigError, InputError
+from assay.core.registry import build_method, method_class
+from assay.core.types import Item
+from assay.data.datasets import read_items
+from assay.engine._eval import aevaluate, as_result, check_items
+from assay.judge.runner import RunnerConfig
 
 
 def _fmt(value: float | None) -> str:

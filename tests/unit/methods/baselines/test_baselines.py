@@ -8,10 +8,10 @@ import math
 import pytest
 
 import assay
-from assay.backends import Capabilities, JudgeBackend, ScriptedBackend
+from assay.core.types import Completion, GenerateConfig, Message, TokenLogprob, Usage
+from assay.judge.backends import Capabilities, JudgeBackend, ScriptedBackend
+from assay.judge.runner import RunnerConfig
 from assay.methods.baselines import weighted_digit
-from assay.runner import RunnerConfig
-from assay.types import Completion, GenerateConfig, Message, TokenLogprob, Usage
 from tests.helpers import ITEM
 
 QUIET = RunnerConfig(progress=False)

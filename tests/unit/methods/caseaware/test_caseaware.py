@@ -12,12 +12,12 @@ from scipy import stats as sps
 from typer.testing import CliRunner
 
 import assay
-from assay.backends import ScriptedBackend
 from assay.cli import app
-from assay.errors import ConfigError
+from assay.core.errors import ConfigError
+from assay.judge.backends import ScriptedBackend
+from assay.judge.runner import RunnerConfig
 from assay.methods.caseaware import METRICS, PROFILES, CaseAware, CaseAwareConfig, band_of, resolve_weights
 from assay.methods.caseaware.compare import compare_runs, gate, load_run
-from assay.runner import RunnerConfig
 
 QUIET = RunnerConfig(progress=False)
 TURN = {"id": "c1-t1", "query": "How do I fix VPN error 809?", "response": "Set the value to 2 and restart.",

@@ -5,13 +5,13 @@ import json
 import pytest
 
 import assay
-from assay.backends import ScriptedBackend
-from assay.errors import InputError
+from assay.analysis.stats import f_beta
+from assay.core.errors import InputError
+from assay.core.types import Completion, GenerateConfig, Message
+from assay.judge.backends import ScriptedBackend
+from assay.judge.runner import RunnerConfig
+from assay.judge.text import figures, numbered_text, split_sentences
 from assay.methods.dece import CriteriaSet, DeCE, DeCEConfig
-from assay.runner import RunnerConfig
-from assay.stats import f_beta
-from assay.text import figures, numbered_text, split_sentences
-from assay.types import Completion, GenerateConfig, Message
 from tests.helpers import ITEM, KeywordJudge, criteria_json, dece_rules, elements_json, verdicts_json
 
 QUIET = RunnerConfig(progress=False, backoff_initial_s=0.0)
@@ -287,8 +287,8 @@ def test_soft_verdicts_count_the_judges_probability_under_the_evidence_checks() 
     assert row["f_beta_hard"] == pytest.approx(f_beta(0.5, 1 / 3, 2.0))  # the greedy labels of the same calls
     assert row["verdicts"] == "soft"
     # the report shows each verdict's probability beside its label, and the greedy metrics
-    from assay.report import render_report
     from assay.store import Store
+    from assay.view.report import render_report
 
     store = Store(":memory:")
     backend = WithLogprobs(ScriptedBackend(rules=rules), {"score": ("1", "0")}, {"score": [0.9, 0.8, 0.3, 0.7, 0.4]})

@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 import assay
-from assay.backends import Capabilities, JudgeBackend
+from assay.core.types import Completion, GenerateConfig, Item, Message, TokenLogprob
+from assay.judge.backends import Capabilities, JudgeBackend
+from assay.judge.runner import RunnerConfig
 from assay.methods.dice import (
     CLASSES,
     combine,
@@ -20,8 +22,6 @@ from assay.methods.dice import (
     swapped,
     verdict_of,
 )
-from assay.runner import RunnerConfig
-from assay.types import Completion, GenerateConfig, Item, Message, TokenLogprob
 
 QUIET = RunnerConfig(progress=False)
 
@@ -131,7 +131,7 @@ def pair(a: str, b: str) -> dict[str, Any]:
 
 
 def items_of(*records: dict[str, Any]) -> list[assay.Item]:
-    from assay.datasets._io import _items_from
+    from assay.data.datasets._io import _items_from
     return [item for n, r in enumerate(records, 1) for item in _items_from(r, "test", n)]
 
 
@@ -170,8 +170,8 @@ def test_without_logprobs_the_shares_of_sampled_decisions_are_used() -> None:
 def test_dice_meta_on_pandalm_gives_verdict_agreement_and_the_difference_correlation() -> None:
     from pathlib import Path
 
-    from assay.datasets.adapters import read_labelled
-    from assay.meta import _majority, meta
+    from assay.analysis.meta import _majority, meta
+    from assay.data.datasets.adapters import read_labelled
 
     metaset = read_labelled("pandalm", Path(__file__).parents[3] / "data" / "pandalm_slice.json")
     result = meta(metaset, ["dice"], LogprobJudge(), resamples=50)
@@ -204,8 +204,8 @@ def test_the_report_shows_the_pairs_with_a_confusion_matrix_against_human_winner
 
 
 def test_thresholded_scalar_verdicts_tie_below_delta_of_the_range() -> None:
-    from assay.datasets.adapters import MetaSet, MetaUnit
-    from assay.meta import markdown_table, threshold_agreement
+    from assay.analysis.meta import markdown_table, threshold_agreement
+    from assay.data.datasets.adapters import MetaSet, MetaUnit
 
     units = [MetaUnit(f"u{n}", (f"u{n}::x", f"u{n}::y"), {"preference": human})
              for n, human in enumerate([[-1.0, -1.0, 0.0], [0.0, 0.0, 1.0], [1.0, 1.0, 1.0], [1.0, -1.0, 0.0]])]
@@ -236,7 +236,7 @@ def test_reference_free_pointwise_grades_without_a_gold_answer_and_keeps_old_run
     assert "reference_free" not in plain.manifest()["config"] and free.manifest()["config"]["reference_free"]
     text = "\n".join(m.content for m in free.render(item))
     assert "<query>" in text and "gold" in text and "reference>" not in text
-    from assay.backends import ScriptedBackend
+    from assay.judge.backends import ScriptedBackend
 
     canned = json.dumps({"reasoning": "greets", "issues": [], "score": 3, "justification": "fine"})
     row = assay.evaluate([item], "pointwise", ScriptedBackend([canned]), runner=QUIET,
@@ -268,7 +268,7 @@ def test_the_hierarchy_decides_an_order_whose_classes_differ() -> None:
 
 
 def test_direct_verdicts_read_the_decision_from_one_forward_pass_per_order() -> None:
-    from assay.backends import ScriptedBackend
+    from assay.judge.backends import ScriptedBackend
 
     judge = ScriptedBackend(rules=[{"match": "Which answer is better", "repeat": True,
                                     "responses": [{"label_probs": {"A": 0.5, "B": 0.2, "Tie": 0.3}}]}])
@@ -282,7 +282,7 @@ def test_direct_verdicts_read_the_decision_from_one_forward_pass_per_order() -> 
 
 
 def test_the_default_dice_run_id_is_unchanged_by_the_direct_option() -> None:
-    from assay.registry import build_method
+    from assay.core.registry import build_method
 
     assert "verdicts" not in build_method("dice").manifest()["config"]
     assert build_method("dice", verdicts="direct").manifest()["config"]["verdicts"] == "direct"

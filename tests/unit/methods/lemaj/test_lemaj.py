@@ -8,7 +8,9 @@ from typing import Any
 import pytest
 
 import assay
-from assay.backends import ScriptedBackend
+from assay.core.types import Item
+from assay.judge.backends import ScriptedBackend
+from assay.judge.runner import RunnerConfig
 from assay.methods.lemaj import (
     LeMAJ,
     LeMAJConfig,
@@ -21,8 +23,6 @@ from assay.methods.lemaj import (
     sentence_spans,
 )
 from assay.methods.lemaj.triage import triage
-from assay.runner import RunnerConfig
-from assay.types import Item
 from tests.helpers import WithLogprobs
 
 QUIET = RunnerConfig(progress=False)
@@ -234,7 +234,7 @@ def test_the_report_colours_ldps_in_place_and_escapes_the_answer(tmp_path) -> No
 
 
 def test_statements_are_matched_by_meaning_with_the_packaged_embedding_model() -> None:
-    from assay.embeddings import match, similarity
+    from assay.judge.embeddings import match, similarity
 
     left = ["The customer must pay invoices within 45 days.", "New York law governs the agreement."]
     right = ["The contract is governed by the laws of New York.", "Invoices are payable 45 days after receipt.",
@@ -378,7 +378,7 @@ def test_soft_verdicts_score_expected_counts_from_the_judges_probabilities() -> 
 
 
 def test_a_changed_party_name_or_an_outside_entity_is_not_supported_by_the_document() -> None:
-    from assay.text import unsupported_names
+    from assay.judge.text import unsupported_names
 
     assert unsupported_names("Payment goes to Southwind Ltd. The Customer pays under English law.",
                              "Northwind Ltd (Provider) and the Customer; the laws of England apply.") == ["Southwind"]

@@ -15,15 +15,15 @@ from typing import ClassVar
 
 import pytest
 
-from assay.backends import JudgeBackend
-from assay.backends._jury import JuryBackend
+from assay.core.types import Completion, GenerateConfig, Message
+from assay.judge.backends import JudgeBackend
+from assay.judge.backends._jury import JuryBackend
+from assay.judge.runner import JudgeClient, RunnerConfig
 from assay.methods.premise.audit import Audit, AuditConfig
 from assay.methods.premise.files import Criterion, PreferencePair, RubricSet, load_rubric
 from assay.methods.premise.metrics import bt_preference_fit
 from assay.methods.premise.repair import PrefRepairConfig, preference_rank_selection
-from assay.runner import JudgeClient, RunnerConfig
 from assay.store import Store
-from assay.types import Completion, GenerateConfig, Message
 
 
 class PairJudge(JudgeBackend):

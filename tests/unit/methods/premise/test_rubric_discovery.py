@@ -15,14 +15,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from assay.backends import JudgeBackend
-from assay.errors import InputError
+from assay.core.errors import InputError
+from assay.core.report_models import RubricAuditReport, RubricAuditSummary
+from assay.core.types import Completion, GenerateConfig, Message
+from assay.judge.backends import JudgeBackend
+from assay.judge.runner import JudgeClient, RunnerConfig
 from assay.methods.premise.discover import Discovery, DiscoveryConfig, cluster
 from assay.methods.premise.files import PreferencePair, load_rubric, read_preference_pairs, save_rubric
-from assay.report_models import RubricAuditReport, RubricAuditSummary
-from assay.runner import JudgeClient, RunnerConfig
 from assay.store import Store
-from assay.types import Completion, GenerateConfig, Message
 
 THEMES = {
     "sources": ["Cites sources: names the references and citations that back each claim",
@@ -260,7 +260,7 @@ def test_a_hand_written_rubric_is_audited_through_the_executable(tmp_path: Path)
                                                   "cites_sources"]
     assert all(r["structure"] == 4 and r["flags"]["atomic"] is False for r in audit["rubrics"])
     assert audit["summary"]["structure_mean"] == 4.0 and audit["detail"]["fit"]["pairs"] == 4
-    # a typed report (assay.report_models) with the keys the audit always wrote
+    # a typed report (assay.core.report_models) with the keys the audit always wrote
     assert list(audit) == ["generator", "rubrics", "summary", "detail"]
     assert list(audit["summary"]) == list(RubricAuditSummary.model_fields)
     assert RubricAuditReport.model_validate({k: v for k, v in audit.items() if k != "generator"}).summary.delta_ci == \

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from assay.backends import JudgeBackend
+from assay.core.types import Completion, GenerateConfig, Message
+from assay.judge.backends import JudgeBackend
+from assay.judge.runner import JudgeClient, RunnerConfig
 from assay.methods.premise.audit import Audit, AuditConfig
 from assay.methods.premise.files import Criterion, PreferencePair, RubricSet, load_rubric
 from assay.methods.premise.refine import (
@@ -28,9 +30,7 @@ from assay.methods.premise.refine import (
     sb_plr,
     split_pairs,
 )
-from assay.runner import JudgeClient, RunnerConfig
 from assay.store import Store
-from assay.types import Completion, GenerateConfig, Message
 
 
 def test_sb_plr_counts_words_clauses_gates_and_nesting() -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import assay
+from assay.judge.runner import RunnerConfig
 from assay.methods.tournament import Tournament, elo_after, match_scores, swiss_pairs
-from assay.runner import RunnerConfig
 from assay.store import Store
 from tests.unit.methods.dice.test_dice import LogprobJudge
 
@@ -73,13 +73,13 @@ def test_a_swiss_tournament_ranks_by_strength_and_round_robin_reuses_its_judgmen
 
 
 def _result(record):  # a stored result as the engine hands it to the scheduler
-    from assay._eval import _as_result
+    from assay.engine._eval import _as_result
     return _as_result(record)
 
 
 def test_match_scores_average_over_questions() -> None:
-    from assay.methods._base import ItemResult
-    from assay.types import Item, Unit
+    from assay.core.method import ItemResult
+    from assay.core.types import Item, Unit
     a1 = Item(id="q1", query="q", response="x", system="a")
     b1 = Item(id="q1", query="q", response="y", system="b")
     a2 = Item(id="q2", query="q", response="x", system="a")

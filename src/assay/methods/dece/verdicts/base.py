@@ -7,9 +7,9 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
+from assay.core.types import Item, Unscored
+from assay.judge.runner import JudgeClient
 from assay.methods.dece.halves import Half
-from assay.runner import JudgeClient
-from assay.types import Item, Unscored
 
 
 class Host(Protocol):

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from assay import calibration as calibrations
-from assay.calibration import Calibration, raw_mark
-from assay.direct import ask, point_to, record
+from assay.core.types import Item, Unscored
+from assay.judge import calibration as calibrations
+from assay.judge.calibration import Calibration, raw_mark
+from assay.judge.direct import ask, point_to, record
+from assay.judge.runner import JudgeClient
+from assay.judge.text import unsupported_figures
 from assay.methods.dece.halves import Half
 from assay.methods.dece.verdicts.base import Host, Judged, VerdictMode
-from assay.runner import JudgeClient
-from assay.text import unsupported_figures
-from assay.types import Item, Unscored
 
 
 class Direct(VerdictMode):

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from assay.core.types import Completion, Item
+from assay.judge.runner import JudgeClient
+from assay.judge.structured import generate_structured
 from assay.methods.dece.calls import generate_config
 from assay.methods.dece.checks import check_verdicts, grounded
 from assay.methods.dece.halves import Half
 from assay.methods.dece.schemas import CriterionVerdict, ElementVerdict, verdict_schema
 from assay.methods.dece.verdicts.base import Host, Judged, VerdictMode
-from assay.runner import JudgeClient
-from assay.structured import generate_structured
-from assay.types import Completion, Item
 
 
 class Hard(VerdictMode):

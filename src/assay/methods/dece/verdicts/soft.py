@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from assay.core.types import Completion, Unscored
+from assay.judge.verdicts import field_label_probs
 from assay.methods.dece.halves import Half
 from assay.methods.dece.verdicts.base import Judged
 from assay.methods.dece.verdicts.hard import Hard
-from assay.types import Completion, Unscored
-from assay.verdicts import field_label_probs
 
 
 def soften(entries: list[dict[str, Any]], completion: Completion | None, what: str,

@@ -1,0 +1,318 @@
+"""What every evaluation method provides to the engine."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from assay.core.errors import ConfigError
+from assay.core.types import Item, Unit, Unscored
+
+if TYPE_CHECKING:  # the contract names the judge client a method is handed; the judge package stands above
+    from assay.judge.runner import JudgeClient
+
+
+class CliOption(BaseModel):
+    """A method-specific command-line option that is not a config field."""
+
+    model_config = ConfigDict(frozen=True)
+    name: str
+    """Python name of the value (``criteria``); the flag is ``--criteria``."""
+    type: str = "str"
+    """``str``, ``path``, ``float``, ``int``, ``bool``, or ``list`` (repeatable string)."""
+    default: Any = None
+    help: str = ""
+    env: bool = True
+    """Also read ``ASSAY_<NAME>``."""
+
+
+class ItemResult(BaseModel):
+    """One item's scores, the unscored metrics with their reasons, and the evidence."""
+
+    scores: dict[str, float | None]
+    unscored: list[Unscored] = Field(default_factory=list)
+    details: dict[str, Any] = Field(default_factory=dict)
+    call_keys: list[str] = Field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        values = list(self.scores.values())
+        if values and all(v is None for v in values):
+            return "unscored"
+        if any(v is None for v in values):
+            return "partial"
+        return "scored"
+
+
+class CallEstimate(BaseModel):
+    """A dry-run estimate for one item (tokens are approximate: ~4 characters per token)."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    evaluated_tokens: int | None = None
+    """Prompt tokens a local judge must read where calls of one answer share their start (llama.cpp
+    keeps it): what its time depends on. None: every prompt token is read."""
+
+    def __add__(self, other: CallEstimate) -> CallEstimate:
+        evaluated = (None if self.evaluated_tokens is None and other.evaluated_tokens is None else
+                     self.read_tokens + other.read_tokens)
+        return CallEstimate(calls=self.calls + other.calls,
+                            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+                            completion_tokens=self.completion_tokens + other.completion_tokens,
+                            evaluated_tokens=evaluated)
+
+    @property
+    def read_tokens(self) -> int:
+        return self.prompt_tokens if self.evaluated_tokens is None else self.evaluated_tokens
+
+
+class ReportSection(BaseModel):
+    """What a method adds to the HTML report: templates (Jinja source, autoescaped) rendered with
+    ``context``. ``section`` goes once under the summary; ``item`` once per row, with ``row``."""
+
+    section: str | None = None
+    item: str | None = None
+    context: dict[str, Any] = Field(default_factory=dict)
+
+
+class Method(ABC):
+    """An evaluation method: I/O-free rendering and parsing plus one coroutine per item.
+
+    A method class declares everything the rest of assay needs to know about it, and
+    :func:`assay.core.registry.register_method` makes it known: the CLI command ``assay eval NAME``
+    (one option per field of ``config_model``, with its docstring as help, an ``ASSAY_*``
+    variable and a TOML key), the run manifest and run id (``version``), the export
+    (``compact_columns``), the report (:meth:`report_section`) and meta-evaluation
+    (``primary_metric``). Nothing outside the method names it."""
+
+    name: ClassVar[str]
+    metrics: ClassVar[tuple[str, ...]]
+    version: ClassVar[str] = "1"
+    """Bump when the method's behaviour changes in a way its manifest does not show (parsing,
+    scoring rules, request schemas): it enters the manifest and the run id, and ``--resume``
+    refuses a run made by another version."""
+    config_model: ClassVar[type[BaseModel] | None] = None
+    """The options, as a Pydantic model whose field docstrings are the CLI help."""
+    needs_judge: ClassVar[bool] = True
+    """False for methods that make no judge call (lexical baselines)."""
+    primary_metric: ClassVar[str | None] = None
+    """The metric that stands for the method in comparisons (meta-evaluation's Δr reference)."""
+    meta_reference: ClassVar[bool] = False
+    """Whether ``assay meta`` compares the other metrics against this method's primary metric by
+    default (DeCE: the method the other baselines are measured against)."""
+    compact_columns: ClassVar[tuple[str, ...]] = ()
+    """Columns the compact export keeps besides id, system, status, query, response and reasons
+    (default: the metrics)."""
+
+    supports_jury: ClassVar[bool] = False
+    """Whether the method can use a jury backend (``jury/A+B``): it asks each member itself."""
+    metric_ranges: ClassVar[dict[str, tuple[float, float]]] = {}
+    """(low, high) of a metric whose scale is not 0–1 (the pointwise baseline's 0–4): what a
+    threshold "of the range" is taken of (DICE's thresholded-scalar verdicts, injection audit)."""
+
+    eval_command: ClassVar[bool] = True
+    """Whether ``assay eval NAME`` is generated; False for a method whose own command does the job
+    (the tournament's ``assay tournament``), so one job has one command."""
+
+    session_view: ClassVar[bool] = False
+    """True for a class that only describes the runs a command makes as a judge session (the
+    rubric audit): it is not run over items, so ``eval``, ``meta`` and ``injection`` leave it out;
+    the store's readers (export, report, UI) use its hooks like any method's."""
+
+    cli_main: ClassVar[tuple[str, ...] | None] = None
+    """The config fields (and :meth:`cli_options`) that ``assay eval NAME -h`` lists; the others
+    are expert options, listed by ``--help-all``. None: every option is listed."""
+
+    annotation_labels: ClassVar[dict[str, tuple[str, ...]]] = {}
+    """Per field name of the evidence (``tag``), the labels a reviewer's override may take."""
+
+    unit_kind: ClassVar[str] = "item"
+    """What one evaluation scores: ``item`` (one answer), ``pair`` (two answers to one query),
+    ``group``. A method of pairs or groups overrides :meth:`units` and :meth:`evaluate_unit`."""
+
+    renamed_flags: ClassVar[dict[str, dict[str, str]]] = {}
+    """Flags of the method's own commands that were renamed, by command: ``{"triage": {"--out":
+    "--output"}}``. The old spelling keeps working for one release, with a one-line notice."""
+
+    flag_aliases: ClassVar[dict[str, dict[str, str]]] = {}
+    """Old flags of the method's own commands kept as silent aliases, by command."""
+
+    @classmethod
+    def metric_range(cls, metric: str) -> tuple[float, float]:
+        """The scale of ``metric``: 0–1 unless ``metric_ranges`` says otherwise."""
+        return cls.metric_ranges.get(metric, (0.0, 1.0))
+
+    def units(self, items: list[Item]) -> list[Unit]:
+        """The units known before anything is evaluated: by default one per item."""
+        return [Unit.of(item) for item in items]
+
+    def next_units(self, items: list[Item], history: list[tuple[Unit, ItemResult | None]]) -> list[Unit]:
+        """The scheduler: the next batch of units to evaluate, given every unit proposed so far
+        with its result (None while pending), in the order proposed; ``[]`` when the run is done.
+        The engine calls it whenever no unit is pending. It must be a function of its arguments
+        (a resumed run replays it from the stored results), and may not repeat a unit's key.
+        By default every unit is known up front (:meth:`units`) and there is no further round."""
+        return self.units(items) if not history else []
+
+    async def evaluate_unit(self, unit: Unit, client: JudgeClient) -> ItemResult:
+        """Score one unit; for item methods, :meth:`evaluate` of its item."""
+        if unit.kind != "item":
+            raise ConfigError(f"{self.name} evaluates items, not {unit.kind}s")
+        return await self.evaluate(unit.item, client)
+
+    @classmethod
+    def from_options(cls, config: BaseModel | None, **extras: Any) -> Method:
+        """Build the method from its validated config and the options that are not config
+        fields (e.g. DeCE's frozen criteria); a method with extras overrides this."""
+        if extras:
+            raise TypeError(f"unexpected options {', '.join(extras)}")
+        return cls(config) if config is not None else cls()  # type: ignore[call-arg]
+
+    @classmethod
+    def cli_options(cls) -> list[CliOption]:
+        """Command-line options beyond the config fields (e.g. ``--criteria FILE``); their values
+        reach :meth:`options_from_cli`."""
+        return []
+
+    @classmethod
+    def options_from_cli(cls, values: dict[str, Any]) -> dict[str, Any]:
+        """Turn the values of :meth:`cli_options` (and config fields) into build options."""
+        return values
+
+    @classmethod
+    def report_section(cls, rows: list[dict[str, Any]]) -> ReportSection | None:
+        """The method's part of the HTML report (from the exported rows of a run), or None."""
+        return None
+
+    @abstractmethod
+    def manifest(self) -> dict[str, Any]:
+        """Options and prompt hashes; stored in the run manifest and part of the run id."""
+
+    @abstractmethod
+    def check_item(self, item: Item) -> str | None:
+        """Why the item cannot be evaluated by this method (naming the field), or None."""
+
+    @classmethod
+    def register_commands(cls, app: Any, kit: Any) -> None:
+        """Add the method's own commands to the ``assay`` command line (``app``, a Typer app), as
+        simonw/llm's ``register_commands(cli)`` hook does. ``kit`` is the command line's kit
+        (:data:`assay.cli.kit.KIT`): ``kit.panels`` names the help groups (``evaluate``,
+        ``inspect``, ``compare``, ``rubrics``, ``tools``), and the run options and helpers are its
+        attributes (``kit.JUDGE``, ``kit.runner_config``, ``kit.make_command``, ...). A module that
+        defines commands at import imports :mod:`assay.cli.kit` itself, never :mod:`assay.cli`.
+        Called once, when the ``assay`` command tree is built, for built-in methods and plug-ins
+        alike. Every method also gets ``assay eval NAME`` without doing anything here."""
+        return None
+
+    @classmethod
+    def explain(cls, scores: dict[str, Any], details: dict[str, Any]) -> list[str]:
+        """A few lines a person reads to see why a result scored what it did (the verdicts that
+        failed, with their reasons): printed by ``assay demo`` as each answer finishes and by the
+        pytest helper when a threshold fails. Empty: nothing beyond the scores."""
+        return []
+
+    @classmethod
+    def review_panel(cls) -> str | None:
+        """The method's review panel in ``assay ui``: Jinja source (autoescaped) rendered on an
+        item's page with ``row`` (the exported row), ``mine`` (the reviewer's latest values by
+        address) and :meth:`review_context`; its controls carry ``data-path`` addresses the
+        page posts. None: only the generic controls (grades, score overrides, comment)."""
+        return None
+
+    @classmethod
+    def review_context(cls, row: dict[str, Any], mine: dict[str, Any]) -> dict[str, Any]:
+        """Extra context of :meth:`review_panel` (``mine``: address → the reviewer's latest
+        annotation)."""
+        return {}
+
+    @classmethod
+    def agreement(cls, rows: list[dict[str, Any]], annotations: list[Any]) -> dict[str, Any] | None:
+        """Agreement between reviewers as the method's paper measures it, shown on the run's
+        page (``{"title", "reviewers", "table"}``), or None."""
+        return None
+
+    @classmethod
+    def per_answer_scores(cls, scores: dict[str, Any]) -> list[dict[str, Any]] | None:
+        """The scores of each answer of one unit, in the unit's order, from the unit's scores:
+        what meta-evaluation correlates with the humans' labels of each answer. An item method's
+        unit is its one answer; a method of pairs or groups overrides this (DICE: its two
+        answers' scores). None: the method's scores belong to the unit, not to its answers
+        (meta-evaluation refuses such a method before any judge call)."""
+        return [dict(scores)] if cls.unit_kind == "item" else None
+
+    @classmethod
+    def recognises_output(cls, record: dict[str, Any]) -> bool:
+        """Whether ``record``, the first line of a JSON Lines file, is one of the files the
+        method's own commands write: such a file may be replaced by a command's output without
+        ``--force`` (see the output-file rules)."""
+        return False
+
+    @classmethod
+    def pair_verdict(cls, details: dict[str, Any]) -> tuple[str, float | None, str | None, str | None] | None:
+        """A pairwise method's verdict on one pair from its evidence: (``A`` | ``B`` | ``Tie``,
+        its confidence, the kind of decision, what decided it), or None (no verdict: not a
+        pairwise method, or this pair was not decided)."""
+        return None
+
+    def reads_label_probs(self) -> bool:
+        """Whether the method as configured reads the judge's label probabilities (direct
+        verdicts): it then needs a judge that gives them, and its calls of one unit share a long
+        prefix. A method with such an option overrides this."""
+        return False
+
+    def units_in_flight(self, concurrency: int) -> int | None:
+        """How many units the engine evaluates at once (None: its default, several per call slot,
+        so consecutive calls share their instructions). A method whose calls of one unit share a
+        long prefix (direct verdicts) asks for one unit per call slot, so they follow each other."""
+        return concurrency if self.reads_label_probs() else None
+
+    def for_judge(self, capabilities: Any) -> Method:
+        """The method as it runs on this judge: options whose default depends on the judge (DeCE's
+        verdicts: direct where the judge gives label probabilities) are settled here, before the
+        run id is computed. The default returns the method unchanged."""
+        return self
+
+    def earlier_defaults(self) -> list[tuple[Method, str]]:
+        """When a default of this method changed in a release and this method runs at the new
+        default: the method as earlier releases ran the same command, each with what differs (one
+        phrase). A store holding such an earlier run continues it instead of starting a new one, so
+        old stores keep resuming their runs. Empty by default."""
+        return []
+
+    def check_judge(self, capabilities: Any, name: str) -> str | None:
+        """Why this judge (its ``Capabilities``) cannot serve the method as configured, or None:
+        refused before the run starts, naming the alternatives."""
+        if self.reads_label_probs() and not capabilities.label_probs:
+            return (f"--verdicts direct reads label probabilities, which {name} does not give; use the embedded "
+                    "judge or an OpenAI-compatible server with logprobs, or --verdicts hard")
+        return None
+
+    def check_all(self, items: list[Item]) -> str | None:
+        """Why these items together cannot be evaluated (a comparison with nothing to compare,
+        answers to one id under different questions), or None. Called before any store is
+        touched, after :meth:`check_item` has accepted each item."""
+        return None
+
+    async def evaluate(self, item: Item, client: JudgeClient) -> ItemResult:
+        """Score one item (item methods implement this; others :meth:`evaluate_unit`)."""
+        raise ConfigError(f"{self.name} evaluates {self.unit_kind}s, not single items")
+
+    @abstractmethod
+    def estimate(self, items: list[Item]) -> CallEstimate:
+        """Dry-run estimate of judge calls and tokens for these items."""
+
+    def order_key(self, item: Item) -> Any:
+        """Items are evaluated in this order (results still come back in input order), so
+        that consecutive calls share prompt prefixes."""
+        return item.id
+
+
+def method_template(name: str, package: str = "assay.methods") -> str:
+    """The text of a report template partial shipped in ``package``'s ``templates/`` folder (a
+    plug-in passes its own package)."""
+    from importlib.resources import files
+
+    return files(package).joinpath("templates", name).read_text(encoding="utf-8")

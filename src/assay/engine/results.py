@@ -1,0 +1,113 @@
+"""A run read back from its store: summaries and the result object of :func:`assay.evaluate`.
+
+Depends on the store and the export only; the report imports it (and ``EvalResult.report``
+imports the report lazily, as a convenience), so nothing here imports the engine.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from assay.core.records import ResultRecord
+from assay.store import Store
+
+if TYPE_CHECKING:
+    from assay.judge.runner import CallStats
+
+__all__ = ["EvalResult", "summarize"]
+
+
+def summarize(rows: list[ResultRecord], metrics: Iterable[str]) -> dict[str, Any]:
+    """Per metric: n scored, n unscored, mean, median, sd, min, max — overall and per system.
+    Unscored results are excluded from the statistics and counted."""
+    def block(subset: list[ResultRecord]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for metric in metrics:
+            values = [r.scores.get(metric) for r in subset]
+            scored = [float(v) for v in values if v is not None]
+            out[metric] = {
+                "n": len(scored), "unscored": len(values) - len(scored),
+                "mean": statistics.fmean(scored) if scored else None,
+                "median": statistics.median(scored) if scored else None,
+                "sd": statistics.stdev(scored) if len(scored) > 1 else None,
+                "min": min(scored) if scored else None, "max": max(scored) if scored else None,
+            }
+        return out
+
+    # Per system only for item units: a pair's scores belong to two systems at once, and
+    # grouping it under its first system (as before) misled; pairwise methods rank systems
+    # themselves (DICE's report and `assay tournament`).
+    single = [r for r in rows if r.kind == "item"]
+    systems = sorted({str(r.item.get("system")) for r in single if r.item.get("system")})
+    return {"items": len(rows), "overall": block(rows),
+            "by_system": {s: block([r for r in single if r.item.get("system") == s]) for s in systems}}
+
+
+class EvalResult:
+    """A finished (or interrupted) run, read back from the store."""
+
+    def __init__(self, store: Store, run_id: str) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.run = store.run(run_id)
+        self.method = self.run.method
+        self.metrics: list[str] = list(self.run.manifest.get("metrics", []))
+        if not self.metrics and self.run.manifest.get("session"):
+            # a judge session's run (a rubric audit) names its scores in its units' results
+            self.metrics = list(dict.fromkeys(m for r in store.results(run_id) for m in r.scores))
+        self.client_stats: CallStats | None = None
+        """Calls made by the invocation that produced this result (None when read back)."""
+        self.resumed_with: int | None = None
+        """Items already done when this invocation resumed the run; None for a new run."""
+        self.wall_s: float | None = None
+        self.was_finished = False
+        """Whether the run was already finished in the store before this invocation (it made no call)."""
+        self.notes: list[str] = []
+        """What this invocation did that the user should know (a run dropped by ``fresh``, another
+        version's run of the same work)."""
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        """One dict per scored unit: its fields, scores, Unscored reasons and evidence."""
+        return iter(self.records())
+
+    def __repr__(self) -> str:
+        summary = self.summary()
+        def mean(block: dict[str, Any]) -> str:
+            return "—" if block["mean"] is None else f"{block['mean']:.3f}"
+
+        means = ", ".join(f"{m} {mean(v)}" for m, v in summary["overall"].items() if m in self.metrics)
+        unscored = sum(v["unscored"] for m, v in summary["overall"].items() if m in self.metrics)
+        return (f"<EvalResult {self.method} run {self.run_id} · {summary['status']} · {summary['items']} row(s)"
+                + (f" · {means}" if means else "") + (f" · {unscored} unscored" if unscored else "") + ">")
+
+    @property
+    def rows(self) -> list[ResultRecord]:
+        return self.store.results(self.run_id)
+
+    def summary(self) -> dict[str, Any]:
+        rows = self.rows
+        out = summarize(rows, self.metrics)
+        out["run_id"] = self.run_id
+        out["status"] = self.store.run(self.run_id).status
+        out["pending"] = len(self.store.items(self.run_id)) - len(rows)
+        keys = sorted({k for r in rows for k in r.call_keys})
+        out["judge_calls"] = self.store.call_stats(keys)
+        return out
+
+    def records(self) -> list[dict[str, Any]]:
+        from assay.exchange.export import export_rows
+        return export_rows(self.store, self.run_id)
+
+    def to_pandas(self) -> Any:
+        import pandas as pd
+        return pd.DataFrame(self.records())
+
+    def report(self, path: str | Path) -> Path:
+        from assay.view.report import write_report
+        return write_report(self, Path(path))

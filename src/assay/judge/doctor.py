@@ -1,0 +1,196 @@
+"""What the embedded judge runs on, and a real forward pass that proves it runs here.
+
+``assay doctor`` and ``assay model install`` use :func:`self_check`: the model reads a prompt of
+at least 64 tokens in a child process (the same child the judge runs in), so an instruction the
+CPU refuses kills the child, not assay, and the user is told what happened and how to rebuild.
+
+Why a prompt of 64 tokens: llama.cpp's matrix kernels for a batch of a few tokens are not the
+ones for a longer batch (a one-word prompt ran on a CPU where any real prompt died with SIGILL in
+the AMX kernel), so a check with a short prompt proves nothing.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+LLAMA_CPP_VERSION = "0.3.36"
+
+PORTABLE_CMAKE_ARGS = ("-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON "
+                       "-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF")
+"""llama.cpp compiled for x86-64 with AVX2/FMA/F16C, without AVX-512 or AMX: runs on every x86-64
+CPU of the last decade and in VMs that list AMX but refuse it. The Makefile and the README use the
+same flags (a test keeps them equal)."""
+
+BASELINE_ARGS = "-DGGML_NATIVE=OFF -DGGML_AVX=OFF -DGGML_AVX2=OFF -DGGML_FMA=OFF -DGGML_F16C=OFF -DGGML_AVX512=OFF"
+"""For an x86-64 CPU without AVX2 (rare; much slower)."""
+
+REQUIRED_FLAGS = ("avx", "avx2", "fma", "f16c")
+"""CPU features the portable build uses."""
+
+WATCHED_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512_vnni", "avx512_bf16",
+                 "amx_tile", "amx_int8", "amx_bf16")
+
+
+def rebuild_command(cmake_args: str = PORTABLE_CMAKE_ARGS) -> str:
+    """The exact command that rebuilds llama.cpp portably in the current environment (no cached
+    wheel: pip caches a compiled wheel under a generic tag whatever CPU built it)."""
+    pip = f"{sys.executable} -m pip"
+    return (f'CMAKE_ARGS="{cmake_args}" {pip} install --force-reinstall --no-cache-dir --no-deps '
+            f"llama-cpp-python=={LLAMA_CPP_VERSION}")
+
+
+def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str] | None:
+    """The CPU's feature flags as the kernel lists them; None where there is no /proc/cpuinfo."""
+    try:
+        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return set(line.partition(":")[2].split())
+    return set()
+
+
+def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    try:
+        for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def llama_build() -> dict[str, Any]:
+    """The installed llama-cpp-python: version, its library folder, and the CPU features llama.cpp
+    says it was compiled with (``llama_print_system_info``)."""
+    try:
+        import llama_cpp
+    except ImportError as exc:
+        return {"installed": False, "error": str(exc)}
+    info = llama_cpp.llama_print_system_info()
+    text = info.decode("utf-8", "replace") if isinstance(info, bytes) else str(info)
+    parts = [part.split(":")[-1] for part in text.split("|")]  # "CPU : SSE3 = 1 | AVX = 1 | ..."
+    features = sorted({part.split("=")[0].strip() for part in parts if part.strip().endswith("= 1")})
+    return {"installed": True, "version": getattr(llama_cpp, "__version__", "?"),
+            "library": str(Path(llama_cpp.__file__).parent / "lib"), "features": features,
+            "system_info": " ".join(text.split())}
+
+
+@dataclass
+class SelfCheck:
+    ok: bool
+    prompt_tokens: int = 0
+    seconds: float = 0.0
+    message: str = ""
+    load_seconds: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+    generated_tokens: int = 0
+    generation_seconds: float = 0.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.prompt_tokens / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def generated_per_s(self) -> float:
+        return self.generated_tokens / self.generation_seconds if self.generation_seconds > 0 else 0.0
+
+
+CHECK_TEXT = ("The tenant must give written notice of at least thirty days before the end of the lease term. "
+              "The landlord returns the security deposit within fourteen days after the keys are handed back, "
+              "minus the cost of repairing damage beyond normal wear and tear, itemised in writing. ")
+
+
+def self_check(model: str = "default", *, n_threads: int | None = None) -> SelfCheck:
+    """Load the embedded model in a child process and read a prompt of at least 64 tokens (one
+    label call, so nothing is generated). A child killed by a signal is reported, not raised."""
+    import asyncio
+
+    from assay.core.errors import AssayError, JudgeCrashed
+    from assay.core.types import GenerateConfig, Message
+    from assay.judge.backends._llamacpp import LlamaCppBackend
+
+    backend = LlamaCppBackend(model, n_ctx=1024, n_threads=n_threads, process="child")
+    question = [Message(role="user", content=f"{CHECK_TEXT * 2}\nDoes the tenant have to give notice? "
+                                             "Answer yes or no.")]
+
+    async def run() -> SelfCheck:
+        started = time.perf_counter()
+        try:
+            await asyncio.to_thread(backend.check)
+            loaded = time.perf_counter() - started
+            completion = await backend.generate(question, GenerateConfig(labels=["yes", "no"], max_tokens=1))
+            # then a short generation (the text is kept in the KV cache): the generated tokens/s
+            copy = [Message(role="user", content=f"{CHECK_TEXT * 2}\nCopy the first sentence above, word for word.")]
+            written = await backend.generate(copy, GenerateConfig(max_tokens=GENERATED, temperature=0.0))
+        except JudgeCrashed as exc:
+            return SelfCheck(ok=False, message=str(exc).removesuffix("; run `assay doctor`"))
+        except AssayError as exc:
+            return SelfCheck(ok=False, message=str(exc))
+        finally:
+            await backend.aclose()
+        check = SelfCheck(ok=True, prompt_tokens=completion.usage.prompt_tokens, seconds=completion.latency_s,
+                          load_seconds=loaded, extra={"label_probs": completion.label_probs},
+                          generated_tokens=written.usage.completion_tokens, generation_seconds=written.latency_s)
+        record_speed(model, check)
+        return check
+
+    return asyncio.run(run())
+
+
+GENERATED = 16
+"""Tokens generated by the self-check to time generation."""
+
+
+def speed_file(model: str) -> Path:
+    from assay.judge.model import cache_dir
+
+    return cache_dir() / f"speed-{model.replace('/', '_')}.json"
+
+
+def record_speed(model: str, check: SelfCheck) -> None:
+    """Keep this machine's measured speed for ``--dry-run``'s estimates (the cache folder; a failure
+    to write is not an error: the estimate then says the speed was not measured)."""
+    import json
+
+    if check.tokens_per_s <= 0 or check.generated_per_s <= 0:
+        return
+    record = {"model": model, "prompt_tokens_per_s": round(check.tokens_per_s, 2),
+              "generated_tokens_per_s": round(check.generated_per_s, 2), "cpu": cpu_model(),
+              "llama_cpp": LLAMA_CPP_VERSION, "measured_at": time.time()}
+    try:
+        path = speed_file(model)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    except OSError:
+        pass
+
+
+def measured_speed(model: str) -> tuple[float, float, str] | None:
+    """(prompt tokens/s, generated tokens/s, where from) as `assay doctor` last measured them here."""
+    import json
+    import math
+
+    try:
+        record = json.loads(speed_file(model).read_text(encoding="utf-8"))
+        prompt, generated = float(record["prompt_tokens_per_s"]), float(record["generated_tokens_per_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not (math.isfinite(prompt) and math.isfinite(generated) and prompt > 0 and generated > 0):
+        return None
+    return prompt, generated, f"measured here by assay doctor ({record.get('cpu') or 'this CPU'})"
+
+
+def crash_advice(check: SelfCheck, flags: set[str] | None) -> str:
+    """One line: what happened and the command that rebuilds llama.cpp so that it runs here."""
+    missing = [f for f in REQUIRED_FLAGS if flags is not None and f not in flags]
+    args = BASELINE_ARGS if missing else PORTABLE_CMAKE_ARGS
+    why = (f"this CPU lacks {', '.join(missing)}" if missing
+           else "llama.cpp was probably compiled for another CPU, or with instructions this machine refuses (AMX)")
+    return f"{check.message} ({why}); rebuild llama.cpp for this machine: {rebuild_command(args)}"

@@ -1,0 +1,155 @@
+"""``python -m assay.judge.serve``: llama-cpp-python's OpenAI-compatible server with the embedded
+judge's fast paths, for judging over HTTP (one or several endpoints).
+
+It is the stock ``llama_cpp.server`` (same options, same API) whose model class is replaced
+before it starts, with two changes a judge notices:
+
+* **Check-first grammar sampling** (:mod:`assay.judge.backends._fastgrammar`): the grammar of a JSON
+  schema (``response_format={"type": "json_object", "schema": ...}``) checks the token the
+  sampler chose instead of filtering the whole vocabulary at every step; greedy output is the
+  same token for token.
+* **Logprobs from the kept logits, with numpy**, for the generated tokens only. The stock server
+  turns the logits of the *whole* prompt and completion into log-probabilities and sorts the
+  151,936-entry vocabulary in Python for every generated token (≈ 0.2 s a token on this CPU),
+  which made soft verdicts through a server several times slower than in-process. Same values
+  (log-softmax of the same logits), top alternatives by ``argpartition``.
+
+(The server's response model keeps only the stock usage fields, so prefix reuse through a server
+is not reported; in-process runs report it.)
+Streaming and ``echo`` requests take the stock path. Usage is that of ``llama_cpp.server``, e.g.
+``python -m assay.judge.serve --model PATH --host 127.0.0.1 --port 8080 --logits_all true``.
+Note the server's own default ``repeat_penalty`` is 1.1 (not an OpenAI parameter); assay's
+openai backend sends ``extra_body={"repeat_penalty": 1.0}`` when told to (judge option
+``extra_body``), so that a list of verdicts is not pushed away from repeating a label.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+
+def _fast_logprobs(llama: Any, ids: list[int], prompt_tokens: int, text: str, top: int) -> dict[str, Any]:
+    """The completion-style logprobs record (``tokens``, ``text_offset``, ``token_logprobs``,
+    ``top_logprobs``) of the generated tokens llama.cpp evaluated, plus the last one when it is
+    one token of the remaining text (a completion cut by ``max_tokens``)."""
+    import numpy as np
+
+    generated = list(ids[prompt_tokens:])
+    rows = [prompt_tokens - 1 + k for k in range(len(generated))]
+    seen = llama.detokenize(generated).decode("utf-8", errors="ignore") if generated else ""
+    rest = text[len(seen):] if text.startswith(seen) else ""
+    if rest:
+        tail = llama.tokenize(rest.encode("utf-8"), add_bos=False, special=False)
+        if len(tail) == 1 and prompt_tokens + len(generated) - 1 < len(llama.scores):
+            generated.append(tail[0])
+            rows.append(prompt_tokens - 1 + len(generated) - 1)
+
+    def piece(token: int, before: list[int]) -> str:
+        return llama.detokenize([token], prev_tokens=before).decode("utf-8", errors="ignore")
+
+    tokens, offsets, values, tops = [], [], [], []
+    offset = 0
+    for k, (token, row_index) in enumerate(zip(generated, rows, strict=True)):
+        row = np.asarray(llama.scores[row_index], dtype=np.float64)
+        peak = row.max()
+        norm = peak + np.log(np.exp(row - peak).sum())
+        best = np.argpartition(-row, top - 1)[:top]
+        before = generated[:k]
+        token_text = piece(token, before)
+        alternatives = {piece(int(t), before): float(row[t] - norm) for t in sorted(best, key=lambda t: -row[t])}
+        alternatives[token_text] = float(row[token] - norm)
+        tokens.append(token_text)
+        offsets.append(offset)
+        values.append(float(row[token] - norm))
+        tops.append(alternatives)
+        offset += len(token_text)
+    return {"tokens": tokens, "text_offset": offsets, "token_logprobs": values, "top_logprobs": tops}
+
+
+def fast_llama_class() -> type:
+    """The check-first ``Llama`` subclass with numpy logprobs."""
+    from assay.judge.backends._fastgrammar import check_first_llama_class
+
+    base: Any = check_first_llama_class()
+
+    class ServedLlama(base):
+        def _create_completion(self, prompt: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
+            top = kwargs.get("logprobs")
+            if kwargs.get("stream") or kwargs.get("echo"):
+                yield from super()._create_completion(prompt, *args, **kwargs)
+                return
+            if top is not None and not self._logits_all:
+                raise ValueError("logprobs is not supported for models created with logits_all=False")
+            kwargs["logprobs"] = None
+            for chunk in super()._create_completion(prompt, *args, **kwargs):
+                if top is not None:
+                    prompt_tokens = int((chunk.get("usage") or {}).get("prompt_tokens", 0))
+                    choice = chunk["choices"][0]
+                    choice["logprobs"] = _fast_logprobs(self, list(self._input_ids), prompt_tokens,
+                                                        choice.get("text") or "", max(1, int(top)))
+                yield chunk
+
+    return ServedLlama
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def running(model: str | Path, log: Path, *, module: str = "assay.judge.serve", alias: str = "judge", threads: int = 2,
+            n_ctx: int = 4096, logits_all: bool = True, start_timeout_s: float = 180.0) -> Iterator[str]:
+    """A server (``assay.judge.serve`` or the stock ``llama_cpp.server``) on a free port of 127.0.0.1,
+    its output in ``log``; yields its base URL (``http://127.0.0.1:PORT/v1``) and stops it after."""
+    import httpx
+
+    port = free_port()
+    handle = log.open("w")
+    proc = subprocess.Popen([sys.executable, "-m", module, "--model", str(model), "--host", "127.0.0.1",
+                             "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(threads),
+                             "--logits_all", "true" if logits_all else "false", "--model_alias", alias],
+                            stdout=handle, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}/v1"
+    deadline = time.time() + start_timeout_s
+    try:
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{module} exited: {log.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{base}/models", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.time() > deadline:
+                raise RuntimeError(f"{module} did not start in {start_timeout_s:.0f} s: {log.read_text()[-2000:]}")
+            time.sleep(0.5)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        handle.close()
+
+
+def main() -> None:
+    import llama_cpp
+    from llama_cpp.server.__main__ import main as serve
+
+    llama_cpp.Llama = fast_llama_class()  # type: ignore[misc, assignment]  # looked up at load time
+    serve()
+
+
+if __name__ == "__main__":
+    main()
