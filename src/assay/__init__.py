@@ -9,7 +9,7 @@ from assay import _relocated
 from assay._version import __version__
 from assay.core.errors import AssayError, ConfigError, InputError
 from assay.core.types import Completion, GenerateConfig, Item, Message, Reference, Unscored
-from assay.engine._eval import EvalResult
+from assay.engine import EvalResult
 from assay.engine.api import EvalResults, InputNote, aevaluate, estimate, evaluate, load_items
 from assay.engine.session import JudgeSession
 from assay.judge.backends import JudgeBackend, get_backend

@@ -48,7 +48,7 @@ RELOCATED: dict[str, str] = {
     "assay.grader_text": "assay.engine.grader_text",
     "assay.session": "assay.engine.session",
     "assay.stages": "assay.engine.stages",
-    "assay._eval": "assay.engine._eval",
+    "assay._eval": "assay.engine",
     "assay.results": "assay.engine.results",
     "assay.api": "assay.engine.api",
     "assay.stats": "assay.analysis.stats",

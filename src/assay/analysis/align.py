@@ -63,7 +63,7 @@ from assay.analysis.align_labels import (  # noqa: F401  (re-exported: the label
     store_labels,
 )
 from assay.core.errors import ConfigError, InputError
-from assay.core.records import ResultRecord
+from assay.core.records import UnitResult
 from assay.store import Store
 
 FORMAT = "assay-alignment"
@@ -448,7 +448,7 @@ def read_alignment(path: str | Path) -> dict[str, Any]:
     return parse(value, str(path))
 
 
-def signal_values(rows: list[ResultRecord], names: Sequence[str]) -> dict[str, dict[str, float | None]]:
+def signal_values(rows: list[UnitResult], names: Sequence[str]) -> dict[str, dict[str, float | None]]:
     """Judge-free signals of every answer (by result key): ROUGE-L, MiniLM cosine. No judge call."""
     from assay.core.registry import build_method
     from assay.core.types import Item
@@ -468,7 +468,7 @@ def signal_values(rows: list[ResultRecord], names: Sequence[str]) -> dict[str, d
     return out
 
 
-def verdict_entries(row: ResultRecord) -> Iterable[tuple[str, str, float]]:
+def verdict_entries(row: UnitResult) -> Iterable[tuple[str, str, float]]:
     """(kind, address, p_judge) of each verdict of a result that carries a probability."""
     for kind, value in row.details.items():
         if isinstance(value, list):
@@ -630,7 +630,7 @@ def fit(store: Store, run_id: str, labels: Labels, *, signals: Sequence[str] = (
 
 # --- applying ---------------------------------------------------------------------------------------
 def aligned_fields(alignment: dict[str, Any], store: Store, run_id: str,
-                   rows: list[ResultRecord] | None = None) -> dict[str, dict[str, Any]]:
+                   rows: list[UnitResult] | None = None) -> dict[str, dict[str, Any]]:
     """Per result key, what the alignment adds beside the raw values: ``aligned_score``,
     ``aligned_verdict`` (pairs, at the fitted tie threshold) and ``p_calibrated`` per verdict
     (``{kind: [p or None, ...]}``). Refused (one line) for a run of another method, prompt or judge."""

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.core.errors import InputError
-from assay.core.records import ResultRecord
+from assay.core.records import UnitResult
 from assay.store import Store
 
 GRADE_PATHS = ("human.grade_correctness",)
@@ -169,7 +169,7 @@ def read_labels(path: str | Path) -> Labels:
     return labels
 
 
-def store_labels(store: Store, run_id: str, rows: list[ResultRecord]) -> Labels:
+def store_labels(store: Store, run_id: str, rows: list[UnitResult]) -> Labels:
     """The review UI's labels of a run: each reviewer's latest 1–5 correctness grade, and each
     verdict a reviewer set (``criteria[0].satisfied`` = 1 or 0) on a verdict with a probability
     (annotations are append-only and read in order, so a later value of an author replaces theirs)."""

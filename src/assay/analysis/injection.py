@@ -30,7 +30,7 @@ from assay.core.errors import ConfigError
 from assay.core.registry import build_method
 from assay.core.report_models import InjectionReport, InjectionRow
 from assay.core.types import Item, Unit, pairs_from_items
-from assay.engine._eval import aevaluate
+from assay.engine import aevaluate
 from assay.judge.backends import JudgeBackend
 from assay.judge.runner import RunnerConfig, canonical_json
 from assay.store import Store
@@ -167,7 +167,7 @@ async def ainjection_audit(items: list[Item], method: str, judge: str | JudgeBac
                            method_options: dict[str, Any] | None = None, guard: str = "redact") -> InjectionReport:
     """Score clean and attacked copies of ``items`` in one (resumable) run and report, per attack
     and metric, the paired difference attacked − clean. ``guard`` is the run's
-    (:func:`assay.engine._eval.guarded`): "redact" measures the shipped defence, "flag" the judge and
+    (:func:`assay.engine.guarded`): "redact" measures the shipped defence, "flag" the judge and
     fence alone. See the module docstring."""
     if not items:
         raise ConfigError("the injection audit needs at least one item")

@@ -45,7 +45,7 @@ from assay.core.method import Method
 from assay.core.registry import build_method
 from assay.core.report_models import MetaDataset, MetaReport, MetaRun, TypedReport
 from assay.data.datasets.adapters import MetaSet
-from assay.engine._eval import aevaluate
+from assay.engine import aevaluate
 from assay.judge.backends import JudgeBackend
 from assay.judge.runner import RunnerConfig, canonical_json
 from assay.store import Store

@@ -15,7 +15,7 @@ from assay.cli.eval import BUDGET_OPT, CONCURRENCY_OPT, RETRIES_OPT, TIMEOUT_OPT
 from assay.cli.kit import console, print_summary
 from assay.core.registry import method_class
 from assay.data.datasets import read_jsonl
-from assay.engine._eval import aevaluate
+from assay.engine import aevaluate
 
 DEFAULT_ANSWERS = 3
 """Three answers to one question (right, a wrong figure, incomplete): their criteria are extracted

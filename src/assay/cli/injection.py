@@ -23,7 +23,7 @@ from assay.cli.kit import console, parse_options
 from assay.core._files import check_output
 from assay.core.registry import item_methods
 from assay.data.datasets import read_items
-from assay.engine._eval import estimate
+from assay.engine import estimate
 
 
 def injection(

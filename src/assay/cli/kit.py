@@ -35,7 +35,7 @@ from assay.core._files import same_file
 from assay.core.errors import BudgetExhausted, ConfigError, InputError, JudgeUnreachable
 from assay.core.method import Method
 from assay.core.types import Item
-from assay.engine._eval import EvalResult, aevaluate, estimate
+from assay.engine import EvalResult, aevaluate, estimate
 from assay.judge.backends import check_judge
 from assay.judge.runner import RunnerConfig
 from assay.store import Store

@@ -24,7 +24,7 @@ from assay.core._files import check_output, same_file
 from assay.core.errors import ConfigError
 from assay.core.registry import build_method, item_methods
 from assay.data.datasets.adapters import adapters, read_labelled
-from assay.engine._eval import estimate
+from assay.engine import estimate
 
 
 def meta(

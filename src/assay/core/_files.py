@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
+from assay.core._load import reject_constant
 from assay.core.errors import ConfigError
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -46,10 +47,11 @@ def _head(path: Path, size: int = 65536) -> bytes:
         return handle.read(size)
 
 
-def written_by_assay(path: Path) -> bool:
+def written_by_assay(path: Path, recognise: Callable[[dict[str, Any]], bool] | None = None) -> bool:
     """Whether an existing file is one assay wrote, judged from its content (not its name):
     a report carries the generator tag; an export's rows start with ``run_id``; a JSON Lines
-    file's first record is one a method recognises as its own (``Method.recognises_output``); a
+    file's first record has a ``run_id`` or is one ``recognise`` (the command's own check, e.g.
+    DeCE's criteria files) takes for its own; a
     JSON result carries assay's ``signature`` or a comparison's ``rows``; a Parquet export has a
     ``run_id`` column."""
     try:
@@ -76,7 +78,7 @@ def written_by_assay(path: Path) -> bool:
         record = json.loads(first)
     except ValueError:
         record = None
-    if isinstance(record, dict) and ("run_id" in record or _a_method_wrote(record)):
+    if isinstance(record, dict) and ("run_id" in record or (recognise is not None and recognise(record))):
         return True
     try:
         whole = json.loads(path.read_text(encoding="utf-8"))
@@ -87,22 +89,10 @@ def written_by_assay(path: Path) -> bool:
     return isinstance(whole, dict) and ("signature" in whole or ("rows" in whole and "unpaired" in whole))
 
 
-def _a_method_wrote(record: dict[str, Any]) -> bool:
-    """Whether a method recognises ``record`` (the first line of a JSON Lines file) as one its
-    commands write (DeCE's criteria files)."""
-    from assay.core.registry import _core as registry
-
-    return any(cls.recognises_output(record) for cls in registry.entries("method").values())
-
-
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a number assay accepts (not JSON)")
-
-
 def loads_finite(text: str | bytes) -> object:
     """``json.loads`` that refuses ``NaN``, ``Infinity`` and ``-Infinity`` (Python's json accepts
     them; they are not JSON and no number assay reads or writes may be one). Raises ValueError."""
-    return json.loads(text, parse_constant=_reject_constant)
+    return json.loads(text, parse_constant=reject_constant)
 
 
 def same_file(a: Path | str, b: Path | str) -> bool:
@@ -120,9 +110,10 @@ def _same(a: Path, b: Path) -> bool:
 
 
 def check_output(path: Path, *, inputs: Iterable[Path | str | None] = (), force: bool = False,
-                 option: str = "--output") -> Path:
+                 option: str = "--output", recognise: Callable[[dict[str, Any]], bool] | None = None) -> Path:
     """Refuse an output path that would destroy something; returns the path. Call it before any
-    work is done, so a refusal costs nothing."""
+    work is done, so a refusal costs nothing. ``recognise``: the command's own test of a JSON
+    Lines record it writes (such a file is replaced without ``--force``)."""
     for source in inputs:
         if source is None or str(source) in ("", ":memory:"):
             continue
@@ -139,7 +130,7 @@ def check_output(path: Path, *, inputs: Iterable[Path | str | None] = (), force:
         if is_sqlite(path):
             raise ConfigError(f"{option} {path}: is an SQLite database (a run store?); assay never "
                               "overwrites one with an export — choose another output path")
-        if not force and not written_by_assay(path):
+        if not force and not written_by_assay(path, recognise):
             raise ConfigError(f"{option} {path}: the file exists and was not written by assay; "
                               "pass --force to replace it")
     return path

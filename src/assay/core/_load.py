@@ -30,7 +30,8 @@ from assay.core.errors import InputError
 M = TypeVar("M", bound=BaseModel)
 
 
-def _reject_constant(name: str) -> float:
+def reject_constant(name: str) -> float:
+    """``parse_constant`` of every JSON read: NaN, Infinity and -Infinity are refused, here only."""
     raise ValueError(f"{name} is not a number assay accepts (not JSON)")
 
 
@@ -67,7 +68,7 @@ def parse_json(text: str, source: str, line: int | None = None) -> Any:
     """A JSON value (finite numbers only); one line naming the line (of the file, or ``line``
     for a JSONL record) and column of a syntax error."""
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, parse_constant=reject_constant)
     except json.JSONDecodeError as exc:
         where = line if line is not None else exc.lineno
         raise InputError(f"malformed JSON: {exc.msg} (column {exc.colno})", source=source, line=where) from None

@@ -244,13 +244,6 @@ class Method(ABC):
         return [dict(scores)] if cls.unit_kind == "item" else None
 
     @classmethod
-    def recognises_output(cls, record: dict[str, Any]) -> bool:
-        """Whether ``record``, the first line of a JSON Lines file, is one of the files the
-        method's own commands write: such a file may be replaced by a command's output without
-        ``--force`` (see the output-file rules)."""
-        return False
-
-    @classmethod
     def pair_verdict(cls, details: dict[str, Any]) -> tuple[str, float | None, str | None, str | None] | None:
         """A pairwise method's verdict on one pair from its evidence: (``A`` | ``B`` | ``Tie``,
         its confidence, the kind of decision, what decided it), or None (no verdict: not a

@@ -74,9 +74,6 @@ class Edit(BaseModel):
         return self.path.startswith("human.")
 
 
-Annotation = Edit
-"""The review layer's name for an edit (``Store.annotate`` records one)."""
-
 
 class Score(BaseModel):
     """One metric of a unit's result as a reader sees it: the current value (the last edit's, else
@@ -145,8 +142,6 @@ class UnitResult(BaseModel):
         KeyError or IndexError when the path leads nowhere."""
         return resolve(self.scores, self.details, path)
 
-    original = resolve
-
     def edits(self, path: str | None = None) -> list[Edit]:
         """The edits (of ``path`` only, if given), oldest first."""
         return [e for e in self.history if path is None or e.path == path]
@@ -179,7 +174,18 @@ class UnitResult(BaseModel):
         return [self.score(name) for name in self.scores]
 
 
-ResultRecord = UnitResult
+_RENAMED = {"ResultRecord": "UnitResult", "Annotation": "Edit"}
+
+
+def __getattr__(name: str) -> object:
+    # the names of assay 0.2, for one release
+    if name in _RENAMED:
+        import warnings
+
+        warnings.warn(f"assay.core.records.{name} is now {_RENAMED[name]}; the old name works until assay 0.4",
+                      DeprecationWarning, stacklevel=2)
+        return globals()[_RENAMED[name]]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 """The result type's former name."""
 
 

@@ -13,7 +13,7 @@ message is the same one line the command line prints, never a raw validation err
 The default method: ``method`` defaults to ``"dece"`` here (:func:`evaluate`, :func:`aevaluate`,
 :func:`estimate`) and in the pytest plugin's ``assay_eval`` fixture, as documented since the first
 release, so that code written against them keeps working. The engine under them
-(:func:`assay.engine._eval.aevaluate`, :func:`assay.engine._eval.estimate`) has no default: every other caller
+(:func:`assay.engine.aevaluate`, :func:`assay.engine.estimate`) has no default: every other caller
 (the command line, meta-evaluation, the injection audit, the tournament) names its method, and a
 default lives only at these user-facing doors.
 """
@@ -30,7 +30,7 @@ from assay.core.errors import AssayError, ConfigError, InputError
 from assay.core.method import CallEstimate
 from assay.core.types import Item
 from assay.data.datasets._io import _items_from, input_notes, read_dataframe, read_items, reset_notes
-from assay.engine import _eval
+from assay.engine import evaluate as scheduler
 from assay.engine.results import EvalResult
 
 
@@ -131,14 +131,14 @@ async def aevaluate(data: Any, method: str | Any = "dece", judge: Any = "llamacp
             raise ConfigError("methods must be a non-empty list of method names")
         if len(set(methods)) != len(methods):
             raise ConfigError(f"methods names one twice: {methods}")
-        return EvalResults({m: await _eval.aevaluate(items, m, judge, **options) for m in methods})
-    return await _eval.aevaluate(items, method, judge, **options)
+        return EvalResults({m: await scheduler.aevaluate(items, m, judge, **options) for m in methods})
+    return await scheduler.aevaluate(items, method, judge, **options)
 
 
 def estimate(items: Iterable[Item | dict[str, Any]], method: str | Any = "dece",
              **method_options: Any) -> CallEstimate:
     """Dry run: estimated judge calls and tokens, without calling any judge."""
-    return _eval.estimate(items, method, **method_options)
+    return scheduler.estimate(items, method, **method_options)
 
 
 def evaluate(data: Any, method: str | Any = "dece", judge: Any = "llamacpp/default", *,

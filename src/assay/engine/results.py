@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assay.core.records import ResultRecord
+from assay.core.records import UnitResult
 from assay.store import Store
 
 if TYPE_CHECKING:
@@ -20,10 +20,10 @@ if TYPE_CHECKING:
 __all__ = ["EvalResult", "summarize"]
 
 
-def summarize(rows: list[ResultRecord], metrics: Iterable[str]) -> dict[str, Any]:
+def summarize(rows: list[UnitResult], metrics: Iterable[str]) -> dict[str, Any]:
     """Per metric: n scored, n unscored, mean, median, sd, min, max — overall and per system.
     Unscored results are excluded from the statistics and counted."""
-    def block(subset: list[ResultRecord]) -> dict[str, Any]:
+    def block(subset: list[UnitResult]) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for metric in metrics:
             values = [r.scores.get(metric) for r in subset]
@@ -87,7 +87,7 @@ class EvalResult:
                 + (f" · {means}" if means else "") + (f" · {unscored} unscored" if unscored else "") + ">")
 
     @property
-    def rows(self) -> list[ResultRecord]:
+    def rows(self) -> list[UnitResult]:
         return self.store.results(self.run_id)
 
     def summary(self) -> dict[str, Any]:

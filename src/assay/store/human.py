@@ -11,15 +11,15 @@ here names a method: a method reads its own annotations (its ``review_context`` 
 
 from __future__ import annotations
 
-from assay.core.records import Annotation
+from assay.core.records import Edit
 
 GRADES = ("human.grade_correctness", "human.grade_relevance")
 """The reviewer's grades of an answer, on the 1–5 scale (5: completely correct / relevant)."""
 
 
-def latest(annotations: list[Annotation], author: str | None = None) -> dict[str, Annotation]:
+def latest(annotations: list[Edit], author: str | None = None) -> dict[str, Edit]:
     """The latest annotation per address (of ``author`` only, if given)."""
-    out: dict[str, Annotation] = {}
+    out: dict[str, Edit] = {}
     for a in annotations:
         if author is None or a.author == author:
             out[a.path] = a

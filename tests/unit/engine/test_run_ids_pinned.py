@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from assay.core.types import Item
-from assay.engine._eval import run_id_for
+from assay.engine import run_id_for
 from assay.methods.baselines import Claims, GEval, Pointwise
 from assay.methods.caseaware import CaseAware
 from assay.methods.dece import CriteriaSet, DeCE, DeCEConfig

@@ -23,7 +23,7 @@ def test_every_benchmark_is_listed() -> None:
 def test_a_benchmark_imports_and_its_help_builds(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     module = importlib.import_module(f"benchmarks.{name}")
     source = Path(module.__file__ or "").read_text(encoding="utf-8")
-    for private in ("JudgeClient(", "LlamaCppBackend(", "assay.engine._eval", "._expert(", "_majority"):
+    for private in ("JudgeClient(", "LlamaCppBackend(", "assay.engine.evaluate", "._expert(", "_majority"):
         assert private not in source, f"{name} uses {private}"
     monkeypatch.setattr(sys, "argv", [f"{name}.py", "--help"])
     out = io.StringIO()

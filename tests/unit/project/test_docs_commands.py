@@ -129,6 +129,7 @@ class SchemaJudge(JudgeBackend):
     async def generate(self, messages: list[Message], config: GenerateConfig) -> Completion:
         import json
 
+        STAND_IN_CALLS.append(self.name)
         usage = Usage(prompt_tokens=sum(len(m.content) for m in messages) // 4, completion_tokens=8)
         if config.labels:
             probs = {label: (0.9 if n == 0 else 0.1 / (len(config.labels) - 1)) for n, label in
@@ -147,15 +148,57 @@ class SchemaJudge(JudgeBackend):
                           logprobs=logprobs)
 
 
-@pytest.fixture
-def judges(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every provider a page may name answers with :class:`SchemaJudge` (in this process)."""
-    from assay.judge.backends import _registry
+RECORDINGS = ROOT / "docs" / "recordings"
+"""The embedded judge's recorded answers, a file per page: ``DOCS_JUDGE=record pytest -p no:xdist
+tests/unit/project/test_docs_commands.py`` runs every page's commands with the real judge
+(``llamacpp/...``) and writes them; otherwise they are replayed, so the outputs shown are the
+real judge's, reproduced offline."""
 
+STAND_IN_CALLS: list[str] = []
+"""Calls answered by :class:`SchemaJudge` (a judge the pages name but this machine cannot reach)."""
+
+
+@pytest.fixture
+def judges(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """``llamacpp/...`` answers from the page's recording of the real embedded judge (or, with
+    ``DOCS_JUDGE=record``, is the real judge, recorded); ``openai/...`` and ``litellm/...``, which
+    need a server or a key, answer with :class:`SchemaJudge` — no output shown on a page may come
+    from those. Yields the recording's path."""
+    from assay.judge.backends import _registry
+    from assay.judge.backends._recording import Recording, RecordingJudge, ReplayJudge
+
+    page = request.node.callspec.params.get("page") if hasattr(request.node, "callspec") else None
+    python = "python" in request.node.originalname
+    path = RECORDINGS / f"{page.stem if page else 'README'}{'-python' if python else ''}.json"
+    recording = Recording(path)
+    record = os.environ.get("DOCS_JUDGE") == "record"
+    if record:
+        recording.calls.clear()
     _registry.providers()  # the built-ins are registered first, so these replace them
-    for provider in ("llamacpp", "openai", "litellm"):
+    real = _registry._PROVIDERS["llamacpp"]
+    replays: list[ReplayJudge] = []
+
+    def embedded(model: str, options: dict[str, Any]) -> JudgeBackend:
+        if record:
+            return RecordingJudge(real(model, options), recording)
+        replay = ReplayJudge(f"llamacpp/{model}", recording)
+        replays.append(replay)
+        return replay
+
+    def stand_in(model: str, options: dict[str, Any], provider: str) -> JudgeBackend:
+        return SchemaJudge(f"{provider}/{model}")
+
+    monkeypatch.setitem(_registry._PROVIDERS, "llamacpp", embedded)
+    for provider in ("openai", "litellm"):
         monkeypatch.setitem(_registry._PROVIDERS, provider,
-                            lambda model, options, provider=provider: SchemaJudge(f"{provider}/{model}"))
+                            lambda model, options, provider=provider: stand_in(model, options, provider))
+    yield path
+    if record and recording.calls:
+        recording.save()
+    missed = sorted({key for replay in replays for key in replay.misses})
+    assert not missed, (f"{path.relative_to(ROOT)} has no answer for {len(missed)} judge calls: the prompts or the "
+                        f"examples changed; record again: DOCS_JUDGE=record pytest -p no:xdist "
+                        f"tests/unit/project/test_docs_commands.py")
 
 
 # --- the pages --------------------------------------------------------------------------------------
@@ -300,7 +343,7 @@ def run_ui(words: list[str], cwd: Path) -> tuple[int, str]:
 
 @pytest.mark.parametrize(("page", "cmds"), page_commands(), ids=lambda v: v.name if isinstance(v, Path) else "")
 def test_every_command_of_the_page_runs_as_written(page: Path, cmds: list[tuple[int, list[str]]], tmp_path: Path,
-                                                   judges: None, monkeypatch: pytest.MonkeyPatch,
+                                                   judges: Path, monkeypatch: pytest.MonkeyPatch,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     for name in [k for k in os.environ if k.startswith("ASSAY_")]:
         monkeypatch.delenv(name)
@@ -331,7 +374,11 @@ def test_every_command_of_the_page_runs_as_written(page: Path, cmds: list[tuple[
             assert line not in shown, f"{where}: the page shows an output of assay ui, which runs until stopped"
             code, out, err = (*run_ui(words, cwd), "")
         else:
+            before = len(STAND_IN_CALLS)
             code, out, err = run_in_process(words, cwd, capsys)
+            assert line not in shown or len(STAND_IN_CALLS) == before, (
+                f"{where}: the page shows this output, but a judge this test cannot reach answered it "
+                f"(a stand-in): show only outputs of the embedded judge")
         allowed = (0, 1) if shlex.join(words).startswith(MAY_EXIT_1) else (0,)
         assert code in allowed, f"{where}\nexit {code}:\n{(out + err)[-3000:]}"
         printed[line] = printed.get(line, "") + out
@@ -400,14 +447,14 @@ PYTHON_PAGES = [page for page in PAGES if page.name != "README.md" and any(block
 
 
 @pytest.mark.parametrize("page", PYTHON_PAGES, ids=lambda v: v.name)
-def test_the_python_of_the_page_runs(page: Path, tmp_path: Path, judges: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_python_of_the_page_runs(page: Path, tmp_path: Path, judges: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in [k for k in os.environ if k.startswith("ASSAY_")]:
         monkeypatch.delenv(name)
     monkeypatch.chdir(workdir(tmp_path))
     run_python(page, tmp_path)
 
 
-def test_the_readme_python_runs(tmp_path: Path, judges: None, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_readme_python_runs(tmp_path: Path, judges: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The README's Python blocks, in order, in one namespace (``bot`` is the reader's chatbot: here
     it answers with the reference)."""
     for name in [k for k in os.environ if k.startswith("ASSAY_")]:

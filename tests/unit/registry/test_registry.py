@@ -10,7 +10,7 @@ import pytest
 import assay
 from assay.core.errors import ConfigError
 from assay.core.registry import build_method, method_class, methods, register_method
-from assay.engine._eval import aevaluate
+from assay.engine import aevaluate
 from assay.judge.runner import RunnerConfig
 from assay.methods.lexical import RougeL
 from assay.store import Store

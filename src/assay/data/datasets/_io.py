@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from assay.core._load import decode, jsonl_records, load_json, read_bytes
+from assay.core._load import decode, jsonl_records, load_json, read_bytes, reject_constant
 from assay.core.errors import InputError
 from assay.core.types import Item
 
@@ -253,7 +253,7 @@ def _row_to_dict(row: dict[str, Any], source: str, line: int) -> dict[str, Any]:
             continue  # empty cell: field absent
         if key in _JSON_COLUMNS and isinstance(value, str) and value.strip()[:1] in ("{", "["):
             try:
-                value = json.loads(value, parse_constant=_reject_constant)
+                value = json.loads(value, parse_constant=reject_constant)
             except json.JSONDecodeError as exc:
                 raise InputError(f"cell is not valid JSON: {exc.msg}", source=source, line=line,
                                  field=key) from exc
@@ -344,10 +344,6 @@ def read_json(path: str | Path) -> list[Item]:
     for number, record in enumerate(data, 1):
         items.extend(_items_from(record, source, number))
     return items
-
-
-def _reject_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a number assay accepts")
 
 
 def read_items(path: str | Path) -> list[Item]:

@@ -239,10 +239,6 @@ class DeCE(DeCEPrompts, Method):
         earlier = type(self)(self.config.model_copy(update={"verdicts": "hard"}), criteria=self.frozen)
         return [(earlier, "generated verdicts (--verdicts hard), the default before assay 0.2")]
 
-    @classmethod
-    def recognises_output(cls, record: dict[str, Any]) -> bool:
-        return {"criteria", "original"} <= set(record)  # a criteria file (assay dece criteria extract)
-
     def reads_label_probs(self) -> bool:
         return self.config.verdicts == "direct"  # --verdicts direct
 

@@ -29,6 +29,7 @@ from assay.data.datasets import read_items
 from assay.engine.session import JudgeSession
 from assay.engine.stages import StageResult, run_stage
 from assay.methods import build_method
+from assay.methods.dece.criteria import is_criteria_record
 
 app = typer.Typer(help="DeCE tools.", no_args_is_help=True)
 criteria_app = typer.Typer(help="Extract criteria for expert review.", no_args_is_help=True)
@@ -61,7 +62,7 @@ def extract(
     Edit the "criteria" lists (change, delete, add), keep "original" as it is, then run
     `assay eval dece DATA --criteria FILE`: the store marks which criteria were edited.
     """
-    check_output(output, inputs=[data, cache], force=force)
+    check_output(output, inputs=[data, cache], force=force, recognise=is_criteria_record)
     items = read_items(data)
     if limit is not None:
         items = items[:limit]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -63,3 +64,9 @@ def load_criteria_file(path: str | Path) -> dict[str, CriteriaSet]:
     if not sets:
         raise InputError("the criteria file is empty", source=str(path))
     return sets
+
+
+def is_criteria_record(record: dict[str, Any]) -> bool:
+    """Whether ``record`` (a JSON Lines file's first) is a criteria file's (``assay dece criteria
+    extract``): the command replaces such a file without ``--force``."""
+    return {"criteria", "original"} <= set(record)

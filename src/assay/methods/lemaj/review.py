@@ -23,7 +23,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from assay.core.records import Annotation
+from assay.core.records import Edit
 from assay.core.registry import add
 from assay.core.views import GradeScale, ReviewView
 from assay.judge.embeddings import Matcher, match
@@ -65,7 +65,7 @@ missing point added (each posted as the annotation checked by :func:`check_edit`
 
 
 def reviewed_ldps(response: str, ldps: list[dict[str, Any]],
-                  annotations: dict[str, Annotation]) -> list[dict[str, Any]]:
+                  annotations: dict[str, Edit]) -> list[dict[str, Any]]:
     """One reviewer's version of the judge's LDPs: tag overrides, splits, merges, added missing
     points. Each LDP says where it came from (``origin``: judge, split, merge, human)."""
     edited = [{**d, "origin": "judge", "index": i} for i, d in enumerate(ldps)]
@@ -142,7 +142,7 @@ def check_edit(path: str, value: Any) -> None:
             raise AnnotationRefused(f"{path} takes {{\"ldps\": [i, j]}} with integers ≥ 0")
 
 
-def reviewer_scores(response: str, ldps: list[dict[str, Any]], annotations: dict[str, Annotation],
+def reviewer_scores(response: str, ldps: list[dict[str, Any]], annotations: dict[str, Edit],
                     beta: float = 1.0) -> dict[str, Any]:
     """What one reviewer's annotations of one answer say: Table 8 grades as 0–1 scores, and —
     when the reviewer touched the LDPs — LeMAJ scores from the reviewed tags."""
@@ -160,7 +160,7 @@ def reviewer_scores(response: str, ldps: list[dict[str, Any]], annotations: dict
     return out
 
 
-def agreement(rows: list[dict[str, Any]], annotations: list[Annotation]) -> dict[str, Any] | None:
+def agreement(rows: list[dict[str, Any]], annotations: list[Edit]) -> dict[str, Any] | None:
     """Inter-annotator agreement per LeMAJ Table 4 between the first two reviewers who annotated
     the same answers: the share of answers they scored the same, from their 5-point grades
     ("manual") and from scores derived from their LDP tags, floored to the quarter ("LeMAJ")."""
@@ -170,7 +170,7 @@ def agreement(rows: list[dict[str, Any]], annotations: list[Annotation]) -> dict
     if len(authors) < 2:
         return None
     first, second = authors[:2]
-    by_unit: dict[str, list[Annotation]] = {}
+    by_unit: dict[str, list[Edit]] = {}
     for a in annotations:
         by_unit.setdefault(a.unit_key, []).append(a)
     pairs: dict[str, list[tuple[float, float]]] = {}

@@ -17,7 +17,7 @@ from assay.core.errors import ConfigError, InputError
 from assay.core.registry import build_method, method_class
 from assay.core.types import Item
 from assay.data.datasets import read_items
-from assay.engine._eval import aevaluate, as_result, check_items
+from assay.engine import aevaluate, as_result, check_items
 from assay.judge.runner import RunnerConfig
 
 

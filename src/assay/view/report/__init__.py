@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
@@ -14,18 +14,8 @@ from assay._version import __version__
 from assay.core._files import atomic_write_text
 from assay.core.registry import methods
 
-
-class EvalResult(Protocol):
-    """What the report reads of a run's result (:class:`assay.engine.results.EvalResult`)."""
-
-    run: Any
-    store: Any
-    method: str
-    metrics: list[str]
-
-    def records(self) -> list[dict[str, Any]]: ...
-
-    def summary(self) -> dict[str, Any]: ...
+if TYPE_CHECKING:  # the one result type; EvalResult.report() imports this module when called
+    from assay.engine.results import EvalResult
 
 
 def _fmt(value: Any) -> str:

@@ -73,7 +73,7 @@ def test_a_swiss_tournament_ranks_by_strength_and_round_robin_reuses_its_judgmen
 
 
 def _result(record):  # a stored result as the engine hands it to the scheduler
-    from assay.engine._eval import _as_result
+    from assay.engine import as_result as _as_result
     return _as_result(record)
 
 
