@@ -34,6 +34,7 @@ from assay.cli._help import EXPERT, HELP_ALL_SEP, help_all_option
 from assay.core._files import same_file
 from assay.core.errors import BudgetExhausted, ConfigError, InputError, JudgeUnreachable
 from assay.core.method import Method
+from assay.core.registry import method_class
 from assay.core.types import Item
 from assay.engine import EvalResult, aevaluate, estimate
 from assay.judge.backends import check_judge
@@ -684,6 +685,9 @@ def run_method(items: list, method: str, options: dict, *, judge: str, judge_opt
     for note in result.notes:
         err_console.print(f"note: {note}", highlight=False, soft_wrap=True)
     print_summary(result.summary(), result.metrics)
+    method_lines = getattr(method_class(result.method), "summary_lines", None)  # an optional hook
+    for line in method_lines(result.records()) if callable(method_lines) else []:
+        console.print(line, soft_wrap=True, highlight=False)
     stats = result.client_stats
     assert stats is not None
     if result.was_finished:

@@ -227,6 +227,11 @@ class Dice(Method):
                  "one order and three-way verdicts, the defaults before assay 0.2")]
 
     @classmethod
+    def summary_lines(cls, rows: list[dict[str, Any]]) -> list[str]:
+        """Lines the run summary prints under its table (an optional hook of a method)."""
+        return summary_lines(rows)
+
+    @classmethod
     def report_section(cls, rows: list[dict[str, Any]]) -> ReportSection | None:
         return ReportSection(section=method_template("section.html.j2", __name__),
                              item=method_template("item.html.j2", __name__),
@@ -411,7 +416,8 @@ class Dice(Method):
         details.update(p_a=p["A"], p_b=p["B"], p_tie=p["Tie"], margin=margin(p), decision=decision,
                        verdict=(forced or "Tie") if self.config.verdict_rule == "forced_choice" else three_way,
                        verdict_rule=self.config.verdict_rule, verdict_argmax=three_way, tau=self.config.tau,
-                       forced_choice_a=p["A"] / both if both > 0 else None, forced_choice=forced)
+                       forced_choice_a=p["A"] / both if both > 0 else None, forced_choice=forced,
+                       forced_choice_margin=abs(p["A"] - p["B"]) / both if both > 0 else None)
         return ItemResult(scores={"score_a": score_a, "score_b": score_b}, details=details, call_keys=call_keys)
 
 
@@ -419,6 +425,26 @@ def hierarchy_winner(class_a: str, class_b: str) -> str | None:
     """"A" or "B" when the §3.1 hierarchy ranks one class above the other, None for the same class."""
     rank_a, rank_b = CLASSES.index(class_a), CLASSES.index(class_b)  # CLASSES is best first
     return None if rank_a == rank_b else ("A" if rank_a < rank_b else "B")
+
+
+def summary_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """What the run summary adds for pairs: how often the answer shown first won a single order
+    (position bias), and how decided the forced choices are (their margins)."""
+    section = dice_section(rows)
+    lines = []
+    first_wins = [w for r in rows if r.get("verdict") is not None for w in r.get("first_position_won") or []]
+    if first_wins:
+        lines.append(f"position: the answer shown first won {sum(first_wins)} of {len(first_wins)} single orders "
+                     f"({sum(first_wins) / len(first_wins):.0%}; 50% is no bias); the verdict held across the swap "
+                     f"in {section['consistent']} of {section['swapped']} pair(s)")
+    margins = sorted(r["forced_choice_margin"] for r in rows if r.get("forced_choice_margin") is not None)
+    if margins:
+        median = margins[len(margins) // 2] if len(margins) % 2 else (margins[len(margins) // 2 - 1]
+                                                                       + margins[len(margins) // 2]) / 2
+        close = sum(1 for m in margins if m < 0.1)
+        lines.append(f"forced choice: margin |P(A) - P(B)| / (P(A) + P(B)) median {median:.2f}, smallest "
+                     f"{margins[0]:.2f}; {close} of {len(margins)} pair(s) under 0.10 (a near coin flip)")
+    return lines
 
 
 def dice_section(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -442,6 +468,8 @@ def dice_section(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "consistent_share": (sum(1 for r in swapped_rows if r["position_consistent"]) / len(swapped_rows)
                              if swapped_rows else None),
         "first_share": sum(first_wins) / len(first_wins) if first_wins else None,
+        "first_wins": sum(first_wins), "single_orders": len(first_wins),
+        "fc_margins": sorted(r["forced_choice_margin"] for r in scored if r.get("forced_choice_margin") is not None),
         "labels": ["A", "B", "Tie"], "confusion": None, "ranking": None, "bar": {}}
     human = [(str((r.get("human") or {}).get("winner", "")).capitalize().replace("Tie", "Tie"), r["verdict"])
              for r in scored if (r.get("human") or {}).get("winner")]
