@@ -51,10 +51,12 @@ class Recording:
 
 
 class RecordingJudge(JudgeBackend):
-    """``inner``'s answers, each written to ``recording`` (call :meth:`Recording.save` at the end)."""
+    """``inner``'s answers, each written to ``recording`` (call :meth:`Recording.save` at the end).
+    ``keep``: a call the recording already answers is answered from it (``inner`` is asked only
+    for the calls it lacks: recording again after a change costs only the changed calls)."""
 
-    def __init__(self, inner: JudgeBackend, recording: Recording) -> None:
-        self.inner, self.recording = inner, recording
+    def __init__(self, inner: JudgeBackend, recording: Recording, *, keep: bool = False) -> None:
+        self.inner, self.recording, self.keep = inner, recording, keep
         self.name = inner.name
         self.capabilities = inner.capabilities
         self.max_concurrency = inner.max_concurrency
@@ -65,8 +67,11 @@ class RecordingJudge(JudgeBackend):
         return self.inner.identity()
 
     async def generate(self, messages: list[Message], config: GenerateConfig) -> Completion:
+        key = request_key(self.name, messages, config)
+        if self.keep and key in self.recording.calls:
+            return Completion.model_validate(self.recording.calls[key])
         completion = await self.inner.generate(messages, config)
-        self.recording.calls[request_key(self.name, messages, config)] = completion.model_dump(mode="json")
+        self.recording.calls[key] = completion.model_dump(mode="json")
         return completion
 
     async def aclose(self) -> None:
