@@ -158,8 +158,6 @@ outputs shown are the real judge's, reproduced offline."""
 RECORDING_PENDING = {
     "caseaware.md": "recording its two runs of the case-aware judge takes about 50 minutes; not done yet",
     "premise.md": "recording the rubric workflows (audit, discovery, repair) has not been done yet",
-    "dece.md": "being recorded",
-    "lemaj.md": "being recorded",
 }
 """Pages whose shown outputs still come from the stand-in judge, each saying so in its text, with
 the reason they are not recorded. Every other page's shown outputs are the embedded judge's."""
