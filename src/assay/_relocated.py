@@ -2,7 +2,7 @@
 gives the module at its new place (``assay.judge.runner``) — the same module object, so a
 patch through either name patches both.
 
-assay 0.3 moved its 37 top-level modules into ten packages (``core``, ``store``, ``judge``,
+After assay 0.2.0, assay moved its 37 top-level modules into ten packages (``core``, ``store``, ``judge``,
 ``data``, ``engine``, ``analysis``, ``exchange``, ``view``, ``cli``, ``methods``). Plug-ins and
 users' code that import the old paths keep working until 0.4 through :data:`RELOCATED`, which
 :func:`install` reads once, when ``assay`` is imported. (Inspect AI's

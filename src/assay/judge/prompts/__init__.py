@@ -62,7 +62,7 @@ def load_prompt(name: str, package: str | None = None) -> Prompt:
     manifest, so an edited prompt file makes a new run id.
 
     Without ``package``, ``"dece/criteria_extraction"`` names a built-in method's prompt (the
-    spelling before assay 0.3, when they lived in ``assay/prompts/<method>/``)."""
+    spelling of assay 0.2.0, when they lived in ``assay/prompts/<method>/``)."""
     if package is None:
         method, _, file = name.partition("/")
         package, name = f"assay.methods.{method}", f"prompts/{file}"
