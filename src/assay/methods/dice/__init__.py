@@ -430,14 +430,13 @@ def hierarchy_winner(class_a: str, class_b: str) -> str | None:
 def summary_lines(rows: list[dict[str, Any]]) -> list[str]:
     """What the run summary adds for pairs: how often the answer shown first won a single order
     (position bias), and how decided the forced choices are (their margins)."""
-    section = dice_section(rows)
+    section = dice_section(rows)  # the report's counts: one computation for both
     lines = []
-    first_wins = [w for r in rows if r.get("verdict") is not None for w in r.get("first_position_won") or []]
-    if first_wins:
-        lines.append(f"position: the answer shown first won {sum(first_wins)} of {len(first_wins)} single orders "
-                     f"({sum(first_wins) / len(first_wins):.0%}; 50% is no bias); the verdict held across the swap "
+    if section["single_orders"]:
+        lines.append(f"position: the answer shown first won {section['first_wins']} of {section['single_orders']} "
+                     f"single orders ({section['first_share']:.0%}; 50% is no bias); the verdict held across the swap "
                      f"in {section['consistent']} of {section['swapped']} pair(s)")
-    margins = sorted(r["forced_choice_margin"] for r in rows if r.get("forced_choice_margin") is not None)
+    margins = section["fc_margins"]
     if margins:
         median = margins[len(margins) // 2] if len(margins) % 2 else (margins[len(margins) // 2 - 1]
                                                                        + margins[len(margins) // 2]) / 2
