@@ -190,7 +190,7 @@ def judges(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> I
 
     def embedded(model: str, options: dict[str, Any]) -> JudgeBackend:
         if record:
-            return RecordingJudge(real(model, options), recording, keep=mode == "extend")
+            return RecordingJudge(real(model, options), recording, keep=True)  # a call asked twice is asked once
         if not path.exists():  # a page not recorded yet: its commands run, no output of theirs may be shown
             return SchemaJudge(f"llamacpp/{model}")
         replay = ReplayJudge(f"llamacpp/{model}", recording)
