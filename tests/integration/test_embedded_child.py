@@ -63,6 +63,9 @@ def test_doctor_runs_a_forward_pass_and_reports_the_build(tmp_path: Path) -> Non
     assert "forward" in out and "ok" in out
     tokens = int(out.split("forward")[1].split("prompt tokens")[0])
     assert tokens >= 64
+    # generation is timed on its own tokens (the reading of the call's new prompt tail is taken out)
+    generated = int(out.split("generate")[1].split("tokens")[0])
+    assert 0 < generated <= 32 and "tokens/s" in out.split("generate")[1].splitlines()[0]
 
 
 def test_doctor_says_what_happened_when_the_model_cannot_run(tmp_path: Path) -> None:
