@@ -98,6 +98,16 @@ class DiceConfig(BaseModel):
     """analysis: the written analysis (stage I), then the decision read after it (stage II).
     direct: no analysis; the decision A, B or Tie is read from one forward pass over the two
     answers (a judge that gives label probabilities), far cheaper, without the class hierarchy."""
+    focus: Literal["rag", "instruction"] = "rag"
+    """What the direct decision weighs first (direct verdicts only). rag: accuracy against the
+    reference and the retrieved passages, then completeness (DICE's hierarchy). instruction: whether
+    each answer does exactly what the instruction asks, before correctness and helpfulness, with
+    length and polish given no credit — the rule set of LLMBar (Zeng et al., arXiv:2310.07641) for
+    pairs where an answer that ignores the instruction is made to look better."""
+    judge_reference: bool = False
+    """When a pair has no reference answer, the judge first writes a short answer of its own (one
+    generated call per pair, shared by both orders) and the decision is shown it as a guide,
+    marked as the judge's (LLMBar's self-generated reference)."""
     max_analysis_chars: int = Field(default=600, ge=50)
     """maxLength of each analysis field (small models loop without a bound)."""
     seed: int = 0
@@ -171,7 +181,8 @@ class Dice(Method):
     metrics: ClassVar[tuple[str, ...]] = ("score_a", "score_b")
     version: ClassVar[str] = "1"
     config_model: ClassVar[type[BaseModel] | None] = DiceConfig
-    cli_main: ClassVar[tuple[str, ...] | None] = ('domain', 'swap', 'verdict_rule', 'hierarchy', 'samples', 'verdicts')
+    cli_main: ClassVar[tuple[str, ...] | None] = ('domain', 'swap', 'verdict_rule', 'hierarchy', 'samples', 'verdicts',
+                                                 'focus', 'judge_reference')
     primary_metric: ClassVar[str | None] = "score_a"
     compact_columns: ClassVar[tuple[str, ...]] = ("system_a", "system_b", "verdict", "p_a", "p_b", "p_tie",
                                                   "score_a", "score_b", "decision", "decided_by")
@@ -187,8 +198,14 @@ class Dice(Method):
     def __init__(self, config: DiceConfig | None = None) -> None:
         self.config = config or DiceConfig()
         self.domain = load_domain(self.config.domain)
-        names = ("decision_direct",) if self.config.verdicts == "direct" else ("analysis", "decision")
+        if self.config.focus == "instruction" and self.config.verdicts != "direct":
+            raise ConfigError("DICE's focus 'instruction' is a direct decision: use it with --verdicts direct")
+        direct = "decision_direct_instruction" if self.config.focus == "instruction" else "decision_direct"
+        names = (direct,) if self.config.verdicts == "direct" else ("analysis", "decision")
+        if self.config.judge_reference:
+            names = (*names, "reference_answer")
         self.prompts = {name: load_prompt(f"prompts/{name}", package=__package__) for name in names}
+        self.direct_prompt = direct
 
     @classmethod
     def per_answer_scores(cls, scores: dict[str, Any]) -> list[dict[str, Any]]:
@@ -213,6 +230,9 @@ class Dice(Method):
             del config["verdicts"]
         if config["verdict_rule"] == "argmax":  # likewise: argmax is how every earlier run read its verdict
             del config["verdict_rule"]
+        for added, default in (("focus", "rag"), ("judge_reference", False)):  # added in 0.2.1: same run ids
+            if config[added] == default:
+                del config[added]
         return {"config": config, "prompt_sha256": {k: p.sha256 for k, p in self.prompts.items()},
                 "domain_sha256": self.domain["sha256"]}
 
@@ -267,21 +287,32 @@ class Dice(Method):
     def estimate(self, items: list[Item]) -> CallEstimate:
         pairs = pairs_from_items(items)
         orders = 2 if self.config.swap else 1
+        own = CallEstimate()
+        if self.config.judge_reference:  # the judge's own answer: one generated call per pair without a reference
+            bare = [p for p in pairs if p.items[0].reference is None]
+            own = CallEstimate(calls=len(bare), prompt_tokens=sum(len(p.items[0].query) // 4 + 120 for p in bare),
+                               completion_tokens=150 * len(bare))
         if self.config.verdicts == "direct":  # one label call per order, nothing generated
             prompt = sum(len(p.items[0].query) + sum(len(i.response) for i in p.items) for p in pairs) // 4 + 350
-            return CallEstimate(calls=len(pairs) * orders, prompt_tokens=prompt * orders, completion_tokens=0)
+            return own + CallEstimate(calls=len(pairs) * orders, prompt_tokens=prompt * orders, completion_tokens=0)
         per_order = 1 + (self.config.samples if self.config.probabilities == "samples" else 1)
         prompt = sum(len(p.items[0].query) + sum(len(i.response) for i in p.items) for p in pairs) // 4 + 700
-        return CallEstimate(calls=len(pairs) * orders * per_order, prompt_tokens=prompt * orders * per_order,
-                            completion_tokens=len(pairs) * orders * (450 + 8 * per_order))
+        return own + CallEstimate(calls=len(pairs) * orders * per_order, prompt_tokens=prompt * orders * per_order,
+                                  completion_tokens=len(pairs) * orders * (450 + 8 * per_order))
 
     # rendering ---------------------------------------------------------------------------------
-    def _fields(self, first: Item, second: Item) -> dict[str, str]:
-        """What the prompts show of one order: the question, the reference, each answer and its passages."""
+    def _fields(self, first: Item, second: Item, own: str | None = None) -> dict[str, str]:
+        """What the prompts show of one order: the question, the reference, each answer and its
+        passages. ``own``: the judge's own answer, shown when the pair has no reference."""
         def passages(item: Item) -> str:
             return "\n\n".join(f"[{n}] {c.text.strip()}" for n, c in enumerate(item.contexts, 1)) or "(none)"
-        reference = (fence("reference", first.reference.full_text()) if first.reference is not None
-                     else "<reference>\n(no reference answer given)\n</reference>")
+        if first.reference is not None:
+            reference = fence("reference", first.reference.full_text())
+        elif own is not None:
+            reference = ("A reference answer written by the judge itself (a guide, not checked; it may be wrong):\n"
+                         + fence("reference", own))
+        else:
+            reference = "<reference>\n(no reference answer given)\n</reference>"
         return {"expert": str(self.domain["expert"]), "query": _inner(first.query), "reference": reference,
                 "answer_a": _inner(first.response), "contexts_a": _inner(passages(first)),
                 "answer_b": _inner(second.response), "contexts_b": _inner(passages(second))}
@@ -302,9 +333,22 @@ class Dice(Method):
         return {"type": "object", "additionalProperties": False, "required": ["verdict"],
                 "properties": {"verdict": {"type": "string", "enum": list(LABELS)}}}
 
-    async def _judge_order_direct(self, first: Item, second: Item, client: JudgeClient) -> dict[str, Any] | Unscored:
+    async def _own_reference(self, item: Item, client: JudgeClient) -> tuple[str | None, list[str]]:
+        """The judge's own answer to the pair's question (``judge_reference``, no reference given)."""
+        if not self.config.judge_reference or item.reference is not None:
+            return None, []
+        messages = self.prompts["reference_answer"].render(expert=str(self.domain["expert"]), query=_inner(item.query))
+        key, completion = await client.complete(messages, GenerateConfig(temperature=0.0, max_tokens=256,
+                                                                         seed=self.config.seed))
+        text = completion.text.strip()
+        return (text or None), [key]
+
+    async def _judge_order_direct(self, first: Item, second: Item, client: JudgeClient,
+                                  own: str | None = None) -> dict[str, Any] | Unscored:
         """The decision alone for one order, from one forward pass."""
-        messages = self.prompts["decision_direct"].render(**self._fields(first, second))
+        prompt = self.prompts[self.direct_prompt]
+        fields = self._fields(first, second, own)
+        messages = prompt.render(**{k: v for k, v in fields.items() if k in prompt.variables})
         probs, key, problem = await ask(client, messages, LABELS, "score_a")
         if probs is None:
             assert problem is not None
@@ -313,11 +357,12 @@ class Dice(Method):
                 "greedy": max(LABELS, key=lambda label: probs[label]), "decided_by": "judge",
                 "call_keys": [key] if key else []}
 
-    async def _judge_order(self, first: Item, second: Item, client: JudgeClient) -> dict[str, Any] | Unscored:
+    async def _judge_order(self, first: Item, second: Item, client: JudgeClient,
+                           own: str | None = None) -> dict[str, Any] | Unscored:
         """Stages I and II for one order: the analysis, the label distribution and its source."""
         if self.config.verdicts == "direct":
-            return await self._judge_order_direct(first, second, client)
-        messages = self.render_analysis(first, second)
+            return await self._judge_order_direct(first, second, client, own)
+        messages = self.prompts["analysis"].render(**self._fields(first, second, own))
         chars = self.config.max_analysis_chars
         analysis = await generate_structured(
             client, messages, Analysis,
@@ -383,8 +428,9 @@ class Dice(Method):
     async def evaluate_unit(self, unit: Unit, client: JudgeClient) -> ItemResult:
         a, b = unit.items
         orders = [(a, b), (b, a)] if self.config.swap else [(a, b)]
-        judged = [await self._judge_order(first, second, client) for first, second in orders]
-        call_keys = [k for j in judged if isinstance(j, dict) for k in j["call_keys"]]
+        own, own_keys = await self._own_reference(a, client)
+        judged = [await self._judge_order(first, second, client, own) for first, second in orders]
+        call_keys = [*own_keys, *(k for j in judged if isinstance(j, dict) for k in j["call_keys"])]
         failed = [j for j in judged if isinstance(j, Unscored)]
         if failed:
             reasons = "; ".join(f.reason for f in failed)
@@ -396,6 +442,7 @@ class Dice(Method):
         p = first["p"]
         deciders = {j["decided_by"] for j in judged if isinstance(j, dict)}
         details: dict[str, Any] = {"system_a": a.system, "system_b": b.system,
+                                   **({"judge_reference": own} if own else {}),
                                    "probability_source": first["probability_source"],
                                    "decided_by": deciders.pop() if len(deciders) == 1 else "mixed",
                                    "orders": [{k: v for k, v in j.items() if k != "call_keys"}  # type: ignore[union-attr]

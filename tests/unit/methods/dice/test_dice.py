@@ -286,3 +286,41 @@ def test_the_default_dice_run_id_is_unchanged_by_the_direct_option() -> None:
 
     assert "verdicts" not in build_method("dice").manifest()["config"]
     assert build_method("dice", verdicts="direct").manifest()["config"]["verdicts"] == "direct"
+
+
+def test_instruction_focus_asks_whether_each_answer_follows_the_instruction_first() -> None:
+    from assay.core.errors import ConfigError
+    from assay.core.registry import build_method
+    from assay.judge.backends import ScriptedBackend
+
+    judge = ScriptedBackend(rules=[{"match": "follows the instruction better", "repeat": True,
+                                    "responses": [{"label_probs": {"A": 0.6, "B": 0.3, "Tie": 0.1}}]}])
+    row = assay.evaluate(items_of(pair("a long and complete answer", "short")), "dice", judge, runner=QUIET,
+                         verdicts="direct", focus="instruction").records()[0]
+    assert len(judge.calls) == 2 and all("<instruction>" in c[-1].content for c in judge.calls)
+    assert all("<context_a>" not in c[-1].content for c in judge.calls)  # no retrieved passages in this form
+    # both orders favour the first-shown answer equally: over the swap, a coin flip, said as a tie
+    assert row["verdict"] == "Tie" and row["forced_choice_margin"] == pytest.approx(0.0)
+    assert build_method("dice", verdicts="direct", focus="instruction").manifest()["config"]["focus"] == "instruction"
+    assert "focus" not in build_method("dice", verdicts="direct").manifest()["config"]  # earlier run ids kept
+    with pytest.raises(ConfigError, match="--verdicts direct"):
+        build_method("dice", focus="instruction")
+
+
+def test_a_judge_written_reference_is_asked_once_per_pair_and_shown_to_both_orders() -> None:
+    from assay.judge.backends import ScriptedBackend
+
+    judge = ScriptedBackend(rules=[
+        {"match": "Your answer:", "repeat": True, "responses": ["Ice floats: it is less dense."]},
+        {"match": "Which answer is better", "repeat": True,
+         "responses": [{"label_probs": {"A": 0.5, "B": 0.2, "Tie": 0.3}}]}])
+    row = assay.evaluate(items_of(pair("a long and complete answer", "short")), "dice", judge, runner=QUIET,
+                         verdicts="direct", judge_reference=True).records()[0]
+    assert len(judge.calls) == 3  # the judge's own answer once, then one decision per order
+    assert all("written by the judge itself" in c[-1].content and "less dense" in c[-1].content
+               for c in judge.calls[1:])
+    assert row["judge_reference"] == "Ice floats: it is less dense."
+    with_reference = {**pair("x", "y"), "reference": "Given."}
+    judge.calls.clear()
+    assay.evaluate(items_of(with_reference), "dice", judge, runner=QUIET, verdicts="direct", judge_reference=True)
+    assert len(judge.calls) == 2 and all("Given." in c[-1].content for c in judge.calls)  # a given reference wins
