@@ -274,7 +274,9 @@ def plan_finish(run: dict[str, Any], tracing: dict[str, Any], data: Path | None,
         from assay.core.registry import build_method
 
         built = build_method(method, **options)
-    phoenix = tracing["from_phoenix"] if tracing["phoenix_annotate"] and tracing["from_phoenix"] else None
+    phoenix = tracing["from_phoenix"] if tracing["phoenix_annotate"] else None
+    if phoenix is not None and not phoenix.startswith(("http://", "https://")):
+        phoenix = None  # reading --from-phoenix refuses it first, naming that flag
     return plan(output=run["output"], force=run["force"], alignment=run["alignment"], method=built,
                 otel=tracing["otel"], phoenix=phoenix, gate=tracing["gate"], inputs=[data, run["store"]])
 
@@ -506,7 +508,8 @@ def make_command(cls: type[Method]) -> Any:
                             wait=run["wait"], runner=runner,
                             executor={k: run[k] for k in ("executor", "workers", "ray_address", "guard")},
                             notes=notes, finish=finish)
-        finish.send(Store(run["store"], create=False), run_id, say)
+        if finish.delivers:
+            finish.send(Store(run["store"], create=False), run_id, say)
 
     data_help = ("the answers to score: .jsonl, .json (an array), .csv or .parquet; field names of RAGAS and "
                  "DeepEval are read too")

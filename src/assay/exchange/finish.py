@@ -41,6 +41,11 @@ class Finish:
     phoenix: str | None = None
     gate: list[str] | None = None
 
+    @property
+    def delivers(self) -> bool:
+        """Whether the verdicts are sent anywhere (OpenTelemetry, Phoenix)."""
+        return self.otel or self.phoenix is not None
+
     def export(self, store: Store, run_id: str, say: Say) -> None:
         """Write the results file, if one was asked for (with the alignment's columns)."""
         if self.output is None or self.output_format is None:
@@ -53,7 +58,7 @@ class Finish:
     def send(self, store: Store, run_id: str, say: Say) -> bool:
         """Send the verdicts out (OpenTelemetry, Phoenix), if asked; False when something was not
         delivered."""
-        if not (self.otel or self.phoenix):
+        if not self.delivers:
             return True
         return send(store, Path(store.path), run_id, otel=self.otel, phoenix=self.phoenix, gate=self.gate, say=say)
 
