@@ -10,8 +10,8 @@ from assay._version import __version__
 from assay.core.errors import AssayError, ConfigError, InputError
 from assay.core.types import Completion, GenerateConfig, Item, Message, Reference, Unscored
 from assay.engine import EvalResult
-from assay.engine.api import EvalResults, InputNote, aevaluate, estimate, evaluate, load_items
 from assay.engine.session import JudgeSession
+from assay.exchange.api import EvalResults, InputNote, NotDelivered, aevaluate, estimate, evaluate, load_items
 from assay.judge.backends import JudgeBackend, get_backend
 from assay.judge.runner import RunnerConfig
 from assay.store import Store
@@ -26,6 +26,6 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "AssayError", "Completion", "ConfigError", "EvalResult", "EvalResults", "GenerateConfig", "InputError",
-    "InputNote", "Item", "JudgeBackend", "JudgeSession", "Message", "Reference", "RunnerConfig", "Store", "Unscored",
-    "__version__", "aevaluate", "estimate", "evaluate", "get_backend", "load_items",
+    "InputNote", "Item", "JudgeBackend", "JudgeSession", "Message", "NotDelivered", "Reference", "RunnerConfig",
+    "Store", "Unscored", "__version__", "aevaluate", "estimate", "evaluate", "get_backend", "load_items",
 ]

@@ -14,7 +14,7 @@ from rich.markup import escape
 from assay.cli.eval import BUDGET_OPT, CONCURRENCY_OPT, RETRIES_OPT, TIMEOUT_OPT, _dry_run, runner_config
 from assay.cli.kit import console, print_summary
 from assay.core.registry import method_class
-from assay.data.datasets import read_jsonl
+from assay.data import load_items
 from assay.engine import aevaluate
 
 DEFAULT_ANSWERS = 3
@@ -42,7 +42,7 @@ def demo(
     dry_run: bool = typer.Option(False, "--dry-run", help="estimate the judge calls and time; call no judge"),
 ) -> None:
     """Score three bundled answers with DeCE and show the verdicts behind each score."""
-    items = read_jsonl(examples_path())
+    items = load_items(examples_path()).items
     if not all_:
         items = items[: limit or DEFAULT_ANSWERS]
     if dry_run:

@@ -22,7 +22,7 @@ from assay.cli.eval import (
 from assay.cli.kit import console, parse_options
 from assay.core._files import check_output
 from assay.core.registry import item_methods
-from assay.data.datasets import read_items
+from assay.data import load_items
 from assay.engine import estimate
 
 
@@ -58,9 +58,7 @@ def injection(
     if method not in item_methods():
         raise typer.BadParameter(f"unknown method {method}; known: {', '.join(item_methods())}")
     check_output(out, inputs=[data, store or out.with_suffix(".db")], force=force, option="--output")
-    items = read_items(data)
-    if limit is not None:
-        items = items[:limit]
+    items = load_items(data, limit=limit).items
     if dry_run:
         chosen = select_attacks(list(attack))
         est = estimate(items, method)

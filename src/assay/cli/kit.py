@@ -10,7 +10,7 @@ imports it at the top (``from assay.cli.kit import JUDGE, runner_config``) witho
 What is here: the options (:data:`JUDGE`, :data:`STORE_OPT`, ..., :data:`RUN_OPTIONS`), the help
 panels (:data:`PANELS`, :data:`PANEL`), the consoles and :func:`print_summary`,
 :func:`parse_options`, :func:`runner_config`, the tracing options of ``assay eval``
-(:data:`TRACE_OPTIONS`, :func:`load_items`, :func:`after_run`, :func:`send_run`), and
+(:data:`TRACE_OPTIONS`, :func:`load_items`, :func:`plan_finish`, :func:`send_run`), and
 ``assay eval NAME``'s command maker (:func:`make_command`) with its parts: :func:`method_params`,
 :func:`coerce`, :func:`check_results_file`, :func:`dry_run`, :func:`run_method`.
 """
@@ -32,7 +32,7 @@ from rich.table import Table
 
 from assay.cli._help import EXPERT, HELP_ALL_SEP, help_all_option
 from assay.core._files import same_file
-from assay.core.errors import BudgetExhausted, ConfigError, InputError, JudgeUnreachable
+from assay.core.errors import BudgetExhausted, ConfigError, JudgeUnreachable
 from assay.core.method import Method
 from assay.core.registry import method_class
 from assay.core.types import Item
@@ -224,14 +224,13 @@ TRACE_NAMES = {name for name, _, _ in TRACE_OPTIONS}
 
 def load_items(data: Path | None, options: dict[str, Any], method: str, method_options: dict[str, Any],
                limit: int | None) -> tuple[list[Item], list[str], str]:
-    """The items of DATA, of ``--from-phoenix`` or of ``--from-traces``: (items, notes, source).
-    Traces that give no item, and items the method cannot evaluate, are reported and left out."""
-    from assay.data.datasets import input_notes, read_items
-    from assay.exchange.otel import check_protocol, parse_gates
+    """The items of DATA, of ``--from-phoenix`` or of ``--from-traces``, read by the one item path
+    (:func:`assay.data.load_items`): (items, notes, source). The options are checked here, where
+    their flags are known; traces that give no item, and items the method cannot evaluate, are
+    reported and left out."""
+    from assay.data import PhoenixTraces, TraceExport
+    from assay.data import load_items as load
 
-    parse_gates(options["gate"])  # a bad --gate stops here, before the run
-    if options["otel"]:
-        check_protocol()
     sources = [s for s in (data, options["from_phoenix"], options["from_traces"]) if s is not None]
     if not sources:
         raise ConfigError("Missing argument 'data': the answers to score (a file), or --from-phoenix URL, or "
@@ -244,97 +243,58 @@ def load_items(data: Path | None, options: dict[str, Any], method: str, method_o
     if data is not None:
         if options["project"] or options["since"]:
             raise ConfigError("--project and --since go with --from-phoenix")
-        items = read_items(data)
-        return items[:limit] if limit is not None else items, input_notes(str(data)), str(data)
-    from assay.data.traces import items_from_spans, read_trace_file
-
+        loaded = load(data, limit=limit)
+        return loaded.items, loaded.notes, loaded.source
     if options["from_phoenix"]:
-        from assay.exchange.phoenix import parse_since, read_phoenix_spans
-
         if not options["project"]:
             raise ConfigError("--from-phoenix needs --project NAME (the Phoenix project to read)")
-        url, project = options["from_phoenix"].rstrip("/"), options["project"]
-        spans = read_phoenix_spans(url, project, since=parse_since(options["since"]), limit=limit)
-        source = f"{url}/projects/{project}"
+        source: Any = PhoenixTraces(options["from_phoenix"], options["project"], since=options["since"])
     else:
-        spans = read_trace_file(options["from_traces"])
-        source = str(options["from_traces"])
-    items, problems = items_from_spans(spans, source=source)
-    if limit is not None:
-        items = items[:limit]
+        source = TraceExport(options["from_traces"])
     from assay.core.registry import build_method
 
-    checker = build_method(method, **method_options)
-    kept = []
-    for item in items:
-        reason = checker.check_item(item)
-        if reason:
-            problems.append(f"trace {item.metadata.get('trace_id')} (span {item.id}): {reason}")
-        else:
-            kept.append(item)
-    for line in problems:
-        err_console.print(f"skipped {line}", highlight=False, soft_wrap=True)
-    if not kept:
-        raise InputError(f"no trace gives an item {method} can evaluate ({len(problems)} skipped)", source=source)
-    notes = [f"{len(kept)} item(s) from {len(kept) + len(problems)} trace(s)"]
-    if problems:
-        notes.append(f"{len(problems)} trace(s) skipped")
-    return kept, notes, source
+    loaded = load(source, limit=limit, method=build_method(method, **method_options),
+                  on_skip=lambda line: err_console.print(f"skipped {line}", highlight=False, soft_wrap=True))
+    return loaded.items, loaded.notes, loaded.source
 
 
-def after_run(store_path: Path, run_id: str, options: dict[str, Any]) -> None:
-    """The verdicts out, once the run is saved: failures are reported, never fatal (the scores
-    are in the store and ``assay export`` sends them again)."""
-    if not (options["otel"] or options["phoenix_annotate"]):
-        return
-    from assay.store import Store
+def say(line: str, ok: bool) -> None:
+    """A post-run step's line (:mod:`assay.exchange.finish`): on stdout, or stderr if it failed."""
+    (console if ok else err_console).print(line, highlight=False, soft_wrap=True)
 
-    url = options["from_phoenix"].rstrip("/") if options["phoenix_annotate"] else None
-    send_run(Store(store_path, create=False), store_path, run_id, otel=options["otel"], phoenix=url,
-             gate=options["gate"])
+
+def plan_finish(run: dict[str, Any], tracing: dict[str, Any], data: Path | None, method: str,
+                options: dict[str, Any]) -> Any:
+    """``assay eval``'s post-run steps, checked before anything runs (:func:`assay.exchange.finish.plan`):
+    ``-o``/``--force``, ``--alignment``, ``--otel``, ``--phoenix-annotate`` and ``--gate``."""
+    from assay.exchange.finish import plan
+
+    built = None
+    if run["alignment"] is not None:
+        from assay.core.registry import build_method
+
+        built = build_method(method, **options)
+    phoenix = tracing["from_phoenix"] if tracing["phoenix_annotate"] else None
+    if phoenix is not None and not phoenix.startswith(("http://", "https://")):
+        phoenix = None  # reading --from-phoenix refuses it first, naming that flag
+    return plan(output=run["output"], force=run["force"], alignment=run["alignment"], method=built,
+                otel=tracing["otel"], phoenix=phoenix, gate=tracing["gate"], inputs=[data, run["store"]])
 
 
 def check_phoenix_url(phoenix: str | None) -> None:
     """``--phoenix URL``: one line unless it is an http(s) URL (checked before any store is opened)."""
-    if phoenix is not None and not phoenix.startswith(("http://", "https://")):
-        raise ConfigError(f"--phoenix {phoenix!r}: a URL such as http://127.0.0.1:6006")
+    from assay.exchange.finish import check_phoenix_url as check
+
+    check(phoenix)
 
 
 def send_run(store: Any, store_path: Path, run_id: str, *, otel: bool, phoenix: str | None,
              gate: list[str] | None) -> bool:
     """Send a saved run's verdicts as OpenTelemetry events and/or Phoenix annotations, one line
-    each; False when something was not delivered (it can be sent again from the store)."""
-    from assay.exchange.otel import check_protocol, parse_gates
+    each (:func:`assay.exchange.finish.send`); False when something was not delivered."""
+    from assay.exchange.finish import send
 
-    gates = parse_gates(gate)
-    check_phoenix_url(phoenix)
-    ok = True
-    if otel:
-        from assay.exchange.otel import export_otel
-
-        check_protocol()
-        report = export_otel(store, run_id, gates)
-        ok = not report.failures
-        (console if ok else err_console).print(
-            report.line() + ("" if ok else f"; send again with: assay export {store_path} --otel"),
-            highlight=False, soft_wrap=True)
-    if phoenix:
-        from assay.exchange.phoenix import annotate_phoenix
-
-        url = phoenix.rstrip("/")
-        try:
-            count, spans = annotate_phoenix(store, run_id, url, gates)
-        except ConfigError as exc:
-            err_console.print(f"phoenix: {exc}; write them again with: assay export {store_path} --phoenix {url}",
-                              highlight=False, soft_wrap=True)
-            return False
-        if count == 0:
-            err_console.print(f"phoenix: no item of run {run_id} carries a span id (items read with --from-phoenix "
-                              "or --from-traces do); nothing written", highlight=False, soft_wrap=True)
-            return False
-        console.print(f"phoenix: {count} annotation(s) on {spans} span(s) at {url} (run {run_id})",
-                      highlight=False, soft_wrap=True)
-    return ok
+    return send(store, store_path, run_id, otel=otel, phoenix=phoenix, gate=gate, say=say)
 
 
 def take_old_store_flag(run: dict[str, Any]) -> None:
@@ -350,18 +310,10 @@ def take_old_store_flag(run: dict[str, Any]) -> None:
 
 def check_results_file(output: Path | None, *, data: Path | None, store: Path, force: bool) -> str | None:
     """The export format of ``eval -o FILE`` from its extension, checked before anything runs
-    (None without ``-o``). A store's extension is refused with the flag that names a store."""
-    if output is None:
-        return None
-    from assay.core._files import check_output, is_sqlite
-    from assay.exchange.export import format_for
+    (None without ``-o``; :func:`assay.exchange.finish.results_format`)."""
+    from assay.exchange.finish import results_format
 
-    if output.suffix.lower() in (".db", ".sqlite", ".sqlite3") or is_sqlite(output):
-        raise ConfigError(f"-o/--output {output}: -o is the results file written (.csv, .jsonl, .json or "
-                          f".parquet); the run store is --store {output}")
-    fmt = format_for(output, None)
-    check_output(output, inputs=[p for p in (data, store) if p is not None], force=force)
-    return fmt
+    return results_format(output, inputs=[data, store], force=force)
 
 
 def user_help(text: str) -> str:
@@ -532,17 +484,11 @@ def make_command(cls: type[Method]) -> Any:
         if data is not None and same_file(run["store"], data):  # the store would be written over the answers
             raise ConfigError(f"--store {run['store']}: that is the data file this command reads; choose another "
                               "store path")
-        results_format = check_results_file(run["output"], data=data, store=run["store"], force=run["force"])
         method_values = {k: v for k, v in take_aliases(kwargs).items() if v is not None or k not in extra_names}
         options = cls.options_from_cli(coerce(cls, method_values))
-        alignment = None
-        if run["alignment"] is not None:  # checked before any judge call: method, options and prompts
-            from assay.analysis.align import check_method, read_alignment
-            from assay.core.registry import build_method
-
-            alignment = read_alignment(run["alignment"])
-            alignment["_source"] = str(run["alignment"])
-            check_method(alignment, cls.name, build_method(cls.name, **options), str(run["alignment"]))
+        # the post-run steps, checked before any judge call: -o, --alignment (method, options and
+        # prompts), --gate, --otel, --phoenix-annotate
+        finish = plan_finish(run, tracing, data, cls.name, options)
         if cls.needs_judge:  # the judge's name and --judge-opt, as the run checks them, before reading data
             check_judge(run["judge"], parse_options(run["judge_opt"]))
         items, notes, source = load_items(data, tracing, cls.name, options, run["limit"])
@@ -561,8 +507,9 @@ def make_command(cls: type[Method]) -> Any:
                             out=run["store"], data=data if data is not None else source, fresh=run["fresh"],
                             wait=run["wait"], runner=runner,
                             executor={k: run[k] for k in ("executor", "workers", "ray_address", "guard")},
-                            notes=notes, output=run["output"], output_format=results_format, alignment=alignment)
-        after_run(run["store"], run_id, tracing)
+                            notes=notes, finish=finish)
+        if finish.delivers:
+            finish.send(Store(run["store"], create=False), run_id, say)
 
     data_help = ("the answers to score: .jsonl, .json (an array), .csv or .parquet; field names of RAGAS and "
                  "DeepEval are read too")
@@ -663,10 +610,12 @@ def dry_run(items: list, method: str, options: dict[str, Any], price_in: float |
 
 def run_method(items: list, method: str, options: dict, *, judge: str, judge_opt: list[str] | None, out: Path,
                data: Path | str, fresh: bool, wait: bool, runner: RunnerConfig,
-               executor: dict[str, Any] | None = None, notes: list[str] | None = None, output: Path | None = None,
-               output_format: str | None = None, alignment: dict[str, Any] | None = None) -> str:
+               executor: dict[str, Any] | None = None, notes: list[str] | None = None, finish: Any = None) -> str:
     """Run, print the summary, and say where things are; the run's id. Everything is validated
-    (items, options, judge, the -o file) before the store is created or touched; a budget stop
+    (items, options, judge, the -o file: ``finish``, from :func:`plan_finish`) before the store is
+    created or touched; the results file is written here (:meth:`assay.exchange.finish.Finish.export`,
+    as ``assay.evaluate(..., export=...)`` writes it) and the caller sends the verdicts out
+    (:meth:`~assay.exchange.finish.Finish.send`) once this has said where the run is. A budget stop
     exits 3, an unreachable judge 4 (both through :func:`assay.cli.main`). The same command
     again continues the run, or shows it with no judge call when it is finished."""
     try:
@@ -698,15 +647,12 @@ def run_method(items: list, method: str, options: dict, *, judge: str, judge_opt
             console.print(f"resumed run {result.run_id}: {result.resumed_with} item(s) were already done")
         console.print(f"this invocation: {stats.calls} judge call(s) made, {stats.cache_hits} from cache, "
                       f"{stats.retries} retries, {stats.failures} failed, {result.wall_s:.1f} s")
-    if alignment is not None:
+    if finish is not None and finish.alignment is not None:
         from assay.analysis.align import show_aligned
 
-        show_aligned(alignment, result.store, result.run_id, console)
-    if output is not None and output_format is not None:
-        from assay.exchange.export import export_run
-
-        count = export_run(result.store, result.run_id, output, output_format, alignment=alignment)
-        console.print(f"wrote {count} row(s) to {output}")
+        show_aligned(finish.alignment, result.store, result.run_id, console)
+    if finish is not None:
+        finish.export(result.store, result.run_id, say)
     console.print(f"saved to {out} (run {result.run_id}). Next: assay export {out} -o scores.csv · "
                   f"assay report {out} -o report.html", soft_wrap=True)
     return result.run_id

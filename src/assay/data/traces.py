@@ -1,5 +1,5 @@
-"""Items from traces: OpenInference spans (Arize Phoenix, or an OTLP/JSON export file) made into
-assay items.
+"""Items from traces: OpenInference spans (read from Arize Phoenix's REST API, or an OTLP/JSON
+export file) made into assay items.
 
 The rules, so that a reader can check an item against its trace:
 
@@ -25,15 +25,17 @@ A trace that yields no query or response is reported with why, never filled in.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from pydantic import BaseModel, ValidationError
 
-from assay.core.errors import InputError
+from assay.core.errors import ConfigError, InputError
 from assay.core.types import Context, Item, Turn
 
 
@@ -290,3 +292,84 @@ def _add_history(items: list[Item]) -> None:
         if not item.history:
             item.history = list(turns)
         turns += [Turn(role="user", content=item.query), Turn(role="assistant", content=item.response)]
+
+
+# Phoenix's REST API (``GET /v1/projects/{project}/spans``, what its client ``arize-phoenix-client``
+# calls), read with httpx: ``import phoenix.client`` beside the server loads the whole server first.
+
+
+def phoenix_client(url: str) -> Any:
+    """An httpx client of the Phoenix at ``url`` (``PHOENIX_API_KEY`` as its bearer token)."""
+    import httpx
+
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError(f"--from-phoenix / --phoenix {url!r}: a URL such as http://127.0.0.1:6006")
+    headers = {"accept": "application/json"}
+    key = os.environ.get("PHOENIX_API_KEY")
+    if key:
+        headers["authorization"] = f"Bearer {key}"
+    return httpx.Client(base_url=url.rstrip("/") + "/", headers=headers, timeout=30.0)
+
+
+def _get_spans(client: Any, project: str, params: dict[str, Any], limit: int) -> list[dict[str, Any]]:
+    """Every page of ``GET /v1/projects/{project}/spans`` up to ``limit`` spans."""
+    spans: list[dict[str, Any]] = []
+    cursor = None
+    while len(spans) < limit:
+        page = {**params, "limit": min(1000, limit - len(spans)), **({"cursor": cursor} if cursor else {})}
+        response = client.get(f"v1/projects/{quote(project, safe='')}/spans", params=page)
+        response.raise_for_status()
+        body = response.json()
+        spans += body.get("data") or []
+        cursor = body.get("next_cursor")
+        if not cursor or not body.get("data"):
+            break
+    return spans[:limit]
+
+
+def phoenix_problem(exc: Exception, url: str, project: str | None = None) -> ConfigError:
+    """What went wrong talking to Phoenix, as one ConfigError line."""
+    import httpx
+
+    if isinstance(exc, httpx.HTTPStatusError):
+        status = exc.response.status_code
+        if status == 404 and project is not None:
+            return ConfigError(f"Phoenix at {url} has no project {project!r}")
+        return ConfigError(f"Phoenix at {url} answered HTTP {status}: {exc.response.text[:160]}")
+    return ConfigError(f"cannot reach Phoenix at {url}: {type(exc).__name__}: {str(exc)[:160]}")
+
+
+def parse_since(value: str | None) -> datetime | None:
+    """``--since``: an ISO 8601 time, or a duration back from now (``30m``, ``6h``, ``2d``)."""
+    if not value:
+        return None
+    units = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+    text = value.strip()
+    if text[:-1].replace(".", "", 1).isdigit() and text[-1:] in units:
+        return datetime.now(UTC) - timedelta(**{units[text[-1]]: float(text[:-1])})
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ConfigError(f"--since {value!r}: an ISO time (2025-06-01T12:00) or a duration (30m, 6h, 2d)") from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def read_phoenix_spans(url: str, project: str, *, since: datetime | None = None,
+                       limit: int | None = None) -> list[Span]:
+    """The spans of the project's latest ``limit`` traces (all traces when None) started at or
+    after ``since``: their root spans first, then every span of those traces."""
+    import httpx
+
+    with phoenix_client(url) as client:
+        try:
+            params: dict[str, Any] = {"parent_id": "null"}
+            if since is not None:
+                params["start_time"] = since.isoformat()
+            roots = _get_spans(client, project, params, limit or 1_000_000)
+            trace_ids = list(dict.fromkeys(r["context"]["trace_id"] for r in roots))
+            spans = []
+            for start in range(0, len(trace_ids), 50):
+                spans += _get_spans(client, project, {"trace_id": trace_ids[start: start + 50]}, 1_000_000)
+        except (httpx.HTTPError, OSError, ValueError) as exc:
+            raise phoenix_problem(exc, url, project) from None
+    return [span_from_phoenix(s) for s in spans]

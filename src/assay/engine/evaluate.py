@@ -343,7 +343,7 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
     """Evaluate items with a method and a judge: the engine under :func:`assay.evaluate`, the
     command line, meta-evaluation, the injection audit and the tournament. The method is always
     named by the caller: the engine has no default method (the public API keeps a documented
-    default, see :mod:`assay.engine.api`). Options: ``store`` (a path or Store; default in memory),
+    default, see :mod:`assay.exchange.api`). Options: ``store`` (a path or Store; default in memory),
     ``runner`` (:class:`RunnerConfig`), ``fresh``, ``judge_options``, ``guard`` ("redact", the
     default: passages of an answer that address the grader are removed before the judge sees
     them, :func:`guarded`; "flag": only flagged), and the method's own options (e.g. DeCE's

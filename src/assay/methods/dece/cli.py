@@ -25,7 +25,7 @@ from assay.cli.kit import (
 from assay.core._files import atomic_write_text, check_output
 from assay.core.errors import InputError
 from assay.core.types import Item, Unscored
-from assay.data.datasets import read_items
+from assay.data import load_items
 from assay.engine.session import JudgeSession
 from assay.engine.stages import StageResult, run_stage
 from assay.methods import build_method
@@ -63,9 +63,7 @@ def extract(
     `assay eval dece DATA --criteria FILE`: the store marks which criteria were edited.
     """
     check_output(output, inputs=[data, cache], force=force, recognise=is_criteria_record)
-    items = read_items(data)
-    if limit is not None:
-        items = items[:limit]
+    items = load_items(data, limit=limit).items
     method: Any = build_method("dece", domain=domain, seed=seed)
     assert method.name == "dece"
     questions: dict[str, Item] = {}

@@ -16,7 +16,7 @@ from assay.core._files import check_output, write_json
 from assay.core.errors import ConfigError, InputError
 from assay.core.registry import build_method, method_class
 from assay.core.types import Item
-from assay.data.datasets import read_items
+from assay.data import load_items
 from assay.engine import aevaluate, as_result, check_items
 from assay.judge.runner import RunnerConfig
 
@@ -56,7 +56,7 @@ def baseline_items(data: Path, items: list[Item], tiers: list[tuple[str, Path]],
     for tier, path in tiers:
         if tier in taken:
             raise InputError(f"--baselines: tier {tier!r} is also a system in {data}; name the tier differently")
-        answers = read_items(path)
+        answers = load_items(path).items
         systems = sorted({str(a.system) for a in answers if a.system is not None})
         if len(systems) > 1:
             raise InputError(f"a baseline tier holds one system's answers; this file has {len(systems)}: "
@@ -97,9 +97,7 @@ def make_tournament_command() -> Any:
         if out is not None:
             check_output(out, inputs=[data, store_path, *(p for _, p in tiers)], force=force, option="--output")
         method: Any = build_method("tournament", **options)
-        items = read_items(data)
-        if run["limit"] is not None:
-            items = items[: run["limit"]]
+        items = load_items(data, limit=run["limit"]).items
         source = str(data)
         if tiers:
             items = baseline_items(data, items, tiers, method)
