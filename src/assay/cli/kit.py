@@ -34,6 +34,7 @@ from assay.cli._help import EXPERT, HELP_ALL_SEP, help_all_option
 from assay.core._files import same_file
 from assay.core.errors import BudgetExhausted, ConfigError, InputError, JudgeUnreachable
 from assay.core.method import Method
+from assay.core.protocols import command_line, presentation
 from assay.core.registry import method_class
 from assay.core.types import Item
 from assay.engine import EvalResult, aevaluate, estimate
@@ -446,7 +447,8 @@ def _method_flag(cls: type[Method], name: str) -> str:
 
 def _panel(cls: type[Method], name: str) -> dict[str, Any]:
     """Listed in ``-h`` (the method's main options) or an expert option (``--help-all``)."""
-    if cls.cli_main is None or name in cls.cli_main:
+    main = command_line(cls).cli_main
+    if main is None or name in main:
         return {}
     return {"rich_help_panel": EXPERT, "hidden": True}
 
@@ -478,7 +480,7 @@ def method_params(cls: type[Method]) -> list[inspect.Parameter]:
             alias = typer.Option(None, _flag(name), hidden=True, help=f"the old name of {flag}")
             params.append(inspect.Parameter(ALIAS_PREFIX + name, inspect.Parameter.KEYWORD_ONLY, default=alias,
                                             annotation=kind | None))
-    for extra in cls.cli_options():
+    for extra in command_line(cls).cli_options():
         kinds = {"str": str | None, "path": Path | None, "float": float | None, "int": int | None, "bool": bool,
                  "list": list[str] | None}
         flag = _flag(extra.name)
@@ -521,7 +523,7 @@ def coerce(cls: type[Method], values: dict[str, Any]) -> dict[str, Any]:
 
 def make_command(cls: type[Method]) -> Any:
     """The ``assay eval NAME`` command of a method class."""
-    extra_names = {o.name for o in cls.cli_options()}
+    extra_names = {o.name for o in command_line(cls).cli_options()}
 
     def command(**kwargs: Any) -> None:
         data: Path | None = kwargs.pop("data")
@@ -534,7 +536,7 @@ def make_command(cls: type[Method]) -> Any:
                               "store path")
         results_format = check_results_file(run["output"], data=data, store=run["store"], force=run["force"])
         method_values = {k: v for k, v in take_aliases(kwargs).items() if v is not None or k not in extra_names}
-        options = cls.options_from_cli(coerce(cls, method_values))
+        options = command_line(cls).options_from_cli(coerce(cls, method_values))
         alignment = None
         if run["alignment"] is not None:  # checked before any judge call: method, options and prompts
             from assay.analysis.align import check_method, read_alignment
@@ -685,8 +687,7 @@ def run_method(items: list, method: str, options: dict, *, judge: str, judge_opt
     for note in result.notes:
         err_console.print(f"note: {note}", highlight=False, soft_wrap=True)
     print_summary(result.summary(), result.metrics)
-    method_lines = getattr(method_class(result.method), "summary_lines", None)  # an optional hook
-    for line in method_lines(result.records()) if callable(method_lines) else []:
+    for line in presentation(method_class(result.method)).summary_lines(result.records()):
         console.print(line, soft_wrap=True, highlight=False)
     stats = result.client_stats
     assert stats is not None
