@@ -41,7 +41,7 @@ from typing import Any
 
 from assay.analysis.stats import Signature, bradley_terry, correlation, correlation_difference, krippendorff_alpha
 from assay.core.errors import InputError
-from assay.core.method import Method
+from assay.core.protocols import meta_evaluation
 from assay.core.registry import build_method
 from assay.core.report_models import MetaDataset, MetaReport, MetaRun, TypedReport
 from assay.data.datasets.adapters import MetaSet
@@ -347,9 +347,9 @@ def default_versus(built: dict[str, Any], per_metric: dict[str, Any]) -> str:
     """The metric the others are compared with by default: the primary metric of the first
     method that declares itself the reference (DeCE), else of the first method, else its first
     metric."""
-    ordered = sorted(built.items(), key=lambda kv: not getattr(kv[1], "meta_reference", False))
+    ordered = sorted(built.items(), key=lambda kv: not meta_evaluation(kv[1]).meta_reference)
     for method, obj in ordered:
-        primary = getattr(obj, "primary_metric", None)
+        primary = obj.primary_metric
         if primary is not None:
             name = metric_name(method, primary, obj.metrics)
             if name in per_metric:
@@ -393,8 +393,7 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
     if versus is not None and versus not in names:  # before any judge call
         raise InputError(f"--versus {versus!r} is not one of the metrics of this run: {', '.join(names)}")
     for method, obj in built.items():  # before any judge call
-        if obj.unit_kind != "item" and getattr(type(obj).per_answer_scores, "__func__", None) is getattr(
-                Method.per_answer_scores, "__func__", None):  # not overridden: the base says None for units
+        if not meta_evaluation(obj).splits_units():
             raise InputError(f"{method} scores {obj.unit_kind}s as a whole and does not say which score is each "
                              "answer's, so its scores cannot be compared with labels of answers")
     for method in methods:
@@ -413,13 +412,13 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
             # score(second) − score(first).
             scores = {}
             for r in rows:
-                split = method_obj.per_answer_scores(r.scores)
+                split = meta_evaluation(method_obj).per_answer_scores(r.scores)
                 if split is None or len(split) != len(r.items):
                     raise InputError(f"{method} gave no score for each of the {len(r.items)} answers of unit {r.key}")
                 for answer, answer_scores in zip(r.items, split, strict=True):
                     scores[_item_key(answer)] = answer_scores
             metrics = tuple(dict.fromkeys(m for values in scores.values() for m in values))
-            pair_results[method] = pair_agreement(metaset, rows, type(method_obj))
+            pair_results[method] = pair_agreement(metaset, rows, meta_evaluation(method_obj))
         runs[method] = MetaRun(run_id=result.run_id, judge="none" if not method_obj.needs_judge else judge_name,
                                unscored_items=sum(1 for r in rows if r.status != "scored"),
                                judge_calls=result.client_stats.calls if result.client_stats else None,

@@ -236,7 +236,7 @@ def _fail(message: str, code: int) -> NoReturn:
 
 # Flags renamed so that one flag means one thing everywhere: --store is the run store, -o/--output a
 # file the command writes. The old spellings keep working for one release, with a one-line notice.
-# A method's own commands declare theirs (Method.renamed_flags, Method.flag_aliases).
+# A method's or workflow's own commands declare theirs (HasCommands.renamed_flags, .flag_aliases).
 RENAMED_FLAGS: dict[str, dict[str, str]] = {
     "demo": {"--out": "--store"},  # -o is the report written, as everywhere a file written
     "meta": {"--out": "--output"}, "injection": {"--out": "--output"},
@@ -248,11 +248,13 @@ def _renames(command: str) -> tuple[dict[str, str], dict[str, str]]:
     """The renamed flags of ``command`` (with a notice) and its silent aliases."""
     renames, silent = dict(RENAMED_FLAGS.get(command, {})), dict(SILENT_FLAGS)
     if command and command not in RENAMED_FLAGS:
-        from assay.core.registry import methods
+        from assay.core.protocols import command_line
+        from assay.core.registry import methods, workflows
 
-        for cls in methods().values():
-            renames.update(cls.renamed_flags.get(command, {}))
-            silent.update(cls.flag_aliases.get(command, {}))
+        for kind in [*methods().values(), *workflows().values()]:
+            own = command_line(kind)
+            renames.update(own.renamed_flags.get(command, {}))
+            silent.update(own.flag_aliases.get(command, {}))
     return renames, silent
 
 

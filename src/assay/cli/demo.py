@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from assay.cli.eval import BUDGET_OPT, CONCURRENCY_OPT, RETRIES_OPT, TIMEOUT_OPT, _dry_run, runner_config
 from assay.cli.kit import console, print_summary
+from assay.core.protocols import presentation
 from assay.core.registry import method_class
 from assay.data import load_items
 from assay.engine import aevaluate
@@ -48,7 +49,7 @@ def demo(
     if dry_run:
         _dry_run(items, "dece", {}, None, None, judge)
         return
-    explain = method_class("dece").explain
+    explain = presentation(method_class("dece")).explain
     console.print(f"DeCE on {len(items)} bundled answer(s) with {judge}: the judge lists what a right answer "
                   "must cover (criteria) and what this answer claims (elements), then checks each.", soft_wrap=True)
 

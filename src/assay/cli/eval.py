@@ -41,6 +41,7 @@ from assay.cli.kit import coerce as _coerce
 from assay.cli.kit import dry_run as _dry_run
 from assay.cli.kit import method_params as _method_params
 from assay.cli.kit import run_method as _run
+from assay.core.protocols import command_line
 from assay.core.registry import methods
 
 _RUN_NAMES = RUN_NAMES
@@ -57,5 +58,5 @@ app = typer.Typer(help="Evaluate a data file with a method.", no_args_is_help=Tr
 def register_eval_commands(group: typer.Typer = app) -> None:
     """``assay eval NAME`` for every registered method (built-in or plug-in) that has one."""
     for cls in methods().values():
-        if cls.eval_command:
+        if command_line(cls).eval_command:
             group.command(cls.name)(make_command(cls))

@@ -34,6 +34,7 @@ from assay.cli._help import EXPERT, HELP_ALL_SEP, help_all_option
 from assay.core._files import same_file
 from assay.core.errors import BudgetExhausted, ConfigError, JudgeUnreachable
 from assay.core.method import Method
+from assay.core.protocols import command_line, presentation
 from assay.core.registry import method_class
 from assay.core.types import Item
 from assay.engine import EvalResult, aevaluate, estimate
@@ -398,7 +399,8 @@ def _method_flag(cls: type[Method], name: str) -> str:
 
 def _panel(cls: type[Method], name: str) -> dict[str, Any]:
     """Listed in ``-h`` (the method's main options) or an expert option (``--help-all``)."""
-    if cls.cli_main is None or name in cls.cli_main:
+    main = command_line(cls).cli_main
+    if main is None or name in main:
         return {}
     return {"rich_help_panel": EXPERT, "hidden": True}
 
@@ -430,7 +432,7 @@ def method_params(cls: type[Method]) -> list[inspect.Parameter]:
             alias = typer.Option(None, _flag(name), hidden=True, help=f"the old name of {flag}")
             params.append(inspect.Parameter(ALIAS_PREFIX + name, inspect.Parameter.KEYWORD_ONLY, default=alias,
                                             annotation=kind | None))
-    for extra in cls.cli_options():
+    for extra in command_line(cls).cli_options():
         kinds = {"str": str | None, "path": Path | None, "float": float | None, "int": int | None, "bool": bool,
                  "list": list[str] | None}
         flag = _flag(extra.name)
@@ -473,7 +475,7 @@ def coerce(cls: type[Method], values: dict[str, Any]) -> dict[str, Any]:
 
 def make_command(cls: type[Method]) -> Any:
     """The ``assay eval NAME`` command of a method class."""
-    extra_names = {o.name for o in cls.cli_options()}
+    extra_names = {o.name for o in command_line(cls).cli_options()}
 
     def command(**kwargs: Any) -> None:
         data: Path | None = kwargs.pop("data")
@@ -485,7 +487,7 @@ def make_command(cls: type[Method]) -> Any:
             raise ConfigError(f"--store {run['store']}: that is the data file this command reads; choose another "
                               "store path")
         method_values = {k: v for k, v in take_aliases(kwargs).items() if v is not None or k not in extra_names}
-        options = cls.options_from_cli(coerce(cls, method_values))
+        options = command_line(cls).options_from_cli(coerce(cls, method_values))
         # the post-run steps, checked before any judge call: -o, --alignment (method, options and
         # prompts), --gate, --otel, --phoenix-annotate
         finish = plan_finish(run, tracing, data, cls.name, options)
@@ -634,8 +636,7 @@ def run_method(items: list, method: str, options: dict, *, judge: str, judge_opt
     for note in result.notes:
         err_console.print(f"note: {note}", highlight=False, soft_wrap=True)
     print_summary(result.summary(), result.metrics)
-    method_lines = getattr(method_class(result.method), "summary_lines", None)  # an optional hook
-    for line in method_lines(result.records()) if callable(method_lines) else []:
+    for line in presentation(method_class(result.method)).summary_lines(result.records()):
         console.print(line, soft_wrap=True, highlight=False)
     stats = result.client_stats
     assert stats is not None

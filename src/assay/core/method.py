@@ -78,18 +78,41 @@ class ReportSection(BaseModel):
     context: dict[str, Any] = Field(default_factory=dict)
 
 
-class Method(ABC):
-    """An evaluation method: I/O-free rendering and parsing plus one coroutine per item.
-
-    A method class declares everything the rest of assay needs to know about it, and
-    :func:`assay.core.registry.register_method` makes it known: the CLI command ``assay eval NAME``
-    (one option per field of ``config_model``, with its docstring as help, an ``ASSAY_*``
-    variable and a TOML key), the run manifest and run id (``version``), the export
-    (``compact_columns``), the report (:meth:`report_section`) and meta-evaluation
-    (``primary_metric``). Nothing outside the method names it."""
+class RunKind:
+    """What the readers of a stored run (export, report, review UI, meta-evaluation) need of
+    whatever made it, a method or a workflow: the name the run is stored under and its metrics."""
 
     name: ClassVar[str]
     metrics: ClassVar[tuple[str, ...]]
+    primary_metric: ClassVar[str | None] = None
+    """The metric that stands for the kind in comparisons (meta-evaluation's Δr reference, the
+    review UI's main column)."""
+    metric_ranges: ClassVar[dict[str, tuple[float, float]]] = {}
+    """(low, high) of a metric whose scale is not 0–1 (the pointwise baseline's 0–4): what a
+    threshold "of the range" is taken of (DICE's thresholded-scalar verdicts, injection audit) and
+    what a reviewer's override must lie within."""
+
+    @classmethod
+    def metric_range(cls, metric: str) -> tuple[float, float]:
+        """The scale of ``metric``: 0–1 unless ``metric_ranges`` says otherwise."""
+        return cls.metric_ranges.get(metric, (0.0, 1.0))
+
+
+class Method(RunKind, ABC):
+    """An evaluation method as the engine runs it: I/O-free rendering and parsing plus one
+    coroutine per unit.
+
+    The contract is small: ``name``, ``metrics``, ``config_model``, :meth:`manifest`,
+    :meth:`check_item`, :meth:`estimate` and :meth:`evaluate` (or, for pairs and groups,
+    :meth:`units` / :meth:`next_units` and :meth:`evaluate_unit`). What a method shows (the report,
+    the review UI, explanations), how meta-evaluation reads it and what it adds to the command
+    line are optional protocols of :mod:`assay.core.protocols` (``Presents``, ``MetaEvaluated``,
+    ``HasCommands``) that a method class also inherits when it implements them; the readers ask
+    for them through one helper each and get the defaults otherwise.
+    :func:`assay.core.registry.register_method` makes a method known by its name: ``assay eval
+    NAME`` (one option per field of ``config_model``, with its docstring as help, an ``ASSAY_*``
+    variable and a TOML key), the run manifest and run id (``version``)."""
+
     version: ClassVar[str] = "1"
     """Bump when the method's behaviour changes in a way its manifest does not show (parsing,
     scoring rules, request schemas): it enters the manifest and the run id, and ``--resume``
@@ -98,52 +121,12 @@ class Method(ABC):
     """The options, as a Pydantic model whose field docstrings are the CLI help."""
     needs_judge: ClassVar[bool] = True
     """False for methods that make no judge call (lexical baselines)."""
-    primary_metric: ClassVar[str | None] = None
-    """The metric that stands for the method in comparisons (meta-evaluation's Δr reference)."""
-    meta_reference: ClassVar[bool] = False
-    """Whether ``assay meta`` compares the other metrics against this method's primary metric by
-    default (DeCE: the method the other baselines are measured against)."""
-    compact_columns: ClassVar[tuple[str, ...]] = ()
-    """Columns the compact export keeps besides id, system, status, query, response and reasons
-    (default: the metrics)."""
-
     supports_jury: ClassVar[bool] = False
     """Whether the method can use a jury backend (``jury/A+B``): it asks each member itself."""
-    metric_ranges: ClassVar[dict[str, tuple[float, float]]] = {}
-    """(low, high) of a metric whose scale is not 0–1 (the pointwise baseline's 0–4): what a
-    threshold "of the range" is taken of (DICE's thresholded-scalar verdicts, injection audit)."""
-
-    eval_command: ClassVar[bool] = True
-    """Whether ``assay eval NAME`` is generated; False for a method whose own command does the job
-    (the tournament's ``assay tournament``), so one job has one command."""
-
-    session_view: ClassVar[bool] = False
-    """True for a class that only describes the runs a command makes as a judge session (the
-    rubric audit): it is not run over items, so ``eval``, ``meta`` and ``injection`` leave it out;
-    the store's readers (export, report, UI) use its hooks like any method's."""
-
-    cli_main: ClassVar[tuple[str, ...] | None] = None
-    """The config fields (and :meth:`cli_options`) that ``assay eval NAME -h`` lists; the others
-    are expert options, listed by ``--help-all``. None: every option is listed."""
-
-    annotation_labels: ClassVar[dict[str, tuple[str, ...]]] = {}
-    """Per field name of the evidence (``tag``), the labels a reviewer's override may take."""
 
     unit_kind: ClassVar[str] = "item"
     """What one evaluation scores: ``item`` (one answer), ``pair`` (two answers to one query),
     ``group``. A method of pairs or groups overrides :meth:`units` and :meth:`evaluate_unit`."""
-
-    renamed_flags: ClassVar[dict[str, dict[str, str]]] = {}
-    """Flags of the method's own commands that were renamed, by command: ``{"triage": {"--out":
-    "--output"}}``. The old spelling keeps working for one release, with a one-line notice."""
-
-    flag_aliases: ClassVar[dict[str, dict[str, str]]] = {}
-    """Old flags of the method's own commands kept as silent aliases, by command."""
-
-    @classmethod
-    def metric_range(cls, metric: str) -> tuple[float, float]:
-        """The scale of ``metric``: 0–1 unless ``metric_ranges`` says otherwise."""
-        return cls.metric_ranges.get(metric, (0.0, 1.0))
 
     def units(self, items: list[Item]) -> list[Unit]:
         """The units known before anything is evaluated: by default one per item."""
@@ -171,22 +154,6 @@ class Method(ABC):
             raise TypeError(f"unexpected options {', '.join(extras)}")
         return cls(config) if config is not None else cls()  # type: ignore[call-arg]
 
-    @classmethod
-    def cli_options(cls) -> list[CliOption]:
-        """Command-line options beyond the config fields (e.g. ``--criteria FILE``); their values
-        reach :meth:`options_from_cli`."""
-        return []
-
-    @classmethod
-    def options_from_cli(cls, values: dict[str, Any]) -> dict[str, Any]:
-        """Turn the values of :meth:`cli_options` (and config fields) into build options."""
-        return values
-
-    @classmethod
-    def report_section(cls, rows: list[dict[str, Any]]) -> ReportSection | None:
-        """The method's part of the HTML report (from the exported rows of a run), or None."""
-        return None
-
     @abstractmethod
     def manifest(self) -> dict[str, Any]:
         """Options and prompt hashes; stored in the run manifest and part of the run id."""
@@ -194,61 +161,6 @@ class Method(ABC):
     @abstractmethod
     def check_item(self, item: Item) -> str | None:
         """Why the item cannot be evaluated by this method (naming the field), or None."""
-
-    @classmethod
-    def register_commands(cls, app: Any, kit: Any) -> None:
-        """Add the method's own commands to the ``assay`` command line (``app``, a Typer app), as
-        simonw/llm's ``register_commands(cli)`` hook does. ``kit`` is the command line's kit
-        (:data:`assay.cli.kit.KIT`): ``kit.panels`` names the help groups (``evaluate``,
-        ``inspect``, ``compare``, ``rubrics``, ``tools``), and the run options and helpers are its
-        attributes (``kit.JUDGE``, ``kit.runner_config``, ``kit.make_command``, ...). A module that
-        defines commands at import imports :mod:`assay.cli.kit` itself, never :mod:`assay.cli`.
-        Called once, when the ``assay`` command tree is built, for built-in methods and plug-ins
-        alike. Every method also gets ``assay eval NAME`` without doing anything here."""
-        return None
-
-    @classmethod
-    def explain(cls, scores: dict[str, Any], details: dict[str, Any]) -> list[str]:
-        """A few lines a person reads to see why a result scored what it did (the verdicts that
-        failed, with their reasons): printed by ``assay demo`` as each answer finishes and by the
-        pytest helper when a threshold fails. Empty: nothing beyond the scores."""
-        return []
-
-    @classmethod
-    def review_panel(cls) -> str | None:
-        """The method's review panel in ``assay ui``: Jinja source (autoescaped) rendered on an
-        item's page with ``row`` (the exported row), ``mine`` (the reviewer's latest values by
-        address) and :meth:`review_context`; its controls carry ``data-path`` addresses the
-        page posts. None: only the generic controls (grades, score overrides, comment)."""
-        return None
-
-    @classmethod
-    def review_context(cls, row: dict[str, Any], mine: dict[str, Any]) -> dict[str, Any]:
-        """Extra context of :meth:`review_panel` (``mine``: address → the reviewer's latest
-        annotation)."""
-        return {}
-
-    @classmethod
-    def agreement(cls, rows: list[dict[str, Any]], annotations: list[Any]) -> dict[str, Any] | None:
-        """Agreement between reviewers as the method's paper measures it, shown on the run's
-        page (``{"title", "reviewers", "table"}``), or None."""
-        return None
-
-    @classmethod
-    def per_answer_scores(cls, scores: dict[str, Any]) -> list[dict[str, Any]] | None:
-        """The scores of each answer of one unit, in the unit's order, from the unit's scores:
-        what meta-evaluation correlates with the humans' labels of each answer. An item method's
-        unit is its one answer; a method of pairs or groups overrides this (DICE: its two
-        answers' scores). None: the method's scores belong to the unit, not to its answers
-        (meta-evaluation refuses such a method before any judge call)."""
-        return [dict(scores)] if cls.unit_kind == "item" else None
-
-    @classmethod
-    def pair_verdict(cls, details: dict[str, Any]) -> tuple[str, float | None, str | None, str | None] | None:
-        """A pairwise method's verdict on one pair from its evidence: (``A`` | ``B`` | ``Tie``,
-        its confidence, the kind of decision, what decided it), or None (no verdict: not a
-        pairwise method, or this pair was not decided)."""
-        return None
 
     def reads_label_probs(self) -> bool:
         """Whether the method as configured reads the judge's label probabilities (direct

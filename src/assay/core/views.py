@@ -5,7 +5,8 @@ as ``view`` entries, so the UI and the report ask the registry instead of naming
   (Jinja source, autoescaped), the context it is rendered with, and the script that wires its
   controls (it runs inside the page's script, where ``post(path, value, reason)``,
   ``count(prefix)`` and ``done()`` are defined). A method that only defines
-  ``Method.review_panel`` gets one made from it when it is registered.
+  ``Presents.review_panel`` (:mod:`assay.core.protocols`) gets one made from it when it is
+  registered.
 * ``grades`` — a :class:`GradeScale`: the reviewer's grades of a whole answer, offered on every
   item's page (assay's own is LeMAJ's expert scale).
 * ``report:NAME`` — a :class:`ReportView`: a report of a method's own files (PReMISE's rubric

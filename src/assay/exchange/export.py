@@ -106,7 +106,7 @@ RESERVED = frozenset({"unscored", "unscored_reason", "case", "history", "context
 """Columns of the export that a method's details cannot take."""
 
 COMPACT = ("run_id", "id", "system", "status", "query", "response")
-"""Columns every compact output keeps; the method adds its own (``Method.compact_columns``,
+"""Columns every compact output keeps; the method adds its own (``Presents.compact_columns``,
 default its metrics: case-aware App. A.2 adds the case fields, retrieved contexts and S_final,
 for monitoring dashboards), then ``unscored_reason``. The granular output is everything."""
 
@@ -114,10 +114,10 @@ for monitoring dashboards), then ``unscored_reason``. The granular output is eve
 def compact_columns(method: str) -> tuple[str, ...]:
     """The compact export's columns for a run of ``method`` (a method no longer registered, e
     .g. a removed plug-in, keeps the common columns and its scores)."""
-    from assay.core.registry import methods
+    from assay.core.protocols import run_presentation
 
-    cls = methods().get(method)
-    extra = (cls.compact_columns or cls.metrics) if cls is not None else ()
+    shown = run_presentation(method)
+    extra = shown.compact() if shown is not None else ()
     return (*COMPACT, *extra, "unscored_reason")
 
 

@@ -140,7 +140,7 @@ def failed_verdicts(method: str, scores: dict[str, Any], details: dict[str, Any]
     """The verdicts that failed or were not decided, each with its reason and quoted evidence.
     Evidence entries of the details (lists of verdicts such as DeCE's ``criteria`` and
     ``elements``) are read directly; for other methods, the failed lines of the method's own
-    explanation (:meth:`assay.methods.Method.explain`)."""
+    explanation (:meth:`assay.core.protocols.Presents.explain`)."""
     out = []
     for key, entries in details.items():
         if not isinstance(entries, list):
@@ -169,10 +169,10 @@ def failed_verdicts(method: str, scores: dict[str, Any], details: dict[str, Any]
             out.append(Verdict(path=f"{key}[{index}]", label=label, text=" — ".join(parts)))
     if out:
         return out
-    from assay.core.registry import methods
+    from assay.core.protocols import run_presentation
 
-    cls = methods().get(method)
-    lines = cls.explain(scores, details) if cls is not None else []
+    shown = run_presentation(method)
+    lines = shown.explain(scores, details) if shown is not None else []
     return [Verdict(path=None, label="failed", text=line.lstrip("✗? ").strip()) for line in lines
             if not line.startswith("✓")]
 
@@ -184,11 +184,11 @@ def _error_type(reason: str) -> str:
 def evaluation_events(store: Store, run_id: str, gates: dict[str, float] | None = None) -> list[EvaluationEvent]:
     """The run's ``gen_ai.evaluation.result`` events: for every scored answer (an item unit),
     one per metric of the method (see the module)."""
-    from assay.core.registry import methods
+    from assay.core.protocols import run_kind
 
     gates = gates or {}
     run = store.run(run_id)
-    cls = methods().get(run.method)
+    cls = run_kind(run.method)
     events = []
     for result in store.results(run_id):
         if result.kind != "item":

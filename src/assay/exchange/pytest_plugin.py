@@ -57,10 +57,11 @@ class AssayCheck:
         """Score and assert every answer's metrics: at least ``min[metric]``, at most
         ``max[metric]``. An Unscored metric fails too. The failure names the answer, the metric
         and the verdicts behind it."""
+        from assay.core.protocols import presentation
         from assay.core.registry import method_class
 
         rows = self.score(answers, method, **options)
-        explain = method_class(method).explain
+        explain = presentation(method_class(method)).explain
         problems = []
         for row in rows:
             failed = []

@@ -24,7 +24,8 @@ GRADE_SCALE = (1, 5)
 
 
 class Rules(Protocol):
-    """What the run's method says about its verdicts (a method class satisfies it)."""
+    """What the run's method says about its verdicts (the presentation of the run's kind,
+    :func:`assay.core.protocols.run_presentation`, satisfies it; its ``annotation_labels`` too)."""
 
     def metric_range(self, metric: str) -> tuple[float, float]: ...
 

@@ -6,7 +6,7 @@ judge's result (``criteria[0].satisfied``, ``recall``) — an override — or so
 adds under ``human.``: the 1–5 grades ``human.grade_correctness`` and ``human.grade_relevance``,
 ``human.comment``, and whatever the run's method lets a reviewer add (its review panel). Nothing
 here names a method: a method reads its own annotations (its ``review_context`` and
-``agreement`` hooks).
+``agreement`` hooks, :mod:`assay.core.protocols`).
 """
 
 from __future__ import annotations

@@ -522,7 +522,7 @@ def test_a_rubric_audit_is_a_run_with_a_record_and_the_engine_options(tmp_path: 
 
 
 def test_an_audits_criteria_are_units_a_reviewer_can_override(tmp_path: Path) -> None:
-    from assay.core.registry import method_class
+    from assay.core.protocols import run_presentation
     from assay.store import Store, StoreError
 
     (tmp_path / "r.yaml").write_text(RUBRIC)
@@ -542,7 +542,7 @@ def test_an_audits_criteria_are_units_a_reviewer_can_override(tmp_path: Path) ->
     again = run("rubric", "audit", "r.yaml", "--axes", "structure", "--judge", f"scripted/{tmp_path / 's.json'}",
                 "--store", "a.db", cwd=tmp_path)
     assert again.returncode == 0 and len(store.results(audit.run_id)) == 2  # re-run: the same two units
-    rules = method_class("rubric-audit")
+    rules = run_presentation("rubric-audit")  # a workflow's runs, shown and reviewed as a method's
     store.annotate(audit.run_id, cites, "flags.atomic", True, author="ann", rules=rules)
     store.annotate(audit.run_id, cites, "structure", 5, author="ann", rules=rules, reason="cites its source")
     with pytest.raises(StoreError, match="yes/no"):

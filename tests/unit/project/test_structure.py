@@ -228,9 +228,9 @@ def test_the_generic_modules_name_no_method() -> None:
     how a method's knowledge leaks into a generic room."""
     import ast
 
-    from assay.core.registry import methods
+    from assay.core.registry import methods, workflows
 
-    names = set(methods())
+    names = set(methods()) | set(workflows())
     commands_of_methods = {"dece", "triage", "tournament", "rubric", "pairwise", "gate", "compare"}
     found = []
     for path in sorted((ROOT / "src" / "assay").rglob("*.py")):

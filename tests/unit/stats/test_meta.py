@@ -366,10 +366,10 @@ def test_a_pair_method_that_does_not_split_its_scores_is_refused_before_any_call
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A method scoring pairs as a whole (no per-answer scores) cannot be correlated with labels of
     answers: meta-evaluation says so in one line, before the judge is asked anything."""
-    from assay.core.method import Method
+    from assay.core.protocols import MetaEvaluated
     from assay.methods.dice import Dice
 
-    monkeypatch.setattr(Dice, "per_answer_scores", classmethod(Method.per_answer_scores.__func__))
+    monkeypatch.setattr(Dice, "per_answer_scores", classmethod(MetaEvaluated.per_answer_scores.__func__))
     judge = ScriptedBackend([])
     with pytest.raises(InputError, match=r"^dice scores pairs as a whole and does not say which score is each"):
         meta(read_ragchecker(SLICE), ["dice"], judge)

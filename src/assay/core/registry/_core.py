@@ -25,6 +25,9 @@ kind's group. Third-party packages plug in through entry points, as simonw/llm p
     [project.entry-points."assay.annotations"]
     mynote = "my_package.review:check"            # check(path, value) of human.mynote[k]
 
+    [project.entry-points."assay.workflows"]
+    mywork = "my_package.work:MyWorkflow"         # commands storing runs of their own kind
+
 assay's own entries are loaded the same way: :data:`BUILTINS` is written as a plug-in writes its
 entry points and goes through the same loader, so the registry names no method. A plug-in that
 fails to load is reported on stderr once, naming it, and left out; it does not break the
@@ -52,11 +55,13 @@ KINDS: dict[str, tuple[str, ...]] = {
     "view": ("assay.views",),
     "command": ("assay.commands",),
     "annotation": ("assay.annotations",),
+    "workflow": ("assay.workflows",),
 }
 """Each kind and the entry-point groups its plug-ins use."""
 
 LABELS = {"method": "method", "backend": "judge provider", "reader": "dataset kind", "view": "view",
-          "command": "command", "annotation": "annotation address"}
+          "command": "command", "annotation": "annotation address",
+          "workflow": "workflow"}
 """How an error names an entry of each kind."""
 
 BUILTINS = """
@@ -194,8 +199,10 @@ def load(kind: str | None = None) -> None:
         if each in _loaded:
             continue
         _loaded.add(each)
-        if each in ("view", "command", "annotation"):
-            load("method")  # methods register their views, commands and annotation checks when they load
+        if each in ("view", "command", "annotation", "workflow"):
+            load("method")  # methods register their views, commands, annotation checks and workflows when they load
+        if each in ("view", "command"):
+            load("workflow")  # and workflows their views and commands
         for group in KINDS[each]:
             for entry in _builtin_entry_points(group):
                 _accept(each, entry.name, entry.load())  # a built-in that fails to load is a bug: raise

@@ -124,9 +124,9 @@ def _is_result_column(name: str) -> bool:
         return True
     prefix, dot, _ = name.partition(".")
     if dot:
-        from assay.core.registry import methods
+        from assay.core.registry import methods, workflows
 
-        return prefix in methods()
+        return prefix in methods() or prefix in workflows()  # a workflow's runs (the rubric audit's) too
     return False
 
 

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from assay.core.method import Method
+from assay.core.protocols import HasCommands
 from assay.core.types import GenerateConfig, Item
 from assay.judge.prompts import fence, load_domain, load_prompt
 
@@ -29,7 +30,7 @@ def estimated_tokens(messages: list[Any]) -> int:
     return sum(len(m.content) for m in messages) // 4 + 8 * len(messages)
 
 
-class BaselineMethod(Method):
+class BaselineMethod(Method, HasCommands):
     prompt_names: ClassVar[tuple[str, ...]]
     answer_fence: ClassVar[str] = "plain"
     """How the answer is fenced; part of the run id when it is not plain (``fence(sealed=True)``)."""

@@ -56,6 +56,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from assay.core.errors import ConfigError
 from assay.core.method import CallEstimate, CliOption, ItemResult, Method, ReportSection, method_template
+from assay.core.protocols import HasCommands, Presents
 from assay.core.registry import register_method
 from assay.core.types import Completion, GenerateConfig, Item, Unscored
 from assay.judge.direct import ask
@@ -132,7 +133,7 @@ def _check_turn(output: Any) -> None:
 
 
 @register_method
-class CaseAware(Method):
+class CaseAware(Method, Presents, HasCommands):
     """Case-aware RAG judge: 8 metrics per turn with severity bands, and S_final."""
 
     name: ClassVar[str] = "caseaware"

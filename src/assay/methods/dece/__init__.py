@@ -64,6 +64,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from assay.analysis.stats import f_beta
 from assay.core.method import CallEstimate, CliOption, ItemResult, Method, ReportSection, method_template
+from assay.core.protocols import HasCommands, MetaEvaluated, Presents
 from assay.core.registry import register_method
 from assay.core.types import Item, Unscored
 from assay.judge.prompts import load_domain
@@ -166,7 +167,7 @@ class DeCEConfig(BaseModel):
 
 
 @register_method
-class DeCE(DeCEPrompts, Method):
+class DeCE(DeCEPrompts, Method, Presents, MetaEvaluated, HasCommands):
     """DeCE: precision and recall of answers against criteria from a gold answer."""
 
     name: ClassVar[str] = "dece"

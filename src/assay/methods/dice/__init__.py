@@ -51,6 +51,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from assay.core.errors import ConfigError
 from assay.core.method import CallEstimate, ItemResult, Method, ReportSection, method_template
+from assay.core.protocols import HasCommands, MetaEvaluated, Presents
 from assay.core.registry import register_method
 from assay.core.types import Completion, GenerateConfig, Item, Message, Unit, Unscored, pairs_from_items
 from assay.judge.direct import ask
@@ -174,7 +175,7 @@ def verdict_of(p: dict[str, float]) -> str:
 
 # --- the method -----------------------------------------------------------------------------------
 @register_method
-class Dice(Method):
+class Dice(Method, Presents, MetaEvaluated, HasCommands):
     """DICE: pairwise A/B/Tie verdicts with probabilities, hard/soft scores and optional swap."""
 
     name: ClassVar[str] = "dice"

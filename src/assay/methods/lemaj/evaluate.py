@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from assay.core.errors import ConfigError
 from assay.core.method import CallEstimate, ItemResult, Method, ReportSection, method_template
+from assay.core.protocols import HasCommands, MetaEvaluated, Presents
 from assay.core.registry import register_method
 from assay.core.types import GenerateConfig, Item, Unscored
 from assay.judge.direct import ask
@@ -81,7 +82,7 @@ def aggregate_jurors(jurors: list[list[dict[str, Any]]], aggregate: str = "major
 
 
 @register_method
-class LeMAJ(Method):
+class LeMAJ(Method, Presents, MetaEvaluated, HasCommands):
     """LeMAJ: the answer split into Legal Data Points, each tagged against the document."""
 
     name: ClassVar[str] = "lemaj"

@@ -8,48 +8,41 @@ The audit is a judge session (:class:`assay.engine.session.JudgeSession`); as ea
 committed, and each audited criterion becomes (or is updated as) a unit of that run with its
 numbers as scores and its votes as details (:func:`.units.audit_units`), so ``assay export``,
 ``assay report`` and ``assay ui`` show an audit like any run, and a reviewer can override the
-judge's verdict on each design property of a criterion.
+judge's verdict on each design property of a criterion. The rubric work is a workflow
+(:class:`RubricAudit`, registered with :func:`assay.core.registry.register_workflow`), not a
+method: nothing runs it over items, so ``assay eval``, ``meta`` and ``injection`` do not offer it.
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from assay.core.method import CallEstimate, Method, ReportSection, method_template
-from assay.core.registry import add, register_method
-from assay.core.types import Item
+from assay.core.method import ReportSection, method_template
+from assay.core.protocols import HasCommands, Presents
+from assay.core.registry import add, register_workflow
 from assay.core.views import ReportView
 from assay.methods.premise.units import AUDIT_SCORES
 
 
-@register_method
-class RubricAudit(Method):
-    """The results of ``assay rubric audit``: one unit per criterion of the audited rubric.
+@register_workflow
+class RubricAudit(Presents, HasCommands):
+    """The rubric workflow, ``assay rubric …`` (discover, audit, refine, repair), and how the runs
+    of ``assay rubric audit`` are shown: one unit per criterion of the audited rubric.
 
-    Not run over items (``session_view``): the audit command makes the run, this class tells the
-    store's readers how to show it and what a reviewer may change."""
+    A workflow, not a method: nothing runs it over items. The audit command makes the run (a judge
+    session stored under ``rubric-audit``); this class gives the commands and tells the store's
+    readers (export, report, UI) how to show the run and what a reviewer may change."""
 
     name: ClassVar[str] = "rubric-audit"
     renamed_flags: ClassVar[dict[str, dict[str, str]]] = {"rubric": {"--out": "--output"}}
     # the rubric's size (the tournament's --k, the Elo factor, is --elo-k)
     flag_aliases: ClassVar[dict[str, dict[str, str]]] = {"rubric": {"--k": "--size"}}
     metrics: ClassVar[tuple[str, ...]] = AUDIT_SCORES
-    eval_command: ClassVar[bool] = False
-    session_view: ClassVar[bool] = True
     primary_metric: ClassVar[str | None] = "structure"
     metric_ranges: ClassVar[dict[str, tuple[float, float]]] = {
         "structure": (0.0, 5.0), "alpha": (-1.0, 1.0), "rho": (-1.0, 1.0), "attack_mean_score": (0.0, 10.0),
         "reference_mean_score": (0.0, 10.0)}
     compact_columns: ClassVar[tuple[str, ...]] = ("structure", "alpha", "flip_rate", "rho", "applicability", "vfr")
-
-    def manifest(self) -> dict[str, Any]:
-        return {"method": self.name}
-
-    def check_item(self, item: Item) -> str | None:
-        return "a rubric audit is made by `assay rubric audit`, not over items"
-
-    def estimate(self, items: list[Item]) -> CallEstimate:
-        return CallEstimate()
 
     @classmethod
     def register_commands(cls, app: Any, kit: Any) -> None:

@@ -14,6 +14,7 @@ from assay.analysis.stats import correlation
 from assay.cli.kit import RUN_OPTIONS, coerce, console, dry_run, method_params, parse_options, take_aliases
 from assay.core._files import check_output, write_json
 from assay.core.errors import ConfigError, InputError
+from assay.core.protocols import command_line
 from assay.core.registry import build_method, method_class
 from assay.core.types import Item
 from assay.data import load_items
@@ -87,7 +88,7 @@ def make_tournament_command() -> Any:
         run = {name: kwargs.pop(name) for name in list(kwargs) if name in {n for n, _, _ in RUN_OPTIONS}}
         run.pop("out", None)  # -o is the ranking's JSON here (--output)
         run.pop("resume", None)  # a tournament always continues (every judged match is re-used)
-        options = cls.options_from_cli(coerce(cls, take_aliases(kwargs)))
+        options = command_line(cls).options_from_cli(coerce(cls, take_aliases(kwargs)))
         tiers = parse_baselines(baselines_spec) if baselines_spec else []
         if tiers:
             if options.get("mode", "swiss") not in ("swiss", "baselines"):

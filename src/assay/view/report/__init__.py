@@ -12,7 +12,7 @@ from markupsafe import Markup
 
 from assay._version import __version__
 from assay.core._files import atomic_write_text
-from assay.core.registry import methods
+from assay.core.protocols import run_presentation
 
 if TYPE_CHECKING:  # the one result type; EvalResult.report() imports this module when called
     from assay.engine.results import EvalResult
@@ -95,9 +95,9 @@ def render_report(result: EvalResult, meta: Path | None = None, alignment: dict[
     created = dt.datetime.fromtimestamp(run.created_at, tz=dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     rows = result.records()
     section_html, item_html = Markup(""), [Markup("") for _ in rows]
-    cls = methods().get(result.method)
-    if cls is not None:
-        section = cls.report_section(rows)
+    shown = run_presentation(result.method)
+    if shown is not None:
+        section = shown.report_section(rows)
         if section is not None:
             if section.section:
                 section_html = Markup(env.from_string(section.section).render(rows=rows, **section.context))

@@ -45,7 +45,7 @@ from starlette.routing import Route
 
 from assay.core._files import loads_finite
 from assay.core.errors import ConfigError, InputError, StoreError
-from assay.core.registry import method_class, methods
+from assay.core.protocols import meta_evaluation, presentation, run_kind, run_presentation
 from assay.core.views import grade_scale, review_view
 from assay.exchange.export import export_rows
 from assay.store import Store
@@ -266,8 +266,9 @@ def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowe
             shown = [r for r in shown if within(r.get(metric))]
         annotations = store.annotations(run_id)
         annotated = {a.unit_key for a in annotations}
-        cls = methods().get(run.method)
-        iaa = cls.agreement(rows, annotations) if cls is not None else None
+        kind = run_kind(run.method)
+        cls = presentation(kind) if kind is not None else None
+        iaa = meta_evaluation(kind).agreement(rows, annotations) if kind is not None else None
         for row, record in zip(rows, records, strict=True):
             row["failed"] = _failed(cls, row, record)
         main_metric = (cls.primary_metric if cls is not None and cls.primary_metric in metrics else None) or (
@@ -315,7 +316,7 @@ def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowe
             return HTMLResponse("this item has no result yet", status_code=404)
         row = export_rows(store, run_id, results=[record])[0]
         evidence = Markup("")
-        cls = methods().get(run.method)
+        cls = run_presentation(run.method)
         if cls is not None:  # the method's report partial, with the context of this one row
             section = cls.report_section([row])
             if section is not None and section.item:
@@ -363,10 +364,7 @@ def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowe
             return JSONResponse({"error": "no such item"}, status_code=404)
         who = str(body.get("author") or author).strip()[:80]
         run = store.run(run_id)
-        try:
-            rules: Any = method_class(run.method)
-        except ConfigError:
-            rules = None  # a method this installation does not know: generic checks only
+        rules = run_presentation(run.method)  # None: a method this installation does not know: generic checks only
         try:
             stored = store.annotate(run_id, records[idx].key, body["path"], body["value"], author=who,
                                     reason=str(body.get("reason") or "")[:2000], rules=rules)
