@@ -54,7 +54,6 @@ from assay.analysis.align_labels import (  # noqa: F401  (re-exported: the label
     GRADE_PATHS,
     VERDICT,
     Labels,
-    _bad_constant,
     _grade,
     _records,
     _text,
@@ -62,6 +61,7 @@ from assay.analysis.align_labels import (  # noqa: F401  (re-exported: the label
     read_labels,
     store_labels,
 )
+from assay.core._load import reject_constant
 from assay.core.errors import ConfigError, InputError
 from assay.core.records import UnitResult
 from assay.store import Store
@@ -431,7 +431,7 @@ def read_alignment(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     try:
         value = json.loads(path.read_text(encoding="utf-8"),
-                           parse_constant=lambda c: (_ for _ in ()).throw(ValueError(f"{c} is not a number")))
+                           parse_constant=reject_constant)
     except FileNotFoundError:
         raise ConfigError(f"--alignment {path}: file not found") from None
     except OSError as exc:

@@ -9,10 +9,10 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
+from assay.core._load import reject_constant
 from assay.core.errors import InputError
 from assay.core.records import UnitResult
 from assay.store import Store
@@ -94,13 +94,11 @@ def _records(path: Path) -> Iterable[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            yield n, json.loads(line, parse_constant=partial(_bad_constant, source=source, line=n))
+            yield n, json.loads(line, parse_constant=reject_constant)
         except json.JSONDecodeError as exc:
             raise InputError(f"not valid JSON: {exc.msg}", source=source, line=n) from None
-
-
-def _bad_constant(name: str, source: str, line: int) -> Any:
-    raise InputError(f"{name} is not a number assay accepts", source=source, line=line)
+        except ValueError as exc:  # NaN or Infinity
+            raise InputError(str(exc), source=source, line=n) from None
 
 
 def read_labels(path: str | Path) -> Labels:

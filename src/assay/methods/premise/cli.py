@@ -25,6 +25,7 @@ from assay.cli.kit import (
     runner_config,
 )
 from assay.core._files import atomic_write_text, check_output, write_json
+from assay.core._load import reject_constant
 from assay.core.errors import ConfigError, InputError
 from assay.core.report_models import RubricAuditReport
 from assay.judge.runner import RunnerConfig
@@ -279,14 +280,10 @@ def _audit_json(path: Path) -> dict[str, Any] | None:
     if not (isinstance(doc, dict) and isinstance(doc.get("summary"), dict) and "rubrics" in doc):
         return None
     try:  # an audit is read as it is: a NaN or Infinity in it is no number assay accepts
-        json.loads(text, parse_constant=_refuse_constant)
+        json.loads(text, parse_constant=reject_constant)
     except ValueError as exc:
         raise InputError(f"{exc}; an audit JSON holds finite numbers or null", source=str(path)) from None
     return doc
-
-
-def _refuse_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a number assay accepts")
 
 
 def _audit_pairs(chosen: list[str], pairs: Path | None, out_of_domain: Path | None,
