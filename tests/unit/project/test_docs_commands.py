@@ -156,7 +156,6 @@ a recording lacks (after a prompt or an example changed). Otherwise they are rep
 outputs shown are the real judge's, reproduced offline."""
 
 RECORDING_PENDING = {
-    "caseaware.md": "recording its two runs of the case-aware judge takes about 50 minutes; not done yet",
     "premise.md": "recording the rubric workflows (audit, discovery, repair) has not been done yet",
 }
 """Pages whose shown outputs still come from the stand-in judge, each saying so in its text, with
@@ -272,6 +271,7 @@ VARYING = [
     (r"\b\d{4}-\d\d-\d\d[T ]\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:?\d\d)?", "<time>"),  # a timestamp
     (r"\b[0-9a-f]{16}\b|\b[0-9a-f]{64}\b", "<id>"),                              # a run id or a hash
     (r"[\u2800-\u28ff] ?", ""),                                                 # a spinner's frame
+    (r"\b\d+ retries\b", "0 retries"),  # retries after a timeout: the machine's load when it was recorded
 ]
 """What differs from one run of a command to the next, and what it is written as before an output
 shown on a page is compared with the command's: the rest must be the same, character for
