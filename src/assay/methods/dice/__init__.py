@@ -182,8 +182,7 @@ class Dice(Method, Presents, MetaEvaluated, HasCommands):
     metrics: ClassVar[tuple[str, ...]] = ("score_a", "score_b")
     version: ClassVar[str] = "1"
     config_model: ClassVar[type[BaseModel] | None] = DiceConfig
-    cli_main: ClassVar[tuple[str, ...] | None] = ('domain', 'swap', 'verdict_rule', 'hierarchy', 'samples', 'verdicts',
-                                                 'focus', 'judge_reference')
+    cli_main: ClassVar[tuple[str, ...] | None] = ('domain', 'swap', 'verdict_rule', 'hierarchy', 'samples', 'verdicts')
     primary_metric: ClassVar[str | None] = "score_a"
     compact_columns: ClassVar[tuple[str, ...]] = ("system_a", "system_b", "verdict", "p_a", "p_b", "p_tie",
                                                   "score_a", "score_b", "decision", "decided_by")
