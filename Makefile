@@ -11,7 +11,7 @@ RUNTIME := $(VENV)/.assay-runtime-stamp
 # -march=native: a native build uses whatever the build machine lists (AMX tiles on Sapphire Rapids)
 # and dies with SIGILL on a VM that lists them but refuses them, or on any other CPU the cached wheel
 # is copied to. The same flags are in the README and in `assay doctor`'s rebuild command
-# (assay.judge.model.PORTABLE_CMAKE_ARGS; tests/unit/backends/test_build_flags.py keeps the three equal).
+# (assay.judge.model.PORTABLE_CMAKE_ARGS; tests/unit/judge/test_build_flags.py keeps the three equal).
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
 LLAMA_VERSION := 0.3.36
 # The compiled wheel is built once per flag set into a cache of our own, keyed by the version and a hash

@@ -50,7 +50,7 @@ ASSAY = shutil.which("assay", path=str(Path(sys.executable).parent))
 NOT_RUN: dict[str, str] = {
     r"^pip install\b": "installs packages",
     r"^export CMAKE_ARGS=": ("sets the flags pip compiles llama.cpp with "
-                            "(tests/unit/backends/test_build_flags.py checks them)"),
+                            "(tests/unit/judge/test_build_flags.py checks them)"),
     r"^make\b": "builds the development environment (make setup, make test, make demo)",
     r"^assay model install\b": "assembles the 1 GB embedded model (the integration tests use it)",
     r"^\. \.venv/bin/activate$": "changes the shell's environment only",
@@ -61,7 +61,7 @@ NOT_RUN: dict[str, str] = {
     r"^python examples/phoenix_rag\.py\b": "sends traces to a running Phoenix (tests/integration/test_phoenix.py)",
     r"--from-phoenix\b|--phoenix\b": "reads from or writes to a running Phoenix (tests/integration/test_phoenix.py)",
     r"--otel\b": ("sends to an OTLP receiver on port 4318 "
-                  "(tests/unit/tracing/test_otel.py runs these against a real one)"),
+                  "(tests/unit/exchange/test_otel.py runs these against a real one)"),
 }
 """Commands left out, by pattern, with the reason. Nothing else may be left out."""
 

@@ -117,6 +117,21 @@ def test_src_assay_shows_the_architecture() -> None:
                        "examples"}, sorted(entries)
 
 
+def test_unit_tests_are_laid_out_by_package() -> None:
+    """``tests/unit/`` has a folder per package (and ``project/`` for the project as a whole), and
+    ``tests/unit/methods/`` a folder per built-in method: a room's tests sit beside it."""
+    unit = ROOT / "tests" / "unit"
+
+    def folders(path: Path) -> set[str]:
+        return {p.name for p in path.iterdir() if p.is_dir() and p.name != "__pycache__"
+                and any(q.suffix == ".py" for q in p.rglob("*.py"))}
+
+    assert folders(unit) == {*LAYERS, "project"}, sorted(folders(unit) ^ {*LAYERS, "project"})
+    methods = {p.name for p in (ROOT / "src" / "assay" / "methods").iterdir()
+               if p.is_dir() and (p / "__init__.py").exists()}
+    assert folders(unit / "methods") <= methods, sorted(folders(unit / "methods") - methods)
+
+
 def test_packages_import_downward() -> None:
     """The layers hold over packages, at any depth and through any chain of imports (grimp, as
     import-linter's layers contract), type-checking imports aside."""

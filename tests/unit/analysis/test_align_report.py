@@ -19,7 +19,7 @@ from assay.core.errors import ConfigError
 from assay.engine.results import EvalResult
 from assay.store import Store
 from assay.view.report import render_report
-from tests.unit.align.test_align import ASSAY, EXAMPLES, QUIET, Judge, _items, _run, dice_pairs
+from tests.unit.analysis.test_align import ASSAY, EXAMPLES, QUIET, Judge, _items, _run, dice_pairs
 
 
 @pytest.fixture(scope="module")
@@ -226,7 +226,7 @@ def test_assay_ui_refuses_a_bad_alignment_file_in_one_line_before_listening(alig
                                                                              tmp_path: Path) -> None:
     import subprocess
 
-    from tests.unit.align.test_align import ASSAY as exe
+    from tests.unit.analysis.test_align import ASSAY as exe
 
     path = aligned_run[0]
     (tmp_path / "not.json").write_text("[1, 2]")
@@ -246,7 +246,7 @@ def test_assay_ui_serves_the_aligned_column_over_http(aligned_run: tuple[Path, s
     import subprocess
     import urllib.request
 
-    from tests.unit.align.test_align import ASSAY as exe
+    from tests.unit.analysis.test_align import ASSAY as exe
     from tests.unit.cli.test_robustness import wait_listening
 
     path, run_id, file = aligned_run
