@@ -155,9 +155,7 @@ tests/unit/project/test_docs_commands.py`` runs every page's commands with the r
 a recording lacks (after a prompt or an example changed). Otherwise they are replayed, so the
 outputs shown are the real judge's, reproduced offline."""
 
-RECORDING_PENDING = {
-    "premise.md": "recording the rubric workflows (audit, discovery, repair) has not been done yet",
-}
+RECORDING_PENDING: dict[str, str] = {}
 """Pages whose shown outputs still come from the stand-in judge, each saying so in its text, with
 the reason they are not recorded. Every other page's shown outputs are the embedded judge's."""
 
