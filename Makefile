@@ -93,6 +93,7 @@ test: model
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet -d $(VENV)/site
+	$(BIN)/assay doctor   # this machine's reading speed: the suite's summary scales the judges' time by it
 	@status=0; \
 	SUITE_DURATIONS=$(DURATIONS) $(BIN)/pytest -q -m "not integration" -n 2 || status=$$?; \
 	SUITE_DURATIONS=$(DURATIONS) $(BIN)/pytest -q -m integration || status=$$?; \

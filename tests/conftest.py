@@ -29,3 +29,30 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
         with open(_DURATIONS, "a", encoding="utf-8") as out:
             out.write(json.dumps({"test": report.nodeid, "when": report.when, "s": round(report.duration, 2)}) + "\n")
+
+
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """With SUITE_DURATIONS: the time the test's real judges (llama.cpp, in process or behind a
+    server) spent on the calls kept in the stores it wrote under ``tmp_path`` — so that
+    tests/slowest.py can say how much of the suite is the model's, and what a slower CPU makes of it."""
+    tmp = getattr(item, "funcargs", {}).get("tmp_path")
+    if not _DURATIONS or tmp is None:
+        return
+    import json
+    import sqlite3
+    from pathlib import Path
+
+    seconds: dict[str, float] = {}
+    for db in Path(tmp).rglob("*.db"):
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+                rows = con.execute("SELECT backend, SUM(latency_s) FROM judge_calls GROUP BY backend").fetchall()
+        except sqlite3.Error:  # not a store, or one without calls
+            continue
+        for backend, latency in rows:
+            if not str(backend).startswith("scripted") and latency:
+                seconds[str(backend)] = seconds.get(str(backend), 0.0) + float(latency)
+    if seconds:
+        with open(_DURATIONS, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"test": item.nodeid, "when": "judge", "s": 0.0,
+                                  "judge_s": {k: round(v, 2) for k, v in seconds.items()}}) + "\n")

@@ -17,16 +17,40 @@ from pathlib import Path
 def main() -> None:
     path, start = Path(sys.argv[1]), float(sys.argv[2])
     totals: dict[str, float] = defaultdict(float)
+    judge: dict[str, float] = defaultdict(float)
     if path.exists():
         for line in path.read_text(encoding="utf-8").splitlines():
             entry = json.loads(line)
             totals[entry["test"]] += entry["s"]
+            for backend, seconds in entry.get("judge_s", {}).items():
+                judge[backend] += seconds
     wall = time.time() - start
     print(f"\nmake test: wall time {wall / 60:.1f} min ({wall:.0f} s); budget 30 min on a 2-core machine reading "
           "20 prompt tokens/s (assay doctor), 15 min with the llama.cpp wheel cached")
+    model = sum(judge.values())
+    speed = doctor_speed()
+    if model:
+        print(f"real judges' calls in the tests' stores: {model:.0f} s ("
+              + ", ".join(f"{b} {s:.0f} s" for b, s in sorted(judge.items(), key=lambda kv: -kv[1])[:4]) + ")")
+        if speed and speed > 20:
+            slower = wall + model * (speed / 20 - 1)
+            print(f"this machine reads {speed:.0f} prompt tokens/s (assay doctor); where it reads 20, those calls "
+                  f"would take {speed / 20:.1f}x as long: about {slower / 60:.1f} min for this run (a lower bound: "
+                  "model time outside the stores — label-probability checks, servers' warm-up — is not counted)")
     print(f"the 25 slowest of {len(totals)} tests (setup + call + teardown):")
     for test, seconds in sorted(totals.items(), key=lambda kv: -kv[1])[:25]:
         print(f"{seconds:8.1f} s  {test}")
+
+
+def doctor_speed() -> float | None:
+    """Prompt tokens/s of the embedded judge as `assay doctor` last measured it here, if it did."""
+    import os
+
+    home = Path(os.environ.get("ASSAY_CACHE_DIR") or Path.home() / ".cache" / "assay")
+    try:
+        return float(json.loads((home / "speed-default.json").read_text(encoding="utf-8"))["prompt_tokens_per_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 if __name__ == "__main__":
