@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import tempfile
 import time
@@ -56,6 +57,30 @@ def measure(rows: list[dict[str, Any]], seconds: float, calls: int, prompt: int,
             "calls": calls, "prompt_tokens": prompt, "completion_tokens": completion}
 
 
+def versus_rag(hits: dict[tuple[str, str], dict[str, int]], strategies: list[str],
+               resamples: int = 2000) -> dict[str, Any]:
+    """Each strategy's agreement minus DICE's default decision's on the same pairs (natural and
+    adversarial apart), with a paired bootstrap 95% interval over pairs (seed 0)."""
+    rng = random.Random(0)
+    table: dict[str, dict[str, Any]] = {}
+    lines = []
+    for kind in ("natural", "adversarial"):
+        keys = [k for k in hits if (k[0] == "natural") == (kind == "natural")]
+        for strategy in strategies:
+            if strategy == "rag":
+                continue
+            diffs = [hits[k][strategy] - hits[k]["rag"] for k in keys if strategy in hits[k] and "rag" in hits[k]]
+            if not diffs:
+                continue
+            boots = sorted(sum(rng.choice(diffs) for _ in diffs) / len(diffs) for _ in range(resamples))
+            row = {"pairs": len(diffs), "difference": sum(diffs) / len(diffs),
+                   "ci95": [boots[int(0.025 * resamples)], boots[int(0.975 * resamples) - 1]]}
+            table.setdefault(strategy, {})[kind] = row
+            lines.append(f"{strategy} vs rag, {kind}: {row['difference']:+.3f} [{row['ci95'][0]:+.3f}, "
+                         f"{row['ci95'][1]:+.3f}] over {len(diffs)} pairs")
+    return {"table": table, "lines": lines}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--pairs", type=int, default=10, help="the first N pairs of each set")
@@ -70,6 +95,7 @@ def main() -> None:
     if unknown:
         raise SystemExit(f"unknown strategies {unknown}; known: {', '.join(STRATEGIES)}")
     results: dict[str, dict[str, Any]] = {}
+    hits: dict[tuple[str, str], dict[str, int]] = {}  # (set, pair id) → strategy → agreed (0/1)
     with tempfile.TemporaryDirectory() as tmp:
         stores = args.stores or Path(tmp)
         stores.mkdir(parents=True, exist_ok=True)
@@ -91,11 +117,18 @@ def main() -> None:
                 row = measure(result.records(), seconds, int(usage.get("calls", 0)),
                               int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)))
                 results[strategy][name] = row
+                for r in result.records():
+                    hits.setdefault((name, str(r["id"])), {})[strategy] = int(
+                        r.get("verdict") == (r.get("human") or {}).get("winner"))
                 print(f"{strategy:22s} {name:9s} agree {row['agree']}/{row['pairs']}  first-shown won "
                       f"{row['first_shown_won']}/{row['single_orders']}  median margin "
                       f"{row['median_margin'] if row['median_margin'] is None else round(row['median_margin'], 2)}"
                       f"  {row['seconds_per_pair']:.1f} s/pair", flush=True)
-    out = {"judge": args.judge, "pairs_per_set": args.pairs, "verdicts": "direct, both orders, forced choice",
+    paired = versus_rag(hits, strategies) if "rag" in strategies else {}
+    for line in paired.get("lines", []):
+        print(line)
+    out = {"judge": args.judge, "paired_versus_rag": paired.get("table", {}), "pairs_per_set": args.pairs,
+           "verdicts": "direct, both orders, forced choice",
            "data": "LLMBar dev split (natural; adversarial: neighbor, gptinst, manual), first N pairs of each file",
            "results": results}
     args.out.parent.mkdir(parents=True, exist_ok=True)
