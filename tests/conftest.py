@@ -18,7 +18,8 @@ def _no_network_keys(monkeypatch: pytest.MonkeyPatch) -> None:
 # `make test` runs the suite in two parts (unit tests on both cores with pytest-xdist, then the
 # real-model and real-server tests one at a time); each test's time is appended to the file named
 # by SUITE_DURATIONS so that tests/slowest.py can print the 25 slowest of the whole suite.
-_DURATIONS = os.environ.get("SUITE_DURATIONS")
+_DURATIONS = os.path.abspath(os.environ["SUITE_DURATIONS"]) if os.environ.get("SUITE_DURATIONS") else None
+# (absolute: some tests change the working directory)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -36,7 +37,8 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
     server) spent on the calls kept in the stores it wrote under ``tmp_path`` — so that
     tests/slowest.py can say how much of the suite is the model's, and what a slower CPU makes of it."""
     tmp = getattr(item, "funcargs", {}).get("tmp_path")
-    if not _DURATIONS or tmp is None:
+    # only the tests that run a model: a unit test's replayed judge carries its recording's latencies
+    if not _DURATIONS or tmp is None or item.get_closest_marker("integration") is None:
         return
     import json
     import sqlite3
