@@ -52,11 +52,17 @@ def main() -> None:
     parser.add_argument("--no-pointwise", action="store_true")
     parser.add_argument("--verdicts", choices=["analysis", "direct"], default="analysis",
                         help="direct: DICE's decision read from one forward pass, no written analysis")
+    parser.add_argument("--focus", choices=["rag", "instruction"], default="rag",
+                        help="DICE's focus (instruction: the decision that puts following the instruction first)")
+    parser.add_argument("--judge-reference", action="store_true",
+                        help="the judge writes its own answer first and compares both answers with it")
     args = parser.parse_args()
     metaset = read_pandalm(args.data).subset(args.pairs, args.seed)
     judge = get_backend("llamacpp/default", n_ctx=4096, logits_all=True)
     options = {"dice": {"swap": args.swap, "max_analysis_chars": args.max_analysis_chars,
-                        **({"verdicts": "direct"} if args.verdicts == "direct" else {})},
+                        **({"verdicts": "direct"} if args.verdicts == "direct" else {}),
+                        **({"focus": args.focus} if args.focus != "rag" else {}),
+                        **({"judge_reference": True} if args.judge_reference else {})},
                "pointwise": {"reference_free": True}}
     methods = ["dice"] if args.no_pointwise else ["dice", "pointwise"]
     started = time.perf_counter()
@@ -107,7 +113,8 @@ def main() -> None:
     summary = {"benchmark": "meta_pandalm", "judge": "llamacpp/default (Qwen2.5-Coder-1.5B Q4_K_M, logits_all)",
                "pairs": len(metaset.units), "seed": args.seed, "swap": args.swap,
                "dice": result["verdict_agreement"]["dice"],
-               "verdicts": args.verdicts, "forced_choice": forced_choice,
+               "verdicts": args.verdicts, "focus": args.focus, "judge_reference": args.judge_reference,
+               "forced_choice": forced_choice,
                "dice_hierarchy_advise": advise["verdict_agreement"]["dice"] if advise else None,
                "thresholded_scalar": result["verdict_agreement"].get("pointwise (thresholded)"),
                "position": {"verdict_for_response1_share": statistics.fmean(verdict_first) if verdict_first else None,
