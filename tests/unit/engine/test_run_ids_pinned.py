@@ -26,10 +26,12 @@ BASE = {"domain": "general", "beta": 2.0, "seed": 0, "extraction_temperature": 0
 @pytest.mark.parametrize(("options", "frozen", "expected"), [
     ({"verdicts": "hard"}, False, "0cd4dbc68a72c4cd"),
     ({"verdicts": "soft"}, False, "472b3e5b5d067bc0"),
-    # direct verdicts count the calibrated P of the shipped map since assay 0.3 (new ids; the map file's
-    # sha256 is in the manifest, so a new map is a new run); calibration="none", the raw reading, keeps
-    # the earlier direct runs' id
-    ({"verdicts": "direct"}, False, "4730134993572d47"),
+    # direct verdicts show the calibrated P of the shipped map since assay 0.3 (new ids; the map file's
+    # sha256 is in the manifest, so a new map is a new run) and, since the map lowered the scores'
+    # correlation with RAGChecker's preferences, count the raw P again (new ids once more: a run that
+    # counted the mapped P is not continued with raw counts); calibration="none", the raw reading
+    # without the marks, keeps the earlier direct runs' id
+    ({"verdicts": "direct"}, False, "4aa9bdfce09cca6b"),
     ({"verdicts": "direct", "calibration": "none"}, False, "4140d0c92c513074"),
     ({"reasoning": False}, False, "279474cc8e122036"),
     ({"extraction_samples": 3}, False, "58baf00d9398aef7"),

@@ -140,9 +140,11 @@ class DeCEConfig(BaseModel):
     calibration: Literal["default", "none"] = "default"
     """Direct verdicts on the embedded judge: "default" adds each element's calibrated P(yes)
     (``p_calibrated``, by the map shipped with assay: fitted on ExpertQA's expert-labelled claims,
-    applied only to the model and question it was measured on) and counts it in precision, and shows
-    each verdict as supported ✓, not supported ✗ or uncertain ? by the map's bands; "none" counts and
-    shows the judge's raw P(yes). Other judges and questions get no calibrated value either way."""
+    applied only to the model and question it was measured on) and shows each verdict as supported ✓,
+    not supported ✗ or uncertain ? by the map's bands; "none" shows the judge's raw P(yes) and marks ✓
+    from 0.5. Precision counts the judge's raw P(yes) either way (since 0.2.1: with the mapped values
+    it followed RAGChecker's human preferences less closely). Other judges and questions get no
+    calibrated value either way."""
     extraction_samples: int = Field(default=1, ge=1, le=9)
     """Self-consistency (issue 17): sample each extraction (criteria, elements) this many times at
     ``extraction_temperature`` with seeds seed, seed+1, ... and keep the statements a strict
@@ -254,10 +256,11 @@ class DeCE(DeCEPrompts, Method, Presents, MetaEvaluated, HasCommands):
             del config["verdicts"], config["top_logprobs"]
         if self.config.verdicts != "direct" or self.config.calibration == "none":
             del config["calibration"]  # direct verdicts read raw are how every earlier direct run scored
-        else:  # a changed map is a new run
+        else:  # a changed map is a new run; so is the change from counting the mapped P (0.2.0)
             from assay.judge.calibration import shipped_sha256
 
             config["calibration_sha256"] = shipped_sha256()
+            config["counts"] = "p_judge"
         if self.config.reasoning:  # likewise verdicts with a written reason
             del config["reasoning"]
         if self.config.extraction_samples == 1:  # likewise one extraction sample

@@ -63,14 +63,16 @@ class Direct(VerdictMode):
                     keys.append(ev_key)
             entry = record(p_yes, evidence, p_evidence, sentences, unsupported_figures(statement, whole),
                            cfg.quote_policy, half.source)
-            # the calibrated P beside the judge's, counted where the map applies; the shown mark
-            # is ✓ / ✗ / ? by the map's bands (raw P: ✓ from 0.5); a verdict not counted shows ✗
+            # the calibrated P beside the judge's, where the map applies; the shown mark is
+            # ✓ / ✗ / ? by the map's bands (raw P: ✓ from 0.5); a verdict not counted shows ✗. The
+            # score counts the judge's own P(yes) either way: on RAGChecker dev pairs, precision and
+            # F-beta from the mapped values followed the human preferences less closely than from the
+            # raw ones (docs/methods/dece.md, "Calibrated out of the box"), so the map changes what is shown,
+            # not what is counted.
             q = None if cal is None else cal(p_yes)
             entry.update({"p_calibrated": q, "calibration": None if cal is None else cal.name,
                           "shown": "✗" if entry["downgraded"] else raw_mark(p_yes) if cal is None or q is None
                           else cal.mark(q)})
-            if q is not None and not entry["downgraded"]:
-                entry["soft"] = q
             entries.append(entry)
         return Judged([(e["soft"], e) for e in entries], sum(e["soft"] for e in entries) / len(statements),
                       hard=sum(bool(e["judge_score"]) and not e["downgraded"] for e in entries) / len(statements),
