@@ -29,8 +29,8 @@ LLAMA_INSTALL = $(BIN)/pip install --quiet --no-cache-dir --find-links $(LLAMA_W
 # The tests start the `assay` executable hundreds of times. Where PYTHONDONTWRITEBYTECODE is set (some CI
 # images and sandboxes) no start leaves its compiled modules behind, and each one compiled every module of
 # src/ again (0.2-0.5 s a start on a busy 2-core machine); compiled once here, every start reads them
-# (compileall skips what is current).
-COMPILE_SRC = $(BIN)/python -m compileall -q src >/dev/null
+# (compileall skips what is current). Not the examples: test_examples copies that folder as a user gets it.
+COMPILE_SRC = $(BIN)/python -m compileall -q -x "/examples/" src >/dev/null
 
 .PHONY: setup runtime model demo docs test test-fast lint bench bench-embedded clean llama-wheel
 
