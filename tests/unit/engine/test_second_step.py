@@ -122,6 +122,20 @@ def test_the_same_call_twice_continues_or_reads_back_and_fresh_starts_over(tmp_p
     assert len(sqlite3.connect(tmp_path / "r.db").execute("SELECT * FROM runs").fetchall()) == 1
 
 
+@pytest.fixture(scope="module")
+def evaluated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder with the example answers.csv and run.db, the store of ``assay eval rougeL`` over it:
+    made once for the four formats below (each test exports from its own copy)."""
+    folder = tmp_path_factory.mktemp("evaluated")
+    shutil.copy(Path(assay.__file__).parent / "examples" / "answers.csv", folder / "answers.csv")
+    made = run("eval", "rougeL", "answers.csv", "--store", "run.db", "--no-progress", cwd=folder)
+    assert made.returncode == 0, made.stderr
+    for name in folder.iterdir():
+        if name.name.endswith(("-wal", "-shm")):
+            name.unlink()
+    return folder
+
+
 @needs_cli
 @pytest.mark.parametrize(("name", "check"), [
     ("scores.csv", lambda p: pd.read_csv(p)["rougeL"].notna().all()),
@@ -129,9 +143,9 @@ def test_the_same_call_twice_continues_or_reads_back_and_fresh_starts_over(tmp_p
     ("scores.jsonl", lambda p: [json.loads(x)["id"] for x in p.read_text().splitlines()] == ["r1", "r2"]),
     ("scores.json", lambda p: [r["id"] for r in json.loads(p.read_text())] == ["r1", "r2"]),
 ])
-def test_export_writes_the_format_its_name_says(tmp_path: Path, name: str, check: object) -> None:
-    shutil.copy(Path(assay.__file__).parent / "examples" / "answers.csv", tmp_path / "answers.csv")
-    assert run("eval", "rougeL", "answers.csv", "--store", "run.db", "--no-progress", cwd=tmp_path).returncode == 0
+def test_export_writes_the_format_its_name_says(evaluated: Path, tmp_path: Path, name: str, check: object) -> None:
+    for made in evaluated.iterdir():
+        shutil.copy(made, tmp_path / made.name)
     proc = run("export", "run.db", "-o", name, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert check(tmp_path / name)  # type: ignore[operator]

@@ -142,31 +142,21 @@ def test_packages_import_downward() -> None:
     assert found == set(UPWARD), sorted(found - set(UPWARD)) or f"no longer upward: {sorted(set(UPWARD) - found)}"
 
 
-def test_every_module_imports_alone_in_a_fresh_interpreter() -> None:
+def test_every_module_imports_alone_in_a_fresh_interpreter(fresh_imports: dict[str, str]) -> None:
     """Each module of assay imported first, by itself, in a new interpreter: no module works only
-    because another was imported before it, and none imports an old path."""
+    because another was imported before it, and none imports an old path (a DeprecationWarning of
+    assay is an error there). Every module pkgutil.walk_packages finds must import: here a missing
+    optional extra fails too (the child run is shared with test_every_module_imports_on_its_own)."""
     import pkgutil
 
     import assay
 
     modules = [m.name for m in pkgutil.walk_packages(assay.__path__, "assay.")
                if ".examples" not in m.name and m.name != "assay.__main__"]
-    script = ("import importlib, sys, traceback\n"
-              "bad = []\n"
-              "for name in sys.argv[1:]:\n"
-              "    for loaded in [m for m in sys.modules if m == 'assay' or m.startswith('assay.')]:\n"
-              "        del sys.modules[loaded]\n"
-              "    try:\n"
-              "        importlib.import_module(name)\n"
-              "    except BaseException as exc:\n"
-              "        bad.append(f'{name}: {exc!r}')\n"
-              "print('\\n'.join(bad))\n")
-    # one interpreter per module would take a minute; clearing assay from sys.modules between
-    # modules makes each import start from nothing of assay (third-party packages stay loaded)
-    done = subprocess.run([sys.executable, "-W", "error::DeprecationWarning:assay", "-c", script, *modules],
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0 and not done.stdout.strip(), done.stdout + done.stderr[-3000:]
     assert len(modules) > 100
+    assert set(modules) <= set(fresh_imports), sorted(set(modules) - set(fresh_imports))
+    bad = {name: fresh_imports[name] for name in modules if fresh_imports[name] != "ok"}
+    assert not bad, bad
 
 
 def test_import_assay_stays_light() -> None:
@@ -307,29 +297,45 @@ def assay_modules() -> list[str]:
     return sorted(found)
 
 
-def test_every_module_imports_on_its_own() -> None:
+@pytest.fixture(scope="module")
+def fresh_imports() -> dict[str, str]:
+    """The outcome of importing each module of assay (every one :func:`assay_modules` finds on disk,
+    and every one pkgutil.walk_packages finds, but ``assay.__main__``, which runs the command line
+    when imported) in one child interpreter where, before each import, every ``assay`` module is
+    dropped from sys.modules, with assay's DeprecationWarnings turned into errors: "ok", "missing
+    <module>" for an optional third-party extra that is not installed, or the error. One child run
+    serves both tests below (each of them used to start its own: ~20 s each)."""
+    import json
+    import os
+    import pkgutil
+
+    import assay
+
+    names = {m for m in assay_modules() if m != "assay.__main__"}
+    names |= {m.name for m in pkgutil.walk_packages(assay.__path__, "assay.") if m.name != "assay.__main__"}
+    source = str(Path(assay.__file__).parents[1])  # the child imports the assay this test imported
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (source, os.environ.get("PYTHONPATH")) if p)}
+    done = subprocess.run([sys.executable, "-W", "error::DeprecationWarning:assay", "-c", FRESH_IMPORTS,
+                           json.dumps(sorted(names))], capture_output=True, text=True, timeout=600, cwd=ROOT, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results: dict[str, str] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert set(results) == names
+    return results
+
+
+def test_every_module_imports_on_its_own(fresh_imports: dict[str, str]) -> None:
     """Each module of assay imported first, in an interpreter where no module of assay is loaded
     (one child process; before each import every ``assay`` module is dropped from sys.modules):
     a module that works only when something else was imported before it, or that is part of a
     cycle that only an import at run time closes, fails here. ``assay.__main__`` runs the
-    command line when imported and is left out."""
-    import json
-    import os
-
-    import assay
-
+    command line when imported and is left out. An optional extra that is not installed is
+    allowed here (not in test_every_module_imports_alone_in_a_fresh_interpreter)."""
     names = [m for m in assay_modules() if m != "assay.__main__"]
     assert len(names) > 50 and "assay.methods.dece.cli" in names and "assay.cli.kit" in names
-    source = str(Path(assay.__file__).parents[1])  # the child imports the assay this test imported
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (source, os.environ.get("PYTHONPATH")) if p)}
-    done = subprocess.run([sys.executable, "-c", FRESH_IMPORTS, json.dumps(names)], capture_output=True, text=True,
-                          timeout=600, cwd=ROOT, env=env)
-    assert done.returncode == 0, done.stderr[-3000:]
-    results = json.loads(done.stdout.strip().splitlines()[-1])
-    failed = {name: outcome for name, outcome in results.items()
-              if outcome != "ok" and not outcome.startswith("missing ")}
+    assert set(names) <= set(fresh_imports), sorted(set(names) - set(fresh_imports))
+    failed = {name: fresh_imports[name] for name in names
+              if fresh_imports[name] != "ok" and not fresh_imports[name].startswith("missing ")}
     assert not failed, failed
-    assert set(results) == set(names)
 
 
 def test_importing_the_command_line_builds_nothing() -> None:

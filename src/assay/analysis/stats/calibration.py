@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from assay.analysis.stats.paired import paired_series
+from assay.core._lazy import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")
 
 
 def brier(probabilities: Sequence[float], outcomes: Sequence[int]) -> float:

@@ -7,11 +7,15 @@ import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Literal
 
 from assay.analysis.stats.resampling import cluster_bootstrap, percentile_interval
+from assay.core._lazy import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")
 
 Correlation = Literal["pearson", "spearman", "kendall"]
 

@@ -6,9 +6,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from assay.core._lazy import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")
+
 
 Match = tuple[str, str, float]
 """One comparison: (system a, system b, a's score in [0, 1]: 1 a won, 0 b won, 0.5 a tie, or a
@@ -135,17 +141,26 @@ def bradley_terry(matches: Sequence[Match], *, resamples: int = 1000, seed: int 
     if len(seen) < len(systems):
         note = "; ".join(filter(None, [note, "disconnected: some systems never meet, even indirectly; ratings "
                                              "across the groups are not comparable"]))
-    point = _bt_fit(systems, matches, anchor)
-    ratings = {s: float(v) for s, v in zip(systems, point, strict=True)}
-    ci = None
-    if resamples > 0:
-        rng = np.random.default_rng(seed)
+    # Each fit is a tiny problem (one column per system): a multi-threaded BLAS only hands its
+    # threads the work and waits for them, and on a busy machine (two cores, other processes) the
+    # thousand fits of the resampling took 100 s instead of 5. One thread, for these fits only
+    # (threadpoolctl limits the libraries loaded when it is entered: scikit-learn's and SciPy's first).
+    import sklearn.linear_model  # noqa: F401
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):
+        point = _bt_fit(systems, matches, anchor)
+        ratings = {s: float(v) for s, v in zip(systems, point, strict=True)}
+        ci = None
         draws = []
-        for _ in range(resamples):
-            sample = [matches[int(i)] for i in rng.integers(0, len(matches), len(matches))]
-            present = {s for a, b, _ in sample for s in (a, b)}
-            fitted = dict(zip(sorted(present), _bt_fit(sorted(present), sample, anchor), strict=True))
-            draws.append([fitted.get(s, np.nan) for s in systems])
+        if resamples > 0:
+            rng = np.random.default_rng(seed)
+            for _ in range(resamples):
+                sample = [matches[int(i)] for i in rng.integers(0, len(matches), len(matches))]
+                present = {s for a, b, _ in sample for s in (a, b)}
+                fitted = dict(zip(sorted(present), _bt_fit(sorted(present), sample, anchor), strict=True))
+                draws.append([fitted.get(s, np.nan) for s in systems])
+    if resamples > 0:
         table = np.array(draws, dtype=float)
         tail = (1 - confidence) / 2
         ci = {}

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from assay.core._lazy import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")
 
 
 def cluster_bootstrap(statistic: Any, n_points: int, groups: list[Any] | None, resamples: int, seed: int,

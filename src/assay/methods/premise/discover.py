@@ -35,11 +35,11 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import numpy as np
 from pydantic import BaseModel, Field, model_validator
 
+from assay.core._lazy import lazy_module
 from assay.core.types import GenerateConfig
 from assay.engine.stages import run_stage
 from assay.judge.embeddings import Matcher, similarity
@@ -49,6 +49,11 @@ from assay.judge.structured import OutputInvalid, generate_structured
 from assay.methods.premise.files import Criterion, PreferencePair, RubricSet, slug
 from assay.methods.premise.metrics import mmr_select
 from assay.store import Store
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")
 
 PROMPTS = ("prompts/extraction", "prompts/subgroup", "prompts/describe")
 

@@ -32,9 +32,14 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from assay.core._lazy import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")
 
 
 def effective_dimensionality(scores: Sequence[Sequence[float]]) -> float:
