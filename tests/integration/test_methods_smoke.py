@@ -102,11 +102,14 @@ def test_dece_direct_gives_every_criterion_and_element_a_probability(tmp_path: P
 def test_caseaware_scores_lie_in_their_bands(tmp_path: Path) -> None:
     """(moved from the 1.5B test_caseaware_embedded, whose planted failures are now a benchmark)
     Justifications of at most 20 characters (the least allowed): eight metrics are written in one
-    call, and their bands and scores are what is checked, not their reasons."""
+    call, and their bands and scores are what is checked, not their reasons. No re-ask: SmolLM2
+    writes scores outside their bands, so the turn is Unscored and the reason is what is checked
+    (asking twice more made the same mistake at ~300 tokens a time); a scored turn's bands and
+    scores are checked on the 1.5B judge in test_soft_verdicts_embedded."""
     first = CASEAWARE.read_text().splitlines()[0]
     (tmp_path / "turns.jsonl").write_text(first + "\n")
-    proc = _run(tmp_path, "eval", "caseaware", "turns.jsonl", "--max-justification-chars", "20", *JUDGE,
-                "--store", "c.db", "--no-progress")
+    proc = _run(tmp_path, "eval", "caseaware", "turns.jsonl", "--max-justification-chars", "20", "--max-reasks", "0",
+                *JUDGE, "--store", "c.db", "--no-progress")
     assert proc.returncode == 0, proc.stderr
     (row,) = _export(tmp_path, "c.db")
     if _scored_or_says_why(row):
