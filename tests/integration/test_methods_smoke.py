@@ -3,7 +3,9 @@ proves it: SmolLM2-135M on llama.cpp (the model's quality is not what is tested 
 embedded judge does with planted errors is measured by ``make bench-embedded``, in
 ``benchmarks/embedded/``). What is asserted is what each method guarantees whatever the judge says:
 every verdict carries its evidence, probabilities lie in [0, 1] and are counted as written, bands
-hold their scores, spans round-trip, and an answer that cannot be scored says why."""
+hold their scores, spans round-trip, and an answer that cannot be scored says why. Each run is cut
+to the least that still takes every path (two criteria and two elements, two sentences, the
+shortest reasons the options allow): on a slow CI machine every generated token counts."""
 
 from __future__ import annotations
 
@@ -52,10 +54,13 @@ def _scored_or_says_why(row: dict) -> bool:
 
 
 def test_dece_hard_verdicts_carry_their_evidence(tmp_path: Path) -> None:
-    """(moved from the 1.5B test_dece_embedded, whose ranking of planted answers is now a benchmark)"""
+    """(moved from the 1.5B test_dece_embedded, whose ranking of planted answers is now a benchmark)
+    Two criteria and two elements, reasons of at most 12 characters: a verdict list of two shows
+    the per-verdict checks, and short reasons fit the verdict call's token budget (with 60, SmolLM2
+    filled its reasons with "1.1.1..." until the call was cut off, so the row was never scored)."""
     _one_answer(tmp_path)
-    proc = _run(tmp_path, "eval", "dece", "items.jsonl", "--verdicts", "hard", "--max-criteria", "3",
-                "--max-elements", "3", "--max-reasoning-chars", "60", *JUDGE, "--store", "d.db", "--no-progress")
+    proc = _run(tmp_path, "eval", "dece", "items.jsonl", "--verdicts", "hard", "--max-criteria", "2",
+                "--max-elements", "2", "--max-reasoning-chars", "12", *JUDGE, "--store", "d.db", "--no-progress")
     assert proc.returncode == 0, proc.stderr
     (row,) = _export(tmp_path, "d.db")
     if _scored_or_says_why(row):
@@ -69,9 +74,11 @@ def test_dece_hard_verdicts_carry_their_evidence(tmp_path: Path) -> None:
 
 
 def test_dece_direct_gives_every_criterion_and_element_a_probability(tmp_path: Path) -> None:
+    """Two criteria and two elements: each verdict is its own call, so two of each show that every
+    one gets its probability."""
     _one_answer(tmp_path)
-    proc = _run(tmp_path, "eval", "dece", "items.jsonl", "--verdicts", "direct", "--max-criteria", "3",
-                "--max-elements", "3", *JUDGE, "--store", "d.db", "--no-progress")
+    proc = _run(tmp_path, "eval", "dece", "items.jsonl", "--verdicts", "direct", "--max-criteria", "2",
+                "--max-elements", "2", *JUDGE, "--store", "d.db", "--no-progress")
     assert proc.returncode == 0, proc.stderr
     (row,) = _export(tmp_path, "d.db")
     assert _scored_or_says_why(row)
@@ -93,11 +100,16 @@ def test_dece_direct_gives_every_criterion_and_element_a_probability(tmp_path: P
 
 
 def test_caseaware_scores_lie_in_their_bands(tmp_path: Path) -> None:
-    """(moved from the 1.5B test_caseaware_embedded, whose planted failures are now a benchmark)"""
+    """(moved from the 1.5B test_caseaware_embedded, whose planted failures are now a benchmark)
+    Justifications of at most 20 characters (the least allowed): eight metrics are written in one
+    call, and their bands and scores are what is checked, not their reasons. No re-ask: SmolLM2
+    writes scores outside their bands, so the turn is Unscored and the reason is what is checked
+    (asking twice more made the same mistake at ~300 tokens a time); a scored turn's bands and
+    scores are checked on the 1.5B judge in test_soft_verdicts_embedded."""
     first = CASEAWARE.read_text().splitlines()[0]
     (tmp_path / "turns.jsonl").write_text(first + "\n")
-    proc = _run(tmp_path, "eval", "caseaware", "turns.jsonl", "--max-justification-chars", "60", *JUDGE,
-                "--store", "c.db", "--no-progress")
+    proc = _run(tmp_path, "eval", "caseaware", "turns.jsonl", "--max-justification-chars", "20", "--max-reasks", "0",
+                *JUDGE, "--store", "c.db", "--no-progress")
     assert proc.returncode == 0, proc.stderr
     (row,) = _export(tmp_path, "c.db")
     if _scored_or_says_why(row):
@@ -110,13 +122,15 @@ def test_caseaware_scores_lie_in_their_bands(tmp_path: Path) -> None:
 @pytest.mark.parametrize("verdicts", ["hard", "direct"])
 def test_lemaj_assesses_every_sentence_and_triage_reads_the_store(tmp_path: Path, verdicts: str) -> None:
     """(moved from the 1.5B test_lemaj_embedded and test_direct_embedded, whose planted-defect
-    catches are now a benchmark)"""
+    catches are now a benchmark) The planted answer's first two sentences (the second carries the
+    changed value), reasons and quotes of at most 20 and 40 characters, and at most one missing
+    point: two sentences show that every sentence is assessed, and each is tagged in one call."""
     planted = json.loads(PLANTED.read_text())
-    row = {"id": "change_value", "query": planted["query"], "response": planted["answers"]["change_value"],
-           "document": planted["document"]}
+    two = ". ".join(planted["answers"]["change_value"].split(". ")[:2]) + "."
+    row = {"id": "change_value", "query": planted["query"], "response": two, "document": planted["document"]}
     (tmp_path / "answers.jsonl").write_text(json.dumps(row) + "\n")
-    proc = _run(tmp_path, "eval", "lemaj", "answers.jsonl", "--verdicts", verdicts, "--max-reason-chars", "60",
-                "--max-quote-chars", "80", *JUDGE, "--store", "l.db", "--no-progress")
+    proc = _run(tmp_path, "eval", "lemaj", "answers.jsonl", "--verdicts", verdicts, "--max-reason-chars", "20",
+                "--max-quote-chars", "40", "--max-missing", "1", *JUDGE, "--store", "l.db", "--no-progress")
     assert proc.returncode == 0, proc.stderr
     (out,) = _export(tmp_path, "l.db")
     if _scored_or_says_why(out):

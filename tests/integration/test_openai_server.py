@@ -97,7 +97,9 @@ def test_one_judge_over_two_servers_and_a_dead_endpoint(llama_server: str, secon
                                                         tmp_path: Path) -> None:
     """openai/MODEL@URL1,URL2,URL3 with URL3 refusing connections: every item is scored, both
     live servers answer, the dead one is set aside, and the calls are cached under one identity
-    (a second run over another set of the same servers makes no call)."""
+    (a second run over another set of the same servers makes no call). Three items, one call each,
+    all in flight at once (one per endpoint: the pool's concurrency is three) so each endpoint is
+    tried; reasons of at most 40 characters keep each call short."""
     from assay.judge.backends._pool import PoolBackend
 
     dead = f"http://127.0.0.1:{free_port()}/v1"
@@ -105,9 +107,10 @@ def test_one_judge_over_two_servers_and_a_dead_endpoint(llama_server: str, secon
     backend = get_backend(name, schema_mode="json_object", max_concurrency=1)
     assert isinstance(backend, PoolBackend)
     items = [assay.Item(id=f"q{n}", query=f"What is {n} plus {n}?", response=f"It is {2 * n}.",
-                        reference=f"{2 * n}.") for n in range(6)]
+                        reference=f"{2 * n}.") for n in range(3)]
     runner = RunnerConfig(progress=False, max_retries=2, timeout_s=120)
-    result = assay.evaluate(items, "pointwise", backend, runner=runner, store=tmp_path / "p.db", max_reasks=0)
+    result = assay.evaluate(items, "pointwise", backend, runner=runner, store=tmp_path / "p.db", max_reasks=0,
+                            max_reasoning_chars=40)
     stats = {s["endpoint"]: s for s in backend.stats()}
     print(stats)
     assert all(r.status in ("scored", "unscored") for r in result.rows)
@@ -117,5 +120,5 @@ def test_one_judge_over_two_servers_and_a_dead_endpoint(llama_server: str, secon
     assert stats[f"openai/smollm2@{dead}"]["calls"] == 0 and stats[f"openai/smollm2@{dead}"]["failures"] >= 1
     again = assay.evaluate(items, "pointwise", f"openai/smollm2@{second_llama_server},{llama_server}",
                            runner=runner, store=tmp_path / "p.db", judge_options={"schema_mode": "json_object"},
-                           resume=True, max_reasks=0)
+                           resume=True, max_reasks=0, max_reasoning_chars=40)
     assert again.client_stats is not None and again.client_stats.calls == 0

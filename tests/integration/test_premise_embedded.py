@@ -4,7 +4,10 @@ HaluQuestQA-style preference pairs writes a rubric, a second discovery over the 
 no judge call (every stage part is stored), the discovered rubric is audited for reliability,
 preference fit (accuracy, applicability, score anatomy) and adversarial robustness (one attack
 per criterion), and the preference-rank repair re-uses the audit's calls. What the 1.5B judge's
-rubric says is not asserted; that it runs, parses and resumes is."""
+rubric says is not asserted; that it runs, parses and resumes is. The rubric is cut to two
+criteria (the audit's calls grow with each criterion; two still give a score anatomy and a
+preference fit over several criteria) after one round of consolidation (one round already
+clusters, subgroups and describes; more rounds repeat the same calls)."""
 
 from __future__ import annotations
 
@@ -36,8 +39,9 @@ def test_discover_resume_and_audit_on_the_embedded_judge(tmp_path: Path) -> None
     assert exe is not None
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
     (tmp_path / "pairs.jsonl").write_text("\n".join(map(json.dumps, PAIRS)) + "\n")
-    discover = [exe, "rubric", "discover", "pairs.jsonl", "-o", "rubric.yaml", "--k", "4", "--min-support", "1",
-                "--min-sources", "1", "--matcher", "lexical", "--store", "p.db", "--trace", "trace.json",
+    discover = [exe, "rubric", "discover", "pairs.jsonl", "-o", "rubric.yaml", "--size", "2", "--max-levels", "1",
+                "--min-support", "1", "--min-sources", "1", "--matcher", "lexical", "--store", "p.db",
+                "--trace", "trace.json",
                 "--judge", "llamacpp/smollm2", "--judge-opt", "n_ctx=4096"]
     first = subprocess.run(discover, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=1800)
     assert first.returncode == 0, first.stderr + first.stdout

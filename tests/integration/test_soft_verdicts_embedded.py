@@ -53,7 +53,10 @@ def test_claims_soft_verdicts_on_the_embedded_judge(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("form", ["--reasoning", "--no-reasoning"])
 def test_dece_soft_verdicts_on_the_embedded_judge(tmp_path: Path, form: str) -> None:
-    row = _run(tmp_path, "dece", "--max-criteria", "3", "--max-elements", "3", "--max-reasoning-chars", "80", form)
+    """Two criteria and two elements, reasons of at most 20 characters: the soft metric is a mean
+    over each side's verdicts, and two a side show it is one; a reason of 20 characters is still a
+    written reason for the --reasoning form."""
+    row = _run(tmp_path, "dece", "--max-criteria", "2", "--max-elements", "2", "--max-reasoning-chars", "20", form)
     print({k: row.get(k) for k in ("precision", "precision_hard", "recall", "recall_hard", "unscored_reason")})
     assert row["status"] == "scored", row["unscored_reason"]
     for side, metric in (("criteria", "recall"), ("elements", "precision")):
@@ -69,6 +72,9 @@ def test_dece_soft_verdicts_on_the_embedded_judge(tmp_path: Path, form: str) -> 
 
 
 def test_caseaware_soft_bands_on_the_embedded_judge(tmp_path: Path) -> None:
+    """One short turn, justifications of at most 20 characters (the least allowed): the eight
+    metrics are written in one call of the 1.5B judge, whose time goes mostly to reading the
+    prompt; what is checked is each band's probabilities and the scores they give, not reasons."""
     turn = {"id": "vpn-t1", "query": "My VPN fails with error 809. How do I fix it?",
             "response": "Set AssumeUDPEncapsulationContextOnSendRule to 2 in the registry and restart.",
             "contexts": [{"id": "KB-412", "text": "Error 809 behind NAT: set AssumeUDPEncapsulationContextOnSendRule "
@@ -81,7 +87,7 @@ def test_caseaware_soft_bands_on_the_embedded_judge(tmp_path: Path) -> None:
     # the 1.5B judge: SmolLM2 writes scores outside their bands, so nothing would be scored to check
     proc = subprocess.run([assay_exe, "eval", "caseaware", "turns.jsonl", "--verdicts", "soft",
                            "--judge", "llamacpp/default", "--judge-opt", "logits_all=true", "--judge-opt",
-                           "n_ctx=4096", "--max-justification-chars", "60",
+                           "n_ctx=4096", "--max-justification-chars", "20",
                            "--store", "ca.db", "--no-progress"], cwd=tmp_path, capture_output=True, text=True,
                           env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr
