@@ -507,6 +507,7 @@ def make_command(cls: type[Method]) -> Any:
         run = {name: kwargs.pop(name) for name in list(kwargs) if name in RUN_NAMES}
         run = {**JUDGE_FREE_DEFAULTS, **run}  # a method without a judge has no judge options
         take_old_store_flag(run)
+        price = given_price(run["price_in"], run["price_cached"], run["price_out"])  # checked before any work
         if data is not None and same_file(run["store"], data):  # the store would be written over the answers
             raise ConfigError(f"--store {run['store']}: that is the data file this command reads; choose another "
                               "store path")
@@ -535,7 +536,7 @@ def make_command(cls: type[Method]) -> Any:
                             wait=run["wait"], runner=runner,
                             executor={k: run[k] for k in ("executor", "workers", "ray_address", "guard")},
                             notes=notes, finish=finish,
-                            price=given_price(run["price_in"], run["price_cached"], run["price_out"]))
+                            price=price)
         if finish.delivers:
             finish.send(Store(run["store"], create=False), run_id, say)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from assay.core.errors import ConfigError
 from assay.core.method import OPENAI_CACHE_MIN, OPENAI_CACHE_STEP, openai_cached
 
 __all__ = ["OPENAI_CACHE_MIN", "OPENAI_CACHE_STEP", "PRICES_PER_MILLION", "Price", "caches_like_openai",
@@ -76,10 +77,14 @@ def list_price(judge: str) -> Price | None:
 
 def given_price(price_in: float | None, price_cached: float | None, price_out: float | None) -> Price | None:
     """The price of ``--price-in`` / ``--price-cached`` / ``--price-out``, or None when none is given.
-    An unset cached price is the prompt price (no discount), an unset one of the others 0."""
+    An unset cached price is the prompt price (no discount), an unset one of the others 0; a cached
+    price above the prompt price is refused (ConfigError)."""
     if price_in is None and price_cached is None and price_out is None:
         return None
     prompt = price_in if price_in is not None else 0.0
+    if price_cached is not None and price_cached > prompt:
+        raise ConfigError(f"--price-cached {price_cached:g} is above --price-in {prompt:g}: a provider bills the "
+                          "prompt tokens it read from its cache at most at the input price")
     return Price(prompt, price_cached if price_cached is not None else prompt,
                  price_out if price_out is not None else 0.0)
 

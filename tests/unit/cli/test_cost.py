@@ -81,6 +81,8 @@ def test_the_dry_run_of_short_prompts_caches_nothing_and_a_given_cached_price_is
     for bad in ("nan", "-1", "inf"):
         refused = run("eval", "dece", "items.jsonl", "--dry-run", "--price-cached", bad, cwd=tmp_path)
         assert refused.returncode == 2 and "--price-cached" in refused.stderr, refused.stderr
+    above = run("eval", "dece", "items.jsonl", "--dry-run", "--price-in", "1", "--price-cached", "2", cwd=tmp_path)
+    assert above.returncode == 2 and "--price-cached 2 is above --price-in 1" in above.stderr, above.stderr
 
 
 # --- the summary line of a run --------------------------------------------------------------------

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 import assay
+from assay.core.errors import ConfigError
 from assay.core.method import CallEstimate, openai_cached
 from assay.core.types import Completion, GenerateConfig, Message, Usage
 from assay.engine.results import run_list_price
@@ -66,6 +67,10 @@ def test_a_given_price_without_a_cached_one_has_no_discount() -> None:
     assert given_price(2.0, None, 8.0) == Price(2.0, 2.0, 8.0)
     assert given_price(2.0, 0.5, None) == Price(2.0, 0.5, 0.0)
     assert given_price(None, None, 8.0) == Price(0.0, 0.0, 8.0)
+    with pytest.raises(ConfigError, match="--price-cached 3 is above --price-in 2"):
+        given_price(2.0, 3.0, 8.0)
+    with pytest.raises(ConfigError, match=r"--price-cached 0\.5 is above --price-in 0"):
+        given_price(None, 0.5, None)
 
 
 def test_a_runs_list_price_is_not_that_of_a_model_served_elsewhere() -> None:
