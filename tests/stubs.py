@@ -1,5 +1,6 @@
 """Small OpenAI-compatible stub servers on 127.0.0.1 for fault tests: one that answers a chat
-completion, one that hangs, one that answers 200 with an HTML page. Each serves in a daemon
+completion, one that answers a JSON body of the test's, one that hangs, one that answers 200 with
+an HTML page. Each serves in a daemon
 thread, stops when the test's ``with`` block ends, and counts the requests it got."""
 
 from __future__ import annotations
@@ -31,9 +32,10 @@ def completion(text: str) -> dict[str, Any]:
 
 
 @contextmanager
-def stub_server(kind: str, answer: Callable[[dict[str, Any]], str] | None = None,
+def stub_server(kind: str, answer: Callable[[dict[str, Any]], Any] | None = None,
                 hang_s: float = 5.0) -> Iterator[Stub]:
-    """``kind``: ``ok`` (a chat completion whose text is ``answer(request)``), ``hang`` (sleeps
+    """``kind``: ``ok`` (a chat completion whose text is ``answer(request)``), ``json`` (the whole
+    body is ``answer(request)``: another usage, another provider's format), ``hang`` (sleeps
     ``hang_s`` then closes), ``html`` (200 with an HTML maintenance page)."""
     holder: dict[str, Stub] = {}
 
@@ -57,7 +59,7 @@ def stub_server(kind: str, answer: Callable[[dict[str, Any]], str] | None = None
                 self.send_header("content-type", "text/html")
             else:
                 assert answer is not None
-                payload = json.dumps(completion(answer(body))).encode()
+                payload = json.dumps(answer(body) if kind == "json" else completion(answer(body))).encode()
                 self.send_response(200)
                 self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(payload)))

@@ -33,12 +33,19 @@ from rich.table import Table
 from assay.cli._help import EXPERT, HELP_ALL_SEP, help_all_option
 from assay.core._files import same_file
 from assay.core.errors import BudgetExhausted, ConfigError, JudgeUnreachable
-from assay.core.method import Method
+from assay.core.method import OPENAI_CACHE_MIN, OPENAI_CACHE_STEP, Method
 from assay.core.protocols import command_line, presentation
 from assay.core.registry import method_class
 from assay.core.types import Item
 from assay.engine import EvalResult, aevaluate, estimate
 from assay.judge.backends import check_judge
+from assay.judge.prices import (
+    PRICES_PER_MILLION,  # noqa: F401  (kit.PRICES_PER_MILLION, for plug-ins)
+    Price,
+    caches_like_openai,
+    given_price,
+    list_price,
+)
 from assay.judge.runner import RunnerConfig
 from assay.store import Store
 
@@ -63,8 +70,10 @@ def parse_options(pairs: list[str] | None, what: str = "--judge-opt") -> dict[st
     return options
 
 
-def print_summary(summary: dict[str, Any], metrics: list[str]) -> None:
-    """The summary table of a run, overall and per system."""
+def print_summary(summary: dict[str, Any], metrics: list[str], price: Price | None = None) -> None:
+    """The summary table of a run, overall and per system, and the judge calls behind it: their
+    tokens and their cost, at ``price`` (``--price-in`` / ``--price-cached`` / ``--price-out``)
+    or else at the judge's list price when it has one."""
     table = Table(title=f"run {summary['run_id']} · {summary['status']}")
     table.add_column("system")
     for metric in metrics:
@@ -92,8 +101,16 @@ def print_summary(summary: dict[str, Any], metrics: list[str]) -> None:
     if not calls["calls"]:  # a judge-free method (or nothing scored yet): no line of zeros
         console.print(f"{summary['items']} item(s){pending}; no judge call behind them")
         return
-    console.print(f"{summary['items']} item(s){pending}; judge calls behind them: {calls['calls']} "
-                  f"({calls['prompt_tokens']} prompt + {calls['completion_tokens']} completion tokens)")
+    cached = calls.get("cached_prompt_tokens", 0)
+    line = (f"{summary['items']} item(s){pending}; judge calls behind them: {calls['calls']} "
+            f"({calls['prompt_tokens']} prompt + {calls['completion_tokens']} completion tokens"
+            + (f", of which {cached} prompt tokens cached" if cached else "") + ")")
+    if price is not None:
+        cost = price.cost(calls["prompt_tokens"], calls["completion_tokens"], cached)
+        line += f"; ${cost:.4f} at the given price ({price.shown()})"
+    elif calls.get("list_price_usd") is not None:
+        line += f"; ${calls['list_price_usd']:.4f} at {summary['judge']}'s list price ({calls['list_price']})"
+    console.print(line, soft_wrap=True)
 
 
 JUDGE_PANEL, RUN_PANEL, OUTPUT_PANEL, TRACES_PANEL = "Judge", "Run", "Output", "Traces"
@@ -167,11 +184,17 @@ RUN_OPTIONS: list[tuple[str, Any, Any]] = [
     ("dry_run", bool, DRY_RUN_OPT),
     ("price_in", float | None, typer.Option(None, "--price-in", rich_help_panel=EXPERT, hidden=True,
                                             envvar="ASSAY_PRICE_IN", min=0.0,
-                                            help="USD per 1M prompt tokens, for --dry-run's cost (default: the "
-                                                 "judge's list price, when known)")),
+                                            help="USD per 1M prompt tokens, for the cost of --dry-run and of the "
+                                                 "run (default: the judge's list price, when known)")),
+    ("price_cached", float | None, typer.Option(None, "--price-cached", rich_help_panel=EXPERT, hidden=True,
+                                                envvar="ASSAY_PRICE_CACHED", min=0.0,
+                                                help="USD per 1M prompt tokens the provider bills as cached (a "
+                                                     "repeated prompt start; default: the --price-in, i.e. no "
+                                                     "discount)")),
     ("price_out", float | None, typer.Option(None, "--price-out", rich_help_panel=EXPERT, hidden=True,
                                              envvar="ASSAY_PRICE_OUT", min=0.0,
-                                             help="USD per 1M completion tokens, for --dry-run's cost")),
+                                             help="USD per 1M completion tokens, for the cost of --dry-run and "
+                                                  "of the run")),
     ("progress", bool, PROGRESS_OPT),
     ("executor", str, typer.Option("local", "--executor", rich_help_panel=EXPERT, hidden=True, envvar="ASSAY_EXECUTOR",
                                    help="local, or ray: units go to Ray actors, each with its own judge "
@@ -188,11 +211,12 @@ RUN_OPTIONS: list[tuple[str, Any, Any]] = [
                                      "flagged")),
 ]
 RUN_NAMES = {name for name, _, _ in RUN_OPTIONS}
-JUDGE_ONLY = ("judge", "judge_opt", "concurrency", "budget", "timeout", "retries", "price_in", "price_out",
-              "executor", "workers", "ray_address", "guard")
+JUDGE_ONLY = ("judge", "judge_opt", "concurrency", "budget", "timeout", "retries", "price_in", "price_cached",
+              "price_out", "executor", "workers", "ray_address", "guard")
 """Run options that mean nothing to a method that calls no judge: its command does not list them."""
 JUDGE_FREE_DEFAULTS: dict[str, Any] = {"judge": "none/none", "judge_opt": None, "concurrency": None, "budget": None,
-                                       "timeout": 600.0, "retries": 4, "price_in": None, "price_out": None,
+                                       "timeout": 600.0, "retries": 4, "price_in": None,
+                                       "price_cached": None, "price_out": None,
                                        "executor": "local", "workers": 2, "ray_address": None, "guard": "redact"}
 
 
@@ -483,6 +507,7 @@ def make_command(cls: type[Method]) -> Any:
         run = {name: kwargs.pop(name) for name in list(kwargs) if name in RUN_NAMES}
         run = {**JUDGE_FREE_DEFAULTS, **run}  # a method without a judge has no judge options
         take_old_store_flag(run)
+        price = given_price(run["price_in"], run["price_cached"], run["price_out"])  # checked before any work
         if data is not None and same_file(run["store"], data):  # the store would be written over the answers
             raise ConfigError(f"--store {run['store']}: that is the data file this command reads; choose another "
                               "store path")
@@ -497,7 +522,8 @@ def make_command(cls: type[Method]) -> Any:
         if notes:
             err_console.print(f"reading {source}: " + "; ".join(notes), highlight=False, soft_wrap=True)
         if run["dry_run"]:
-            dry_run(items, cls.name, options, run["price_in"], run["price_out"], run["judge"])
+            dry_run(items, cls.name, options, run["price_in"], run["price_out"], run["judge"],
+                    price_cached=run["price_cached"])
             return
         runner = RunnerConfig(concurrency=run["concurrency"], budget_tokens=run["budget"], timeout_s=run["timeout"],
                               max_retries=run["retries"], progress=run["progress"])
@@ -509,7 +535,8 @@ def make_command(cls: type[Method]) -> Any:
                             out=run["store"], data=data if data is not None else source, fresh=run["fresh"],
                             wait=run["wait"], runner=runner,
                             executor={k: run[k] for k in ("executor", "workers", "ray_address", "guard")},
-                            notes=notes, finish=finish)
+                            notes=notes, finish=finish,
+                            price=price)
         if finish.delivers:
             finish.send(Store(run["store"], create=False), run_id, say)
 
@@ -531,12 +558,6 @@ def make_command(cls: type[Method]) -> Any:
     return command
 
 
-PRICES_PER_MILLION: dict[str, tuple[float, float]] = {
-    # USD per 1M prompt / completion tokens, the providers' list prices (checked 2025); anything else
-    # is priced only from --price-in / --price-out
-    "openai/gpt-4o-mini": (0.15, 0.60), "openai/gpt-4o": (2.50, 10.00),
-    "openai/gpt-4.1-mini": (0.40, 1.60), "openai/gpt-4.1": (2.00, 8.00), "openai/gpt-4.1-nano": (0.10, 0.40),
-}
 EMBEDDED_SPEED = (20.0, 5.0)
 """Prompt and generated tokens per second of the embedded judge (Qwen2.5-Coder-1.5B Q4_K_M) on the
 slowest 2-core CPU we measured (an AVX2 AMD EPYC: 20 and ~5; an AVX-512 Xeon reads 52-69 and
@@ -581,38 +602,54 @@ def embedded_seconds(est: Any, judge: str) -> tuple[float, str]:
 
 
 def dry_run(items: list, method: str, options: dict[str, Any], price_in: float | None, price_out: float | None,
-            judge: str = "") -> None:
+            judge: str = "", *, price_cached: float | None = None) -> None:
     if judge:  # the judge's name as the run checks it: a dry run of a judge that cannot run says so
         check_judge(judge)
     options = settle_for_judge(method, options, judge)
     est = estimate(items, method, **options)
     line = (f"dry run: {len(items)} item(s) → ≈{est.calls} judge calls, ≈{est.prompt_tokens} prompt + "
             f"≈{est.completion_tokens} completion tokens")
-    known = PRICES_PER_MILLION.get(judge.split("@", 1)[0]) if "@" not in judge else None
     if est.calls == 0:
         console.print(f"dry run: {len(items)} item(s) → no judge call (this method needs no judge)", soft_wrap=True)
         return
     if options.get("verdicts"):
         line += f", {options['verdicts']} verdicts"
-    if price_in is not None or price_out is not None:
-        cost = (est.prompt_tokens * (price_in or 0.0) + est.completion_tokens * (price_out or 0.0)) / 1_000_000
-        line += f" → ≈${cost:.4f} at ${price_in or 0}/1M in, ${price_out or 0}/1M out"
-    elif known is not None:
-        cost = (est.prompt_tokens * known[0] + est.completion_tokens * known[1]) / 1_000_000
-        line += f" → ≈${cost:.4f} at {judge}'s list price (${known[0]}/1M in, ${known[1]}/1M out)"
+    given = given_price(price_in, price_cached, price_out)
+    known = list_price(judge)
+    if given is not None or known is not None:
+        price = given if given is not None else known
+        assert price is not None
+        where = "the given price" if given is not None else f"{judge}'s list price"
+        cost = price.cost(est.prompt_tokens, est.completion_tokens)
+        line += f" → ≈${cost:.4f} at {where} ({price.shown()})"
+        if caches_like_openai(judge) or price_cached is not None:
+            # OpenAI's prompt cache works unasked; a --price-cached says the provider has one: its rule assumed
+            if est.cached_tokens is None:
+                line += ("; caching not estimated: this method's estimate does not say which calls share a "
+                         "prompt start")
+            else:
+                cached = min(est.cached_tokens, est.prompt_tokens)
+                line += (f"; ≈${price.cost(est.prompt_tokens, est.completion_tokens, cached):.4f} with "
+                         f"≈{cached} prompt tokens billed as cached (OpenAI's rule assumed: of a prompt of "
+                         f"≥{OPENAI_CACHE_MIN:,} tokens, the start it shares with a recent call, in "
+                         f"{OPENAI_CACHE_STEP}-token steps)")
+        else:
+            line += "; no prompt cache assumed for this judge"
     elif judge.startswith("llamacpp/"):
         seconds, speed = embedded_seconds(est, judge)
         shown = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
         line += (f" → no cost (a local judge); ≈{shown} reading ≈{est.read_tokens} new prompt tokens "
                  f"(calls of one answer share their start) at {speed}")
     else:
-        line += " → no price known for this judge: give --price-in and --price-out (USD per 1M tokens)"
+        line += (" → no price known for this judge: give --price-in, --price-out and, where the provider "
+                 "bills a repeated prompt start less, --price-cached (USD per 1M tokens)")
     console.print(line + "; cached calls cost nothing", soft_wrap=True)
 
 
 def run_method(items: list, method: str, options: dict, *, judge: str, judge_opt: list[str] | None, out: Path,
                data: Path | str, fresh: bool, wait: bool, runner: RunnerConfig,
-               executor: dict[str, Any] | None = None, notes: list[str] | None = None, finish: Any = None) -> str:
+               executor: dict[str, Any] | None = None, notes: list[str] | None = None, finish: Any = None,
+               price: Price | None = None) -> str:
     """Run, print the summary, and say where things are; the run's id. Everything is validated
     (items, options, judge, the -o file: ``finish``, from :func:`plan_finish`) before the store is
     created or touched; the results file is written here (:meth:`assay.exchange.finish.Finish.export`,
@@ -628,14 +665,14 @@ def run_method(items: list, method: str, options: dict, *, judge: str, judge_opt
     except (BudgetExhausted, JudgeUnreachable) as exc:
         if exc.run_id is not None:
             partial = EvalResult(Store(out, create=False), exc.run_id)
-            print_summary(partial.summary(), partial.metrics)
+            print_summary(partial.summary(), partial.metrics, price)
         if isinstance(exc, BudgetExhausted):
             console.print(f"[yellow]stopped: {exc}. Finished items are saved; the same command with a larger "
                           "--budget continues the run.[/yellow]")
         raise
     for note in result.notes:
         err_console.print(f"note: {note}", highlight=False, soft_wrap=True)
-    print_summary(result.summary(), result.metrics)
+    print_summary(result.summary(), result.metrics, price)
     for line in presentation(method_class(result.method)).summary_lines(result.records()):
         console.print(line, soft_wrap=True, highlight=False)
     stats = result.client_stats

@@ -46,6 +46,22 @@ class ItemResult(BaseModel):
         return "scored"
 
 
+OPENAI_CACHE_MIN = 1024
+"""OpenAI caches a prompt's start only in prompts of at least this many tokens ..."""
+OPENAI_CACHE_STEP = 128
+"""... and bills it in steps of this many tokens, at least 1,024 of them."""
+
+
+def openai_cached(prompt_tokens: int, shared_tokens: int) -> int:
+    """The prompt tokens OpenAI would bill as cached of a prompt of ``prompt_tokens`` tokens whose
+    first ``shared_tokens`` it has read recently: none below 1,024 prompt tokens, else the shared
+    start rounded down to a multiple of 128, when that is 1,024 or more."""
+    if prompt_tokens < OPENAI_CACHE_MIN:
+        return 0
+    cached = max(0, min(shared_tokens, prompt_tokens)) // OPENAI_CACHE_STEP * OPENAI_CACHE_STEP
+    return cached if cached >= OPENAI_CACHE_MIN else 0
+
+
 class CallEstimate(BaseModel):
     """A dry-run estimate for one item (tokens are approximate: ~4 characters per token)."""
 
@@ -55,14 +71,20 @@ class CallEstimate(BaseModel):
     evaluated_tokens: int | None = None
     """Prompt tokens a local judge must read where calls of one answer share their start (llama.cpp
     keeps it): what its time depends on. None: every prompt token is read."""
+    cached_tokens: int | None = None
+    """Prompt tokens OpenAI's automatic prompt cache would bill as cached (:func:`openai_cached`
+    of each call's start shared with recent calls). None: the estimate does not say which calls
+    share a start (counted as none)."""
 
     def __add__(self, other: CallEstimate) -> CallEstimate:
         evaluated = (None if self.evaluated_tokens is None and other.evaluated_tokens is None else
                      self.read_tokens + other.read_tokens)
+        cached = (None if self.cached_tokens is None and other.cached_tokens is None else
+                  (self.cached_tokens or 0) + (other.cached_tokens or 0))
         return CallEstimate(calls=self.calls + other.calls,
                             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
                             completion_tokens=self.completion_tokens + other.completion_tokens,
-                            evaluated_tokens=evaluated)
+                            evaluated_tokens=evaluated, cached_tokens=cached)
 
     @property
     def read_tokens(self) -> int:

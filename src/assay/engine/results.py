@@ -1,6 +1,6 @@
 """A run read back from its store: summaries and the result object of :func:`assay.evaluate`.
 
-Depends on the store and the export only; the report imports it (and ``EvalResult.report``
+Depends on the store, the export and the judges' list prices only; the report imports it (and ``EvalResult.report``
 imports the report lazily, as a convenience), so nothing here imports the engine.
 """
 
@@ -12,12 +12,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay.core.records import UnitResult
+from assay.judge.prices import Price, list_price
 from assay.store import Store
 
 if TYPE_CHECKING:
     from assay.judge.runner import CallStats
 
-__all__ = ["EvalResult", "summarize"]
+__all__ = ["EvalResult", "run_list_price", "summarize"]
+
+
+def run_list_price(manifest: dict[str, Any]) -> Price | None:
+    """The list price of a stored run's judge (:func:`assay.judge.prices.list_price`), or None:
+    unknown, or the model served from another address (``--judge-opt base_url`` / ``api_base``)."""
+    identity = manifest.get("judge_identity")
+    if isinstance(identity, dict) and (identity.get("base_url") or identity.get("api_base")):
+        return None
+    return list_price(str(manifest.get("judge") or ""))
 
 
 def summarize(rows: list[UnitResult], metrics: Iterable[str]) -> dict[str, Any]:
@@ -94,10 +104,18 @@ class EvalResult:
         rows = self.rows
         out = summarize(rows, self.metrics)
         out["run_id"] = self.run_id
-        out["status"] = self.store.run(self.run_id).status
+        run = self.store.run(self.run_id)
+        out["status"] = run.status
+        out["judge"] = run.manifest.get("judge")
         out["pending"] = len(self.store.items(self.run_id)) - len(rows)
         keys = sorted({k for r in rows for k in r.call_keys})
-        out["judge_calls"] = self.store.call_stats(keys)
+        calls: dict[str, Any] = dict(self.store.call_stats(keys))
+        price = run_list_price(run.manifest)
+        # what the calls cost at the judge's list price, the cached prompt tokens at its cached rate
+        calls["list_price"] = price.shown() if price is not None else None
+        calls["list_price_usd"] = (price.cost(int(calls["prompt_tokens"]), int(calls["completion_tokens"]),
+                                              int(calls["cached_prompt_tokens"])) if price is not None else None)
+        out["judge_calls"] = calls
         return out
 
     def records(self) -> list[dict[str, Any]]:

@@ -37,17 +37,18 @@ class CallCache(StoreBase):
                           completion=Completion.model_validate_json(row["completion"]), created_at=row["created_at"])
 
     def call_stats(self, keys: list[str]) -> dict[str, float]:
-        """Token and latency totals of the given judge calls."""
+        """Token and latency totals of the given judge calls; ``cached_prompt_tokens`` are the prompt
+        tokens the backend read from a cache (a provider bills them less), part of ``prompt_tokens``."""
         if not keys:
-            return {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "latency_s": 0.0}
+            return {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cached_prompt_tokens": 0, "latency_s": 0.0}
         marks = ",".join("?" * len(keys))
         row = self.db.execute(
             f"SELECT COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(latency_s), "
             f"SUM(COALESCE(json_extract(completion, '$.usage.cached_prompt_tokens'), 0)) "
             f"FROM judge_calls WHERE key IN ({marks})", keys).fetchone()
         stats = {"calls": row[0], "prompt_tokens": row[1] or 0, "completion_tokens": row[2] or 0,
-                 "latency_s": row[3] or 0.0}
-        if row[4]:  # backends that report it (llama.cpp): the share of prompt tokens not recomputed
-            stats["cached_prompt_tokens"] = row[4]
+                 "cached_prompt_tokens": row[4] or 0, "latency_s": row[3] or 0.0}
+        if row[4]:  # backends that report it (llama.cpp, a hosted provider's prompt cache): the share of
+            # prompt tokens not recomputed
             stats["prefix_reuse"] = row[4] / stats["prompt_tokens"] if stats["prompt_tokens"] else None
         return stats

@@ -296,6 +296,7 @@ def _backend(body: bytes) -> OpenAIBackend:
     (json.dumps(chat(completion_tokens=-1)).encode(), "usage.completion_tokens"),
     (json.dumps(chat(completion_tokens=2.5)).encode(), "usage.completion_tokens"),
     (json.dumps(chat(prompt_tokens_details={"cached_tokens": 2**63})).encode(), "cached_tokens"),
+    (json.dumps(chat(cache_read_input_tokens=-3)).encode(), "cache_read_input_tokens"),
     (json.dumps(chat(text=5)).encode(), "content"),  # type: ignore[arg-type]
     (json.dumps(chat()).replace('"stop"', json.dumps("x" * 500)).encode(), "finish_reason"),
 ])
@@ -349,6 +350,12 @@ ANSWERS = st.fixed_dictionaries({
             "top_logprobs": st.lists(st.fixed_dictionaries({"token": st.text(max_size=3), "logprob": LOGPROB}),
                                      max_size=3)}), max_size=2)}), JSON_VALUES)}), max_size=2), JSON_VALUES),
     "usage": st.one_of(st.none(), st.fixed_dictionaries({"prompt_tokens": COUNT, "completion_tokens": COUNT}),
+                       # a provider's prompt cache: OpenAI's details (absent, null, empty or with the
+                       # count) and Anthropic's cache_read_input_tokens (as LiteLLM passes it through)
+                       st.fixed_dictionaries({"prompt_tokens": COUNT, "completion_tokens": COUNT}, optional={
+                           "prompt_tokens_details": st.one_of(
+                               st.none(), st.just({}), st.fixed_dictionaries({"cached_tokens": COUNT}), JSON_VALUES),
+                           "cache_read_input_tokens": COUNT}),
                        JSON_VALUES),
     "model": st.one_of(st.text(max_size=5), JSON_VALUES)})
 
@@ -365,7 +372,20 @@ def test_generated_server_answers_give_a_checked_completion_or_a_typed_failure(a
     except BackendError as exc:  # TransientBackendError included
         one_line(exc)
         return
-    check_completion(completion, "openai/m")  # in range: counts fit SQLite, logprobs finite and <= 0
+    usage = answer["usage"]
+    if isinstance(usage, dict):  # the cached prompt tokens: OpenAI's count first, else Anthropic's
+        details = usage.get("prompt_tokens_details")
+        said = details.get("cached_tokens") if isinstance(details, dict) else None
+        said = usage.get("cache_read_input_tokens") if said is None else said
+        assert completion.usage.cached_prompt_tokens == (said or 0)
+    else:
+        assert completion.usage.cached_prompt_tokens == 0
+    try:
+        checked = check_completion(completion, "openai/m")  # in range: counts fit SQLite, logprobs finite, <= 0
+    except BackendError as exc:  # only a cache count above the prompt's is refused after parsing
+        assert completion.usage.cached_prompt_tokens > completion.usage.prompt_tokens, one_line(exc)
+        return
+    assert checked.usage.cached_prompt_tokens <= checked.usage.prompt_tokens
     assert all(lp.logprob <= 0 and all(v <= 0 for v in lp.top.values()) for lp in completion.logprobs or [])
 
 
@@ -379,7 +399,30 @@ def test_generated_answers_from_a_real_server_on_127_0_0_1(answer: Any) -> None:
         except BackendError as exc:
             one_line(exc)
             return
-        check_completion(completion, backend.name)
+        try:
+            check_completion(completion, backend.name)
+        except BackendError as exc:  # a cache count above the prompt's
+            assert completion.usage.cached_prompt_tokens > completion.usage.prompt_tokens, one_line(exc)
+
+
+@pytest.mark.parametrize("usage, cached", [
+    ({}, 0), ({"prompt_tokens_details": None}, 0), ({"prompt_tokens_details": {}}, 0),
+    ({"prompt_tokens_details": {"cached_tokens": None}}, 0), ({"prompt_tokens_details": {"cached_tokens": 4}}, 4),
+    ({"cache_read_input_tokens": 6}, 6),  # Anthropic's name, as LiteLLM passes it through
+    ({"prompt_tokens_details": {"cached_tokens": 6}, "cache_read_input_tokens": 6}, 6),  # LiteLLM: both
+    ({"prompt_tokens_details": {"cached_tokens": None}, "cache_read_input_tokens": 3}, 3),
+])
+def test_the_cached_prompt_tokens_of_a_server_answer(usage: dict[str, Any], cached: int) -> None:
+    completion = asyncio.run(_backend(json.dumps(chat(**usage)).encode()).generate(MSG, GenerateConfig()))
+    assert completion.usage.cached_prompt_tokens == cached and completion.usage.prompt_tokens == 10
+    assert check_completion(completion, "openai/m").usage.cached_prompt_tokens == cached
+
+
+def test_more_cached_than_prompt_tokens_fails_that_call() -> None:
+    body = json.dumps(chat(prompt_tokens_details={"cached_tokens": 11})).encode()
+    completion = asyncio.run(_backend(body).generate(MSG, GenerateConfig()))
+    with pytest.raises(BackendError, match="11 cached prompt tokens of a prompt of 10 tokens"):
+        check_completion(completion, "openai/m")
 
 
 def test_label_probabilities_out_of_range_fail_that_call() -> None:

@@ -65,6 +65,17 @@ class AnswerUsage(_Model):
     prompt_tokens: Count | None = None
     completion_tokens: Count | None = None
     prompt_tokens_details: AnswerPromptDetails | None = None
+    cache_read_input_tokens: Count | None = None
+    """Anthropic's name of the prompt tokens read from its cache (LiteLLM passes it through, and
+    copies it to ``prompt_tokens_details.cached_tokens``)."""
+
+    def cached_tokens(self) -> int:
+        """The prompt tokens read from the provider's cache: OpenAI's
+        ``prompt_tokens_details.cached_tokens``, else Anthropic's ``cache_read_input_tokens``."""
+        details = self.prompt_tokens_details
+        if details is not None and details.cached_tokens is not None:
+            return details.cached_tokens
+        return self.cache_read_input_tokens or 0
 
     @field_validator("prompt_tokens_details", mode="before")
     @classmethod
@@ -88,10 +99,9 @@ class ChatAnswer(_Model):
                         for t in choice.logprobs.content]
         usage = Usage()
         if self.usage is not None:
-            details = self.usage.prompt_tokens_details
             usage = Usage(prompt_tokens=self.usage.prompt_tokens or 0,
                           completion_tokens=self.usage.completion_tokens or 0,
-                          cached_prompt_tokens=(details.cached_tokens or 0) if details else 0)
+                          cached_prompt_tokens=self.usage.cached_tokens())
         return Completion(text=choice.message.content or "", usage=usage, logprobs=logprobs, latency_s=latency_s,
                           finish_reason=choice.finish_reason, backend=backend, model=self.model or model)
 
@@ -139,6 +149,9 @@ def check_completion(completion: Completion, name: str) -> Completion:
         value = getattr(usage, field)
         if not 0 <= value <= MAX_TOKENS_COUNT:
             raise BackendError(f"{name} reported {field} = {value}, not a token count")
+    if usage.cached_prompt_tokens > usage.prompt_tokens:  # cached tokens are part of the prompt's
+        raise BackendError(f"{name} reported {usage.cached_prompt_tokens} cached prompt tokens of a prompt of "
+                           f"{usage.prompt_tokens} tokens")
     for token in completion.logprobs or []:
         for value in (token.logprob, *token.top.values()):
             if not math.isfinite(value) or value > LOGPROB_SLACK:

@@ -8,7 +8,11 @@ server.
 What each model can do is declared from LiteLLM's model table: logprobs (and so ``--verdicts
 soft`` / ``direct``) only where the provider returns them, JSON-schema output only where it is
 supported (elsewhere the structured layer validates and re-asks). LiteLLM's own retries are off:
-the runner retries, honouring Retry-After, and counts.
+the runner retries, honouring Retry-After, and counts. The answer is read as an OpenAI-compatible
+server's: the prompt tokens the provider read from its cache become the completion's
+``cached_prompt_tokens`` whether LiteLLM reports them as OpenAI does
+(``prompt_tokens_details.cached_tokens``) or as Anthropic does (``cache_read_input_tokens``; LiteLLM
+counts them into ``prompt_tokens``, as OpenAI does).
 """
 
 from __future__ import annotations

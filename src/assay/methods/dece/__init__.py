@@ -63,7 +63,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from assay.analysis.stats import f_beta
-from assay.core.method import CallEstimate, CliOption, ItemResult, Method, ReportSection, method_template
+from assay.core.method import CallEstimate, CliOption, ItemResult, Method, ReportSection, method_template, openai_cached
 from assay.core.protocols import HasCommands, MetaEvaluated, Presents
 from assay.core.registry import register_method
 from assay.core.types import Item, Unscored
@@ -409,8 +409,9 @@ class DeCE(DeCEPrompts, Method, Presents, MetaEvaluated, HasCommands):
         with a reason per verdict; "direct" one label call per statement and an evidence call after
         each positive one. The prompts are rendered as a run renders them (placeholder statements)
         and a local judge's reading is simulated as llama.cpp does it: a call reads only what its
-        prompt does not share with the recent calls whose state it keeps. "auto" stands for hard here; ``assay eval
-        --dry-run`` settles it for the judge first, as a run does."""
+        prompt does not share with the recent calls whose state it keeps. The same shared start is
+        what OpenAI's prompt cache would bill as cached, by its rule (:func:`openai_cached`). "auto"
+        stands for hard here; ``assay eval --dry-run`` settles it for the judge first, as a run does."""
         import os
 
         def text(messages: list[Any]) -> str:
@@ -430,8 +431,10 @@ class DeCE(DeCEPrompts, Method, Presents, MetaEvaluated, HasCommands):
             prompt = text(messages)
             shared = max((len(os.path.commonprefix([p, prompt])) for p in previous), default=0)  # noqa: RUF071
             previous[:] = [*previous[-7:], prompt]
-            return CallEstimate(calls=1, prompt_tokens=tokens(len(prompt), len(messages)),
-                                completion_tokens=completion, evaluated_tokens=tokens(len(prompt) - shared, 0))
+            prompt_tokens, evaluated = tokens(len(prompt), len(messages)), tokens(len(prompt) - shared, 0)
+            return CallEstimate(calls=1, prompt_tokens=prompt_tokens, completion_tokens=completion,
+                                evaluated_tokens=evaluated,
+                                cached_tokens=openai_cached(prompt_tokens, prompt_tokens - evaluated))
 
         per_statement = 15 if direct else 30
         for item in sorted(items, key=self.order_key):

@@ -105,7 +105,8 @@ def make_tournament_command() -> Any:
             source = " + ".join([str(data), *(str(p) for _, p in tiers)])
         if run["dry_run"]:
             check_items(method, items, source)
-            dry_run(items, "tournament", options, run["price_in"], run["price_out"], run["judge"])
+            dry_run(items, "tournament", options, run["price_in"], run["price_out"], run["judge"],
+                    price_cached=run["price_cached"])
             return
         runner = RunnerConfig(concurrency=run["concurrency"], budget_tokens=run["budget"], timeout_s=run["timeout"],
                               max_retries=run["retries"], progress=run["progress"])

@@ -1,0 +1,131 @@
+"""Cost as the providers bill it, through the installed `assay` executable: the ``--dry-run`` line
+(without and with OpenAI's prompt cache) and the summary line of a run whose judge (a server on
+127.0.0.1) reports cached prompt tokens."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import assay
+from assay.judge.prices import Price
+from tests.helpers import ITEM
+from tests.stubs import stub_server
+
+ASSAY = shutil.which("assay", path=str(Path(sys.executable).parent))
+pytestmark = pytest.mark.skipif(ASSAY is None, reason="the assay console script is not installed (make setup)")
+GRADE = json.dumps({"reasoning": "stages", "issues": [], "score": 3, "justification": "ok"})
+
+
+def run(*args: object, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    assert ASSAY is not None
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("ASSAY_", "OPENAI_"))}
+    full_env.update({"COLUMNS": "100", **(env or {})})
+    return subprocess.run([ASSAY, *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=120,
+                          env=full_env, stdin=subprocess.DEVNULL)
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def line_of(output: str, start: str) -> str:
+    lines = [line for line in output.splitlines() if line.startswith(start)]
+    assert len(lines) == 1, output
+    return lines[0]
+
+
+# --- --dry-run --------------------------------------------------------------------------------------
+LONG = {**ITEM, "response": " ".join(f"The policy covers case {i} if filed within {i + 3} days." for i in range(80)),
+        "reference": " ".join(f"Clause {i}: case {i} claims are filed within {i + 3} days." for i in range(80))}
+
+
+def test_the_dry_run_prices_a_long_shared_start_as_cached(tmp_path: Path) -> None:
+    items = [LONG, {**LONG, "id": "q2", "query": "And for a second claim?"}]
+    write_jsonl(tmp_path / "items.jsonl", items)
+    proc = run("eval", "dece", "items.jsonl", "--judge", "openai/gpt-4o-mini", "--verdicts", "direct", "--dry-run",
+               cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    line = line_of(proc.stdout, "dry run:")
+    est = assay.estimate(items, "dece", verdicts="direct")
+    assert est.cached_tokens is not None and est.cached_tokens > 0
+    price = Price(0.15, 0.075, 0.60)
+    full, cached = price.cost(est.prompt_tokens, est.completion_tokens), \
+        price.cost(est.prompt_tokens, est.completion_tokens, est.cached_tokens)
+    assert cached < full
+    assert (f"≈{est.prompt_tokens} prompt + ≈{est.completion_tokens} completion tokens, direct verdicts → "
+            f"≈${full:.4f} at openai/gpt-4o-mini's list price ($0.15/1M in, $0.075/1M cached in, $0.6/1M out); "
+            f"≈${cached:.4f} with ≈{est.cached_tokens} prompt tokens billed as cached (OpenAI's rule assumed: of "
+            "a prompt of ≥1,024 tokens, the start it shares with a recent call, in 128-token steps)") in line
+
+
+def test_the_dry_run_of_short_prompts_caches_nothing_and_a_given_cached_price_is_used(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "items.jsonl", [ITEM])
+    proc = run("eval", "dece", "items.jsonl", "--judge", "openai/m@http://127.0.0.1:9/v1", "--dry-run",
+               "--price-in", "2", "--price-cached", "0.5", "--price-out", "8", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    line = line_of(proc.stdout, "dry run:")
+    assert "at the given price ($2/1M in, $0.5/1M cached in, $8/1M out)" in line
+    assert "with ≈0 prompt tokens billed as cached" in line  # every prompt below 1,024 tokens
+    # a judge without a known price, and no price given: it says which options price it
+    bare = line_of(run("eval", "dece", "items.jsonl", "--judge", "openai/m@http://127.0.0.1:9/v1", "--dry-run",
+                       cwd=tmp_path).stdout, "dry run:")
+    assert "give --price-in, --price-out and" in bare and "--price-cached" in bare
+    for bad in ("nan", "-1", "inf"):
+        refused = run("eval", "dece", "items.jsonl", "--dry-run", "--price-cached", bad, cwd=tmp_path)
+        assert refused.returncode == 2 and "--price-cached" in refused.stderr, refused.stderr
+    above = run("eval", "dece", "items.jsonl", "--dry-run", "--price-in", "1", "--price-cached", "2", cwd=tmp_path)
+    assert above.returncode == 2 and "--price-cached 2 is above --price-in 1" in above.stderr, above.stderr
+
+
+# --- the summary line of a run --------------------------------------------------------------------
+def chat(usage: dict[str, Any]) -> dict[str, Any]:
+    return {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": GRADE}, "finish_reason": "stop"}],
+            "usage": usage}
+
+
+def test_the_summary_line_shows_cached_tokens_and_the_cost_as_billed(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "items.jsonl", [{**ITEM, "id": f"q{i}", "query": f"Question {i}?"} for i in range(2)])
+    usage = {"prompt_tokens": 2000, "completion_tokens": 10, "total_tokens": 2010,
+             "prompt_tokens_details": {"cached_tokens": 1536}}
+    prices = ("--price-in", "2", "--price-cached", "0.5", "--price-out", "8")
+    with stub_server("json", lambda _: chat(usage)) as stub:
+        args = ("eval", "pointwise", "items.jsonl", "--judge", f"openai/m@{stub.url}", "--no-progress",
+                "--store", "r.db")
+        proc = run(*args, *prices, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert stub.requests == 2
+    cost = Price(2.0, 0.5, 8.0).cost(4000, 20, 3072)
+    assert cost == pytest.approx((928 * 2 + 3072 * 0.5 + 20 * 8) / 1e6)
+    assert line_of(proc.stdout, "2 item(s)") == (
+        "2 item(s); judge calls behind them: 2 (4000 prompt + 20 completion tokens, of which 3072 prompt tokens "
+        f"cached); ${cost:.4f} at the given price ($2/1M in, $0.5/1M cached in, $8/1M out)")
+    # the finished run again, from the store (no server): the cost comes from the stored usage
+    again = run(*args, "--price-in", "2", "--price-out", "8", cwd=tmp_path)
+    assert again.returncode == 0 and "was already finished" in again.stdout, again.stdout + again.stderr
+    undiscounted = Price(2.0, 2.0, 8.0).cost(4000, 20, 3072)
+    assert line_of(again.stdout, "2 item(s)").endswith(
+        f"of which 3072 prompt tokens cached); ${undiscounted:.4f} at the given price ($2/1M in, $2/1M cached in, "
+        "$8/1M out)")
+    # no price given and none known for a model at another address: tokens only
+    bare = run(*args, cwd=tmp_path)
+    assert line_of(bare.stdout, "2 item(s)").endswith("of which 3072 prompt tokens cached)")
+
+
+def test_a_server_that_reports_no_cache_gives_the_line_as_before(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "items.jsonl", [ITEM])
+    usage = {"prompt_tokens": 2000, "completion_tokens": 10, "prompt_tokens_details": None}
+    with stub_server("json", lambda _: chat(usage)) as stub:
+        proc = run("eval", "pointwise", "items.jsonl", "--judge", f"openai/m@{stub.url}", "--no-progress",
+                   "--store", "r.db", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert line_of(proc.stdout, "1 item(s)") == \
+        "1 item(s); judge calls behind them: 1 (2000 prompt + 10 completion tokens)"
