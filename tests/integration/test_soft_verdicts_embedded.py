@@ -72,9 +72,9 @@ def test_dece_soft_verdicts_on_the_embedded_judge(tmp_path: Path, form: str) -> 
 
 
 def test_caseaware_soft_bands_on_the_embedded_judge(tmp_path: Path) -> None:
-    """One short turn, justifications of at most 20 characters (the least allowed): the eight
-    metrics are written in one call of the 1.5B judge, whose time goes mostly to reading the
-    prompt; what is checked is each band's probabilities and the scores they give, not reasons."""
+    """One short turn; justifications of at most 60 characters (at 20 the 1.5B judge ran past the
+    limit until its output was cut off, three times, and the turn was Unscored): the eight metrics
+    are written in one call; what is checked is each band's probabilities and the scores they give."""
     turn = {"id": "vpn-t1", "query": "My VPN fails with error 809. How do I fix it?",
             "response": "Set AssumeUDPEncapsulationContextOnSendRule to 2 in the registry and restart.",
             "contexts": [{"id": "KB-412", "text": "Error 809 behind NAT: set AssumeUDPEncapsulationContextOnSendRule "
@@ -87,7 +87,7 @@ def test_caseaware_soft_bands_on_the_embedded_judge(tmp_path: Path) -> None:
     # the 1.5B judge: SmolLM2 writes scores outside their bands, so nothing would be scored to check
     proc = subprocess.run([assay_exe, "eval", "caseaware", "turns.jsonl", "--verdicts", "soft",
                            "--judge", "llamacpp/default", "--judge-opt", "logits_all=true", "--judge-opt",
-                           "n_ctx=4096", "--max-justification-chars", "20",
+                           "n_ctx=4096", "--max-justification-chars", "60",
                            "--store", "ca.db", "--no-progress"], cwd=tmp_path, capture_output=True, text=True,
                           env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr
