@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from assay.judge.backends._child import signal_text
 from assay.judge.doctor import cpu_model
@@ -85,7 +86,9 @@ def main() -> None:
             differences[name] = None
             continue
         worst = 0.0
-        for mine, ref in zip(run["results"], runs[first]["results"], strict=True):  # type: ignore[call-overload]
+        mine_all: list[dict[str, Any]] = run["results"]  # type: ignore[assignment]
+        ref_all: list[dict[str, Any]] = runs[first]["results"]  # type: ignore[assignment]
+        for mine, ref in zip(mine_all, ref_all, strict=True):
             for label, p in ref["label_probs"].items():
                 worst = max(worst, abs(mine["label_probs"][label] - p))
         differences[name] = worst
@@ -95,7 +98,8 @@ def main() -> None:
     print(json.dumps({"max_abs_difference_from_" + first: differences}, indent=2))
     for name, run in runs.items():
         print(name, run.get("system_info") or run.get("failure"))
-        for (text, _), result in zip(PROMPTS, run.get("results") or [], strict=False):
+        results: list[dict[str, Any]] = run.get("results") or []  # type: ignore[assignment]
+        for (text, _), result in zip(PROMPTS, results, strict=False):
             print(f"  {result['prompt_tokens']:4d} tokens  {json.dumps(result['label_probs'])}  {text[-40:]!r}")
     if any(d is None or d > args.tolerance for d in differences.values()):
         sys.exit(1)
