@@ -57,7 +57,7 @@ $(STAMP): pyproject.toml
 	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver)
 	touch $(STAMP)
 
-## llama-wheel: compile llama-cpp-python once for the chosen build's flags (~6.5 min on 2 cores, ~9 for avx512)
+## llama-wheel: compile llama-cpp-python once for the chosen build's flags (portable: ~6.5 min on 2 cores)
 ## into the keyed cache (LLAMA_BUILD=portable|avx512|auto)
 llama-wheel: $(LLAMA_WHEEL)
 

@@ -1,6 +1,6 @@
 """Do two llama.cpp builds give the same label probabilities? The portable build against the avx512
-one (or any other), with SmolLM2-135M through assay's llama.cpp judge (label calls: one forward pass,
-the next token's distribution over the labels).
+one (or any other), with SmolLM2-135M (or ``--model default``, the 1.5B judge) through assay's
+llama.cpp judge (label calls: one forward pass, the next token's distribution over the labels).
 
 Each build is a folder holding an installed ``llama_cpp`` package (``pip install --target DIR``), or
 ``installed`` for the one in this environment; each runs in its own process (a build the CPU refuses
@@ -44,7 +44,7 @@ import llama_cpp
 from assay.core.types import GenerateConfig, Message
 from assay.judge.backends import get_backend
 prompts = json.loads(sys.argv[1])
-judge = get_backend("llamacpp/smollm2", n_ctx=1024, process="inline")
+judge = get_backend("llamacpp/" + sys.argv[2], n_ctx=1024, process="inline")
 async def run():
     out = []
     for text, labels in prompts:
@@ -57,11 +57,11 @@ print(json.dumps({"system_info": info, "results": asyncio.run(run())}))
 """
 
 
-def probe(site: str) -> dict[str, object]:
+def probe(site: str, model: str) -> dict[str, object]:
     env = dict(os.environ)
     if site != "installed":
         env["PYTHONPATH"] = site + os.pathsep + env.get("PYTHONPATH", "")
-    done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(PROMPTS)], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(PROMPTS), model], capture_output=True, text=True,
                           env=env, timeout=900)
     if done.returncode != 0:
         return {"ok": False, "failure": signal_text(done.returncode), "stderr": done.stderr[-500:]}
@@ -74,11 +74,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", action="append", required=True, metavar="NAME=DIR",
                         help="a build: NAME=installed or NAME=a folder holding llama_cpp (the first is the reference)")
+    parser.add_argument("--model", default="smollm2", help="the embedded model: smollm2 or default (the 1.5B judge)")
     parser.add_argument("--tolerance", type=float, default=1e-3)
     parser.add_argument("--out", type=Path, default=HERE / "results" / "llama_build_probs.json")
     args = parser.parse_args()
     builds = dict(b.split("=", 1) for b in args.build)
-    runs = {name: probe(site) for name, site in builds.items()}
+    runs = {name: probe(site, args.model) for name, site in builds.items()}
     first = next(iter(runs))
     differences: dict[str, float | None] = {}
     for name, run in runs.items():
@@ -92,7 +93,7 @@ def main() -> None:
             for label, p in ref["label_probs"].items():
                 worst = max(worst, abs(mine["label_probs"][label] - p))
         differences[name] = worst
-    out = {"benchmark": "llama_build_probs", "model": "smollm2", "cpu": cpu_model(), "builds": builds,
+    out = {"benchmark": "llama_build_probs", "model": args.model, "cpu": cpu_model(), "builds": builds,
            "tolerance": args.tolerance, "max_abs_difference_from_" + first: differences, "runs": runs}
     args.out.write_text(json.dumps(out, indent=2) + "\n")
     print(json.dumps({"max_abs_difference_from_" + first: differences}, indent=2))

@@ -12,6 +12,10 @@ The two builds:
   off. Chosen only where ``/proc/cpuinfo`` lists every flag of :data:`AVX512_NEEDS`. On an AVX-512
   Xeon it read prompts 1.5x as fast as the portable build (benchmarks/llama_build.py).
 
+The builds do not compute identical numbers: on a 2-core AMD EPYC their label probabilities agreed
+within 0.0005 on the embedded judge's yes/no questions but differed by up to 0.038 on a near-tied
+three-way question (benchmarks/llama_build_probs.py, benchmarks/results/llama_build_probs*.json).
+
 ``ASSAY_LLAMA_BUILD=portable|avx512|auto`` (``make ... LLAMA_BUILD=...``) overrides the choice; the
 default is ``auto``. Each build's flags hash to their own wheel-cache key, so the builds never mix.
 
