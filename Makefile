@@ -7,12 +7,23 @@ STAMP  := $(VENV)/.assay-setup-stamp
 
 RUNTIME := $(VENV)/.assay-runtime-stamp
 
-# llama.cpp is compiled for a portable x86-64 target (AVX2/FMA/F16C, no AVX-512, no AMX) instead of
-# -march=native: a native build uses whatever the build machine lists (AMX tiles on Sapphire Rapids)
-# and dies with SIGILL on a VM that lists them but refuses them, or on any other CPU the cached wheel
-# is copied to. The same flags are in the README and in `assay doctor`'s rebuild command
-# (assay.judge.model.PORTABLE_CMAKE_ARGS; tests/unit/judge/test_build_flags.py keeps the three equal).
-LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF
+# llama.cpp is compiled for one of two fixed targets, chosen from the CPU's flags by
+# src/assay/judge/cpu_build.py (standard library only, so it runs before assay is installed):
+#   portable  x86-64 with AVX2/FMA/F16C, no AVX-512, no AMX: every x86-64 CPU of the last decade;
+#   avx512    the same plus AVX-512 F/BW/VL/DQ/CD, VNNI, VBMI and BF16, only where /proc/cpuinfo lists
+#             all of them (1.5x the portable build's prompt speed on an AVX-512 Xeon).
+# Never -march=native and never AMX: a native build used AMX tiles on a VM that lists them and died
+# with SIGILL (the module's docstring says why listed AVX-512 is not that case). LLAMA_BUILD=portable
+# or avx512 (or ASSAY_LLAMA_BUILD in the environment) overrides the choice; the default is auto.
+# The flags are the same as the README's and `assay doctor`'s rebuild command (assay.judge.cpu_build;
+# tests/unit/judge/test_build_flags.py keeps them equal).
+LLAMA_BUILD ?= $(or $(ASSAY_LLAMA_BUILD),auto)
+CPUINFO     ?= /proc/cpuinfo
+CPU_BUILD   := $(PYTHON) src/assay/judge/cpu_build.py --cpuinfo '$(CPUINFO)'
+LLAMA_CMAKE_ARGS := $(shell $(CPU_BUILD) cmake-args --build '$(LLAMA_BUILD)')
+ifeq ($(strip $(LLAMA_CMAKE_ARGS)),)
+$(error no llama.cpp flags: LLAMA_BUILD must be auto, portable or avx512 (and $(PYTHON) must run))
+endif
 LLAMA_VERSION := 0.3.36
 # The compiled wheel is built once per flag set into a cache of our own, keyed by the version and a hash
 # of the exact CMAKE_ARGS: ~/.cache/assay/wheels/<version>-<key>/. pip's own cache is never used
@@ -42,6 +53,7 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "assay needs Python >= 3.11"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	@$(CPU_BUILD) explain --build '$(LLAMA_BUILD)'
 	$(MAKE) llama-wheel
 	$(LLAMA_INSTALL) 'llama-cpp-python[server]==$(LLAMA_VERSION)'
 	$(BIN)/pip install --quiet -e '.[embedded,server,dev,embeddings,ray,litellm,otel,phoenix]'
@@ -51,10 +63,12 @@ $(STAMP): pyproject.toml
 	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver)
 	touch $(STAMP)
 
-## llama-wheel: compile llama-cpp-python once for these flags (~6.5 min on 2 cores) into the keyed cache
+## llama-wheel: compile llama-cpp-python once for the chosen build's flags (portable: ~6.5 min on 2 cores)
+## into the keyed cache (LLAMA_BUILD=portable|avx512|auto)
 llama-wheel: $(LLAMA_WHEEL)
 
 $(LLAMA_WHEEL):
+	@$(CPU_BUILD) explain --build '$(LLAMA_BUILD)'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	rm -rf '$(LLAMA_WHEELDIR).part' && mkdir -p '$(LLAMA_WHEELDIR).part'
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip wheel --quiet --no-cache-dir --no-deps --no-binary llama-cpp-python \
@@ -74,6 +88,7 @@ $(RUNTIME): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "assay needs Python >= 3.11"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	@$(CPU_BUILD) explain --build '$(LLAMA_BUILD)'
 	$(MAKE) llama-wheel
 	$(LLAMA_INSTALL) 'llama-cpp-python==$(LLAMA_VERSION)'
 	$(BIN)/pip install --quiet -e '.[embedded]'

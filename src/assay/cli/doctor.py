@@ -8,6 +8,7 @@ import sys
 import typer
 
 from assay.cli.kit import console, err_console
+from assay.judge import cpu_build
 from assay.judge import doctor as doc
 from assay.judge import model as model_mod
 
@@ -29,6 +30,17 @@ def doctor(
     flags = doc.cpu_flags()
     listed = " ".join(f for f in doc.WATCHED_FLAGS if flags and f in flags) or "unknown"
     console.print(f"cpu        {doc.cpu_model()} · {listed}", soft_wrap=True)
+    try:
+        choice = cpu_build.choose(flags=flags)
+    except ValueError as exc:
+        err_console.print(f"warning: {exc}", soft_wrap=True, markup=False)
+    else:
+        if build["installed"]:
+            advice = doc.build_advice(doc.installed_build_name(build["features"]), choice)
+        else:
+            advice = [f"this CPU would choose {choice.build} ({choice.reason})"]
+        for i, line in enumerate(advice):
+            console.print(f"{'build' if i == 0 else '':<10} {line}", soft_wrap=True, markup=False)
     status = model_mod.model_status()
     if status["cache_verified"]:
         state = f"{status['cache_path']} (sha256 verified)"

@@ -18,13 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-LLAMA_CPP_VERSION = "0.3.36"
-
-PORTABLE_CMAKE_ARGS = ("-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON "
-                       "-DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF")
-"""llama.cpp compiled for x86-64 with AVX2/FMA/F16C, without AVX-512 or AMX: runs on every x86-64
-CPU of the last decade and in VMs that list AMX but refuse it. The Makefile and the README use the
-same flags (a test keeps them equal)."""
+from assay.judge.cpu_build import AVX512_CMAKE_ARGS as AVX512_CMAKE_ARGS
+from assay.judge.cpu_build import BUILDS, LLAMA_CPP_VERSION, MEASURED, PORTABLE_CMAKE_ARGS, Choice
 
 BASELINE_ARGS = "-DGGML_NATIVE=OFF -DGGML_AVX=OFF -DGGML_AVX2=OFF -DGGML_FMA=OFF -DGGML_F16C=OFF -DGGML_AVX512=OFF"
 """For an x86-64 CPU without AVX2 (rare; much slower)."""
@@ -36,9 +31,38 @@ WATCHED_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512_vnni
                  "amx_tile", "amx_int8", "amx_bf16")
 
 
+def installed_build_name(features: list[str]) -> str:
+    """Which of assay's builds llama.cpp's system info describes: ``avx512`` (AVX512 = 1, no AMX),
+    ``portable`` (AVX2 = 1, no AVX-512, no AMX), else ``other`` (a native build with AMX, a build
+    without AVX2, ...)."""
+    listed = set(features)
+    if any(f.startswith("AMX") for f in listed):
+        return "other"
+    if "AVX512" in listed and {"AVX2", "FMA", "F16C"} <= listed:
+        return "avx512"
+    if {"AVX2", "FMA", "F16C"} <= listed and not any(f.startswith("AVX512") for f in listed):
+        return "portable"
+    return "other"
+
+
+def build_advice(installed: str, choice: Choice) -> list[str]:
+    """What `assay doctor` says about the build: which is installed, which this CPU would choose and,
+    if they differ, the one command that installs the chosen one and what the other build measured."""
+    lines = [f"installed {installed} · this CPU would choose {choice.build} ({choice.reason})"]
+    if choice.warning:
+        lines.append(f"warning: {choice.warning}")
+    if installed != choice.build:
+        for machine, prompt, generated, _ in MEASURED.get("avx512", []):
+            lines.append(f"measured on {machine}: the avx512 build read prompts {prompt:.1f}x and generated "
+                         f"{generated:.1f}x as fast as the portable build")
+        lines.append(f"to install the {choice.build} build: {rebuild_command(BUILDS[choice.build])}")
+    return lines
+
+
 def rebuild_command(cmake_args: str = PORTABLE_CMAKE_ARGS) -> str:
-    """The exact command that rebuilds llama.cpp portably in the current environment (no cached
-    wheel: pip caches a compiled wheel under a generic tag whatever CPU built it)."""
+    """The exact command that rebuilds llama.cpp with these flags (portable unless given) in the
+    current environment (no cached wheel: pip caches a compiled wheel under a generic tag whatever
+    CPU built it)."""
     pip = f"{sys.executable} -m pip"
     return (f'CMAKE_ARGS="{cmake_args}" {pip} install --force-reinstall --no-cache-dir --no-deps '
             f"llama-cpp-python=={LLAMA_CPP_VERSION}")
@@ -46,14 +70,9 @@ def rebuild_command(cmake_args: str = PORTABLE_CMAKE_ARGS) -> str:
 
 def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str] | None:
     """The CPU's feature flags as the kernel lists them; None where there is no /proc/cpuinfo."""
-    try:
-        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            return set(line.partition(":")[2].split())
-    return set()
+    from assay.judge import cpu_build
+
+    return cpu_build.cpu_flags(cpuinfo)
 
 
 def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
