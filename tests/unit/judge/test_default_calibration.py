@@ -77,7 +77,9 @@ class EmbeddedLike:
         return backend
 
 
-def test_dece_counts_the_calibrated_probability_of_elements_and_shows_three_states() -> None:
+def test_dece_shows_the_calibrated_probability_of_elements_in_three_states_and_counts_the_raw() -> None:
+    """The map decides the mark and is written beside the judge's P; precision counts the judge's own
+    P(yes) (with the mapped values it followed human preferences less closely on dev pairs)."""
     cal = default()
     assert cal is not None
     row = assay.evaluate([ITEM], "dece", EmbeddedLike(0.3), runner=QUIET, verdicts="direct").records()[0]
@@ -85,7 +87,7 @@ def test_dece_counts_the_calibrated_probability_of_elements_and_shows_three_stat
     for e in row["elements"]:
         assert e["p_judge"] == 0.3 and e["p_calibrated"] == pytest.approx(q)
         assert e["calibration"] == cal.name and e["shown"] == cal.mark(q)
-    assert row["precision"] == pytest.approx(q)
+    assert q != pytest.approx(0.3) and row["precision"] == pytest.approx(0.3)
     for c in row["criteria"]:  # no labels for the criterion question: no map, the judge's reading
         assert c["p_calibrated"] is None and c["calibration"] is None and c["shown"] in ("✓", "✗")
     lines = explain(row)
