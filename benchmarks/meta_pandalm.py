@@ -29,6 +29,7 @@ import json
 import statistics
 import time
 from pathlib import Path
+from typing import Any
 
 from assay import get_backend
 from assay.analysis.meta import ameta, majority
@@ -38,6 +39,13 @@ from assay.store import Store
 
 HERE = Path(__file__).parent
 DATA = HERE.parents[1] / "shared" / "data" / "pandalm_testset_dev.json"
+
+
+def _plain(value: Any) -> Any:
+    """The meta-evaluation's typed parts (runs, rows) as JSON: their pydantic dump."""
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 def main() -> None:
@@ -127,7 +135,7 @@ def main() -> None:
                "system_ranking": result["system_ranking"], "judge_calls": calls, "runs": result["runs"],
                "wall_s": round(wall, 1),
                "signature": result["signature"], "p_tie_mean": p_tie_mean}
-    args.out.write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    args.out.write_text(json.dumps(summary, indent=2, ensure_ascii=False, default=_plain) + "\n")
     shown = ("pairs", "dice", "dice_hierarchy_advise", "forced_choice", "thresholded_scalar", "position",
              "greedy_single_order", "judge_calls", "wall_s")
     print(json.dumps({k: summary[k] for k in shown},
