@@ -116,3 +116,26 @@ def test_the_report_of_a_direct_pairwise_run_shows_each_order_and_the_forced_cho
     html = render_report(result)  # type: ignore[arg-type]
     assert "decided directly, no written analysis" in html and "order 2 (swapped)" in html
     assert "(forced choice; three-way Tie)" in html
+
+
+def test_dice_asks_directly_by_default_on_a_judge_with_label_probabilities(tmp_path: Path) -> None:
+    """Since 0.2.1 DICE's verdicts are "auto": direct where the judge gives label probabilities (one
+    question per order, nothing generated), the written analysis where it does not; a store that
+    holds the same work from the analysis default continues that run and says so."""
+    backend = dice_judge()
+    row = assay.evaluate(pair_items(), "dice", backend, runner=QUIET).records()[0]
+    assert len(backend.calls) == 2 and row["probability_source"] == "label probabilities"
+    from tests.unit.methods.dice.test_dice import LogprobJudge
+
+    analysis = LogprobJudge()  # no label probabilities: the analysis mode, as before
+    row = assay.evaluate(pair_items(), "dice", analysis, runner=QUIET).records()[0]
+    assert row["probability_source"] != "label probabilities" and len(analysis.calls) == 4  # analysis + decision a side
+    store = tmp_path / "p.db"
+    earlier = assay.evaluate(pair_items(), "dice", LogprobJudge(), runner=QUIET, store=store, verdicts="analysis")
+    from assay.judge.backends import Capabilities
+
+    again_judge = LogprobJudge()  # the same judge, now one that gives label probabilities: auto settles direct
+    again_judge.capabilities = Capabilities(json_schema=True, logprobs=True, label_probs=True)
+    again = assay.evaluate(pair_items(), "dice", again_judge, runner=QUIET, store=store)
+    assert again.run_id == earlier.run_id and again_judge.calls == []
+    assert any("--verdicts analysis" in n for n in again.notes)

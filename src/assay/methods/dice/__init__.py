@@ -95,10 +95,14 @@ class DiceConfig(BaseModel):
     """enforce: when the analysis puts the two answers in different classes (fully correct >
     partially correct > insufficient information > incorrect), the higher class wins that order;
     advise: the stage-II label alone decides (see the module docstring for the measurements)."""
-    verdicts: Literal["analysis", "direct"] = "analysis"
+    verdicts: Literal["auto", "analysis", "direct"] = "auto"
     """analysis: the written analysis (stage I), then the decision read after it (stage II).
     direct: no analysis; the decision A, B or Tie is read from one forward pass over the two
-    answers (a judge that gives label probabilities), far cheaper, without the class hierarchy."""
+    answers (a judge that gives label probabilities), far cheaper, without the class hierarchy.
+    auto (the default since 0.2.1): direct on a judge that gives label probabilities, else analysis.
+    Measured on 30 PandaLM dev pairs with the embedded judge, both orders: direct agreed with the
+    annotators' majority on 0.600 of them (kappa 0.30), the analysis mode on 0.433 (0.19), with half
+    the calls, a third of the prompt tokens and nothing generated."""
     focus: Literal["rag", "instruction"] = "rag"
     """What the direct decision weighs first (direct verdicts only). rag: accuracy against the
     reference and the retrieved passages, then completeness (DICE's hierarchy). instruction: whether
@@ -182,6 +186,8 @@ class Dice(Method, Presents, MetaEvaluated, HasCommands):
     metrics: ClassVar[tuple[str, ...]] = ("score_a", "score_b")
     version: ClassVar[str] = "1"
     config_model: ClassVar[type[BaseModel] | None] = DiceConfig
+    by_default: bool = False
+    """Set on a method whose verdicts "auto" was settled for a judge (its earlier defaults apply)."""
     cli_main: ClassVar[tuple[str, ...] | None] = ('domain', 'swap', 'verdict_rule', 'hierarchy', 'samples', 'verdicts')
     primary_metric: ClassVar[str | None] = "score_a"
     compact_columns: ClassVar[tuple[str, ...]] = ("system_a", "system_b", "verdict", "p_a", "p_b", "p_tie",
@@ -198,10 +204,13 @@ class Dice(Method, Presents, MetaEvaluated, HasCommands):
     def __init__(self, config: DiceConfig | None = None) -> None:
         self.config = config or DiceConfig()
         self.domain = load_domain(self.config.domain)
-        if self.config.focus == "instruction" and self.config.verdicts != "direct":
+        if self.config.focus == "instruction" and self.config.verdicts == "analysis":
             raise ConfigError("DICE's focus 'instruction' is a direct decision: use it with --verdicts direct")
         direct = "decision_direct_instruction" if self.config.focus == "instruction" else "decision_direct"
-        names = (direct,) if self.config.verdicts == "direct" else ("analysis", "decision")
+        # unsettled, "auto" stands for the analysis mode (as its prompts do), unless only direct fits
+        as_direct = self.config.verdicts == "direct" or (self.config.verdicts == "auto"
+                                                         and self.config.focus == "instruction")
+        names = (direct,) if as_direct else ("analysis", "decision")
         if self.config.judge_reference:
             names = (*names, "reference_answer")
         self.prompts = {name: load_prompt(f"prompts/{name}", package=__package__) for name in names}
@@ -224,10 +233,22 @@ class Dice(Method, Presents, MetaEvaluated, HasCommands):
     def reads_label_probs(self) -> bool:
         return self.config.verdicts == "direct"  # --verdicts direct
 
+    def for_judge(self, capabilities: Any) -> Dice:
+        """``verdicts="auto"`` settled for this judge: direct where it gives label probabilities."""
+        if self.config.verdicts != "auto":
+            return self
+        verdicts = "direct" if capabilities.label_probs else "analysis"
+        if verdicts == "analysis" and self.config.focus == "instruction":
+            raise ConfigError("DICE's focus 'instruction' is a direct decision, and this judge gives no label "
+                              "probabilities: use a judge that does, or leave --focus at rag")
+        settled = type(self)(self.config.model_copy(update={"verdicts": verdicts}))
+        settled.by_default = True
+        return settled
+
     def manifest(self) -> dict[str, Any]:
         config = self.config.model_dump()
-        if config["verdicts"] == "analysis":  # added later: at its default, runs keep their run id
-            del config["verdicts"]
+        if config["verdicts"] in ("analysis", "auto"):  # added later: at its default, runs keep their run id
+            del config["verdicts"]  # (auto is settled for the judge before a run; unsettled it stands for analysis)
         if config["verdict_rule"] == "argmax":  # likewise: argmax is how every earlier run read its verdict
             del config["verdict_rule"]
         for added, default in (("focus", "rag"), ("judge_reference", False)):  # added in 0.2.1: same run ids
@@ -237,8 +258,13 @@ class Dice(Method, Presents, MetaEvaluated, HasCommands):
                 "domain_sha256": self.domain["sha256"]}
 
     def earlier_defaults(self) -> list[tuple[Method, str]]:
-        """Both orders and the forced choice became the defaults in assay 0.2; a store holding the
-        same work read the earlier way continues that run."""
+        """Both orders and the forced choice became the defaults in assay 0.2, direct verdicts (on a
+        judge with label probabilities) in 0.2.1; a store holding the same work read an earlier way
+        continues that run."""
+        if getattr(self, "by_default", False) and self.config.verdicts == "direct":
+            analysis = type(self)(self.config.model_copy(update={"verdicts": "analysis"}))
+            return [(analysis, "the written analysis, then the decision (--verdicts analysis), the default "
+                               "before assay 0.2.1"), *analysis.earlier_defaults()]
         if not (self.config.swap and self.config.verdict_rule == "forced_choice"):
             return []
         argmax = self.config.model_copy(update={"verdict_rule": "argmax"})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import types
 from typing import Any
 
 import pytest
@@ -304,7 +305,12 @@ def test_instruction_focus_asks_whether_each_answer_follows_the_instruction_firs
     assert build_method("dice", verdicts="direct", focus="instruction").manifest()["config"]["focus"] == "instruction"
     assert "focus" not in build_method("dice", verdicts="direct").manifest()["config"]  # earlier run ids kept
     with pytest.raises(ConfigError, match="--verdicts direct"):
-        build_method("dice", focus="instruction")
+        build_method("dice", verdicts="analysis", focus="instruction")
+    # by default (auto) the focus is accepted, and refused only where the judge cannot settle it direct
+    auto = build_method("dice", focus="instruction")
+    assert auto.for_judge(types.SimpleNamespace(label_probs=True)).config.verdicts == "direct"
+    with pytest.raises(ConfigError, match="no label probabilities"):
+        auto.for_judge(types.SimpleNamespace(label_probs=False))
 
 
 def test_a_judge_written_reference_is_asked_once_per_pair_and_shown_to_both_orders() -> None:
