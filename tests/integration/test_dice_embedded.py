@@ -1,5 +1,6 @@
-"""DICE on the real embedded model: both stages run, the decision's label probabilities come from
-real logprobs (the Qwen tokenizer splits "Tie"), and the installed `assay pairwise` command runs."""
+"""DICE on the real embedded model: with --verdicts analysis both stages run and the decision's label
+probabilities come from real logprobs (the Qwen tokenizer splits "Tie"); the installed `assay pairwise`
+command runs at its default, which on this judge (label probabilities) is the direct decision."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def test_a_pair_on_the_embedded_judge_gets_logprob_probabilities() -> None:
     answers = [i for i in read_jsonl(examples_path()) if i.id == "med-amox-dose" and i.system in ("good", "omission")]
     judge = LlamaCppBackend("default", n_ctx=4096, logits_all=True)
     row = assay.evaluate(answers, "dice", judge, runner=QUIET, domain="medical", max_analysis_chars=160,
-                         swap=False).records()[0]  # one order: the test's time
+                         swap=False, verdicts="analysis").records()[0]  # one order: the test's time
     print({k: row.get(k) for k in ("system_a", "system_b", "p_a", "p_b", "p_tie", "margin", "decision", "verdict",
                                    "score_a", "score_b", "unscored_reason")})
     assert row["status"] == "scored", row["unscored_reason"]
@@ -47,11 +48,12 @@ def test_assay_pairwise_runs_a_pairwise_record_through_the_executable(tmp_path: 
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
     proc = subprocess.run([assay_exe, "pairwise", "pairs.jsonl", "--judge-opt", "logits_all=true", "--judge-opt",
                            "n_ctx=4096", "--judge", "llamacpp/smollm2",
-                           "--max-analysis-chars", "120", "--store", "p.db", "--no-progress",
-                           "--no-swap"],
+                           "--store", "p.db", "--no-progress", "--no-swap"],
                           cwd=tmp_path, capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr
     assert subprocess.run([assay_exe, "export", "p.db", "-o", "p.jsonl"], cwd=tmp_path, env=env).returncode == 0
     row = json.loads((tmp_path / "p.jsonl").read_text().splitlines()[0])
     print({k: row.get(k) for k in ("p_a", "p_b", "p_tie", "verdict", "decision", "score_a")})
-    assert row["system_a"] == "good" and row["system_b"] == "bad" and row["probability_source"] == "logprobs"
+    # the default on a judge with label probabilities: one direct decision, no written analysis
+    assert row["system_a"] == "good" and row["system_b"] == "bad"
+    assert row["probability_source"] == "label probabilities", row
