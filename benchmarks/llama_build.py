@@ -50,17 +50,24 @@ print(json.dumps({"prompt_tokens": len(tokens), "prompt_s": prompt_s, "generated
 """
 
 
-def probe(site: str, model: str, threads: int) -> dict[str, object]:
+def in_build(site: str, code: str, args: list[str], timeout: float, keep_stderr: int = 300) -> dict[str, object]:
+    """Run ``code`` in its own process with the build at ``site`` (``installed``: this environment's)
+    first on the path; its last line of output, read as JSON, with ``ok``; a crash (an instruction the
+    CPU refuses) is reported by its signal."""
     env = dict(os.environ)
     if site != "installed":
         env["PYTHONPATH"] = site + os.pathsep + env.get("PYTHONPATH", "")
-    done = subprocess.run([sys.executable, "-c", PROBE, model, str(threads)], capture_output=True, text=True,
-                          env=env, timeout=1800)
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env,
+                          timeout=timeout)
     if done.returncode != 0:
-        return {"ok": False, "failure": signal_text(done.returncode), "stderr": done.stderr[-300:]}
+        return {"ok": False, "failure": signal_text(done.returncode), "stderr": done.stderr[-keep_stderr:]}
     result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
     result["ok"] = True
     return result
+
+
+def probe(site: str, model: str, threads: int) -> dict[str, object]:
+    return in_build(site, PROBE, [model, str(threads)], timeout=1800)
 
 
 def main() -> None:

@@ -16,16 +16,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from assay.judge.backends._child import signal_text
 from assay.judge.doctor import cpu_model
 
 HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE.parent))
+from benchmarks.llama_build import in_build  # noqa: E402  (one way to run code in a build's own process)
 
 CLAUSE = ("The tenant must give written notice of at least thirty days before the end of the lease term. "
           "The landlord returns the security deposit within fourteen days after the keys are handed back, "
@@ -58,16 +57,7 @@ print(json.dumps({"system_info": info, "results": asyncio.run(run())}))
 
 
 def probe(site: str, model: str) -> dict[str, object]:
-    env = dict(os.environ)
-    if site != "installed":
-        env["PYTHONPATH"] = site + os.pathsep + env.get("PYTHONPATH", "")
-    done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(PROMPTS), model], capture_output=True, text=True,
-                          env=env, timeout=900)
-    if done.returncode != 0:
-        return {"ok": False, "failure": signal_text(done.returncode), "stderr": done.stderr[-500:]}
-    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
-    result["ok"] = True
-    return result
+    return in_build(site, PROBE, [json.dumps(PROMPTS), model], timeout=900, keep_stderr=500)
 
 
 def main() -> None:
