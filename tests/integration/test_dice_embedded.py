@@ -26,7 +26,7 @@ QUIET = RunnerConfig(progress=False)
 def test_a_pair_on_the_embedded_judge_gets_logprob_probabilities() -> None:
     answers = [i for i in read_jsonl(examples_path()) if i.id == "med-amox-dose" and i.system in ("good", "omission")]
     judge = LlamaCppBackend("default", n_ctx=4096, logits_all=True)
-    row = assay.evaluate(answers, "dice", judge, runner=QUIET, domain="medical", max_analysis_chars=160,
+    row = assay.evaluate(answers, "dice", judge, runner=QUIET, domain="medical", max_analysis_chars=80,
                          swap=False, verdicts="analysis").records()[0]  # one order: the test's time
     print({k: row.get(k) for k in ("system_a", "system_b", "p_a", "p_b", "p_tie", "margin", "decision", "verdict",
                                    "score_a", "score_b", "unscored_reason")})

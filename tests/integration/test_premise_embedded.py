@@ -1,6 +1,6 @@
 """PReMISE on a real model (SmolLM2-135M on llama.cpp: plumbing, not quality) through the installed
-`assay`: discovery from two
-HaluQuestQA-style preference pairs writes a rubric, a second discovery over the same store makes
+`assay`: discovery from one
+HaluQuestQA-style preference pair writes a rubric, a second discovery over the same store makes
 no judge call (every stage part is stored), the discovered rubric is audited for reliability,
 preference fit (accuracy, applicability, score anatomy) and adversarial robustness (one attack
 per criterion), and the preference-rank repair re-uses the audit's calls. What the 1.5B judge's
@@ -38,7 +38,7 @@ def test_discover_resume_and_audit_on_the_embedded_judge(tmp_path: Path) -> None
     exe = shutil.which("assay", path=str(Path(sys.executable).parent))
     assert exe is not None
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
-    (tmp_path / "pairs.jsonl").write_text("\n".join(map(json.dumps, PAIRS)) + "\n")
+    (tmp_path / "pairs.jsonl").write_text(json.dumps(PAIRS[0]) + "\n")  # one pair: the audit's calls grow with each
     discover = [exe, "rubric", "discover", "pairs.jsonl", "-o", "rubric.yaml", "--size", "2", "--max-levels", "1",
                 "--min-support", "1", "--min-sources", "1", "--matcher", "lexical", "--store", "p.db",
                 "--trace", "trace.json",
@@ -47,7 +47,7 @@ def test_discover_resume_and_audit_on_the_embedded_judge(tmp_path: Path) -> None
     assert first.returncode == 0, first.stderr + first.stdout
     print(first.stdout)
     trace = json.loads((tmp_path / "trace.json").read_text())
-    assert trace["levels"][0]["pool"] >= 6 and not trace["pairs_failed"]  # 3–5 criteria a pair
+    assert trace["levels"][0]["pool"] >= 3 and not trace["pairs_failed"]  # 3–5 criteria a pair
     assert "rubric.yaml" in first.stdout and (tmp_path / "rubric.yaml").exists()
     again = subprocess.run([*discover, "--force"], cwd=tmp_path, capture_output=True, text=True, env=env,
                            timeout=600)
