@@ -397,7 +397,7 @@ def test_interrupt_marks_the_run_and_exits_130_or_143(work: Path, sig: int, stat
 
 
 def test_two_concurrent_resumes_make_no_duplicate_call(work: Path) -> None:
-    judge = _slow_judge(work, 0.5)  # ~18 s of calls: the second process starts while the first still runs
+    judge = _slow_judge(work, 0.25)  # ~9 s of calls: the second process starts while the first still runs
     assert ASSAY is not None
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
     args = [ASSAY, "eval", "dece", "many.jsonl", "--judge", judge, "--store", "slow.db", "--no-progress",
