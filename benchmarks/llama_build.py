@@ -8,8 +8,12 @@ is reported as such): load the embedded judge (Qwen2.5-Coder-1.5B Q4_K_M), read 
 second. Builds alternate over ``--rounds`` rounds so that load on the machine falls on each alike;
 the medians and their ratios to the first build are written.
 
+``--load N`` keeps N busy processes running throughout (other work on the same cores), to see how
+a build degrades when it does not have the machine to itself (OpenMP's threads wait for each other
+by spinning; a build with ``-DGGML_OPENMP=OFF`` uses llama.cpp's own thread pool).
+
 Usage: python benchmarks/llama_build.py --build portable=installed --build native=/tmp/native/site
-       [--rounds 3] [--out benchmarks/results/llama_build.json]
+       [--rounds 3] [--load 0] [--out benchmarks/results/llama_build.json]
 """
 
 from __future__ import annotations
@@ -76,15 +80,24 @@ def main() -> None:
                         help="a build: NAME=installed or NAME=a folder holding llama_cpp")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--load", type=int, default=0,
+                        help="busy processes (a Python loop each) kept running through every probe: other "
+                             "work sharing the cores, as on a developer's machine or a CI runner")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "llama_build.json")
     args = parser.parse_args()
     builds = dict(b.split("=", 1) for b in args.build)
     model = str(resolve_model().path)
     runs: dict[str, list[dict[str, object]]] = {name: [] for name in builds}
-    for _ in range(args.rounds):
-        for name, site in builds.items():
-            runs[name].append(probe(site, model, args.threads))
-            print(name, json.dumps(runs[name][-1])[:200], flush=True)
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.load)]
+    try:
+        for _ in range(args.rounds):
+            for name, site in builds.items():
+                runs[name].append(probe(site, model, args.threads))
+                print(name, json.dumps(runs[name][-1])[:200], flush=True)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
     summary: dict[str, dict[str, object]] = {}
     for name, results in runs.items():
         ok = [r for r in results if r["ok"]]
@@ -102,6 +115,7 @@ def main() -> None:
             s["prompt_ratio_to_" + first] = float(s["prompt_tok_s"]) / float(summary[first]["prompt_tok_s"])
             s["generate_ratio_to_" + first] = float(s["generate_tok_s"]) / float(summary[first]["generate_tok_s"])
     out = {"benchmark": "llama_build", "cpu": cpu_model(), "machine": platform.machine(), "threads": args.threads,
+           "busy_processes": args.load,
            "load_average_at_end": os.getloadavg(), "builds": builds, "summary": summary, "runs": runs}
     args.out.write_text(json.dumps(out, indent=2) + "\n")
     print(json.dumps(summary, indent=2))

@@ -28,15 +28,19 @@ def main() -> None:
     print(f"\nmake test: wall time {wall / 60:.1f} min ({wall:.0f} s); budget 30 min on a 2-core machine reading "
           "20 prompt tokens/s (assay doctor), 15 min with the llama.cpp wheel cached")
     model = sum(judge.values())
+    # the tests that load a model or start a server (they run one at a time, after the unit tests)
+    integration = sum(s for test, s in totals.items() if test.startswith("tests/integration/"))
     speed = doctor_speed()
     if model:
         print(f"real judges' calls in the tests' stores: {model:.0f} s ("
               + ", ".join(f"{b} {s:.0f} s" for b, s in sorted(judge.items(), key=lambda kv: -kv[1])[:4]) + ")")
-        if speed and speed > 20:
-            slower = wall + model * (speed / 20 - 1)
-            print(f"this machine reads {speed:.0f} prompt tokens/s (assay doctor); where it reads 20, those calls "
-                  f"would take {speed / 20:.1f}x as long: about {slower / 60:.1f} min for this run (a lower bound: "
-                  "model time outside the stores — label-probability checks, servers' warm-up — is not counted)")
+    if speed and speed > 20 and (model or integration):
+        ratio = speed / 20
+        low, high = wall + model * (ratio - 1), wall + integration * (ratio - 1)
+        print(f"this machine reads {speed:.0f} prompt tokens/s (assay doctor); where it reads 20 ({ratio:.1f}x "
+              f"slower), this run would take between {low / 60:.1f} min (only the judge calls in the stores "
+              f"slower) and {high / 60:.1f} min (the whole {integration / 60:.1f} min of integration tests "
+              "slower: model loads, label-probability checks and servers too)")
     print(f"the 25 slowest of {len(totals)} tests (setup + call + teardown):")
     for test, seconds in sorted(totals.items(), key=lambda kv: -kv[1])[:25]:
         print(f"{seconds:8.1f} s  {test}")
