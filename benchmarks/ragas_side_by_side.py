@@ -48,6 +48,7 @@ import httpx
 from assay import aevaluate
 from assay.core.types import Message
 from assay.judge.backends._llamacpp import LlamaCppBackend
+from assay.judge.backends._llamacpp import _common_prefix as shared
 from assay.judge.model import resolve_model
 from assay.judge.prices import PRICES_PER_MILLION, Price, openai_cached
 from assay.judge.runner import RunnerConfig
@@ -139,15 +140,6 @@ class Recorder:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
-
-
-def shared(a: list[int], b: list[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def token_counts(calls: list[dict[str, Any]], model_path: Path) -> None:
