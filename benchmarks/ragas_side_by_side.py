@@ -46,9 +46,6 @@ from typing import Any
 import httpx
 
 from assay import aevaluate
-from assay.core.types import Message
-from assay.judge.backends._llamacpp import LlamaCppBackend
-from assay.judge.backends._llamacpp import _common_prefix as shared
 from assay.judge.model import resolve_model
 from assay.judge.prices import PRICES_PER_MILLION, Price, openai_cached
 from assay.judge.runner import RunnerConfig
@@ -142,18 +139,27 @@ class Recorder:
         self.server.server_close()
 
 
+def shared(a: list[int], b: list[int]) -> int:
+    """How many tokens ``a`` and ``b`` share from their start."""
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
 def token_counts(calls: list[dict[str, Any]], model_path: Path) -> None:
-    """Adds each call's llama.cpp reuse and OpenAI-rule cached tokens (chat-templated, judge's tokenizer)."""
+    """Adds each call's llama.cpp reuse and OpenAI-rule cached tokens (chat-templated as the server
+    does, with the model's own template and tokenizer)."""
     from llama_cpp import Llama
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
     vocab = Llama(model_path=str(model_path), vocab_only=True, verbose=False)
-    backend = LlamaCppBackend("default")
+    formatter = Jinja2ChatFormatter(template=vocab.metadata["tokenizer.chat_template"],
+                                    eos_token=vocab.detokenize([vocab.token_eos()]).decode("utf-8", "replace"),
+                                    bos_token=vocab.detokenize([vocab.token_bos()]).decode("utf-8", "replace"))
     previous: dict[str, list[int]] = {}
     earlier: dict[str, list[list[int]]] = {}
     for call in calls:
-        messages = [Message(role=m["role"], content=m["content"] if isinstance(m["content"], str)
-                            else json.dumps(m["content"])) for m in call["messages"]]
-        ids = vocab.tokenize(backend._chat_prompt(vocab, messages).encode("utf-8"), add_bos=False, special=True)
+        messages = [{"role": m["role"], "content": m["content"] if isinstance(m["content"], str)
+                     else json.dumps(m["content"])} for m in call["messages"]]
+        ids = vocab.tokenize(formatter(messages=messages).prompt.encode("utf-8"), add_bos=False, special=True)
         tool = call["tool"]
         call["templated_tokens"] = len(ids)
         call["llamacpp_reuse"] = shared(previous.get(tool, []), ids)
