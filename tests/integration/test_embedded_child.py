@@ -70,6 +70,23 @@ def test_doctor_runs_a_forward_pass_and_reports_the_build(tmp_path: Path) -> Non
     assert 0 < generated <= 32 and "tokens/s" in lines["generate"]
 
 
+def test_doctor_warns_when_other_processes_keep_the_cpu_busy(tmp_path: Path) -> None:
+    """Two busy loops on the machine while `assay doctor` times SmolLM2: it measures and says that
+    the speeds are not the machine's own (they feed --dry-run's estimates), and the kept speed says so."""
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2)]
+    try:
+        result = run("doctor", "--model", "smollm2", env={"ASSAY_CACHE_DIR": str(tmp_path)})
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if "busy just before this check" in line]
+    assert len(warnings) == 1 and "run assay doctor again when the machine is idle" in warnings[0], result.stderr
+    kept = json.loads((tmp_path / "speed-smollm2.json").read_text())
+    assert kept["cpu_busy_before"] > 0.25
+
+
 def test_doctor_says_what_happened_when_the_model_cannot_run(tmp_path: Path) -> None:
     result = run("doctor", "--model", "smollm2", env={"ASSAY_EMBEDDED_FAULT": "SIGILL"})
     assert result.returncode == 2

@@ -65,3 +65,7 @@ def doctor(
                   "process): ok", soft_wrap=True)
     console.print(f"generate   {check.generated_tokens} tokens in {check.generation_seconds:.2f} s "
                   f"({check.generated_per_s:.0f} tokens/s); --dry-run estimates use these speeds", soft_wrap=True)
+    if check.busy_before is not None and check.busy_before > doc.BUSY_WARNING:
+        err_console.print(f"warning: other processes kept the CPU {check.busy_before:.0%} busy just before this "
+                          "check, so these speeds are lower than this machine's own and --dry-run's time estimates "
+                          "longer; run assay doctor again when the machine is idle", soft_wrap=True, markup=False)

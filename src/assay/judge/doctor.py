@@ -111,6 +111,8 @@ class SelfCheck:
     extra: dict[str, Any] = field(default_factory=dict)
     generated_tokens: int = 0
     generation_seconds: float = 0.0
+    busy_before: float | None = None
+    """The share of the CPUs' time other processes used just before the check (None: unknown)."""
 
     @property
     def tokens_per_s(self) -> float:
@@ -126,6 +128,33 @@ CHECK_TEXT = ("The tenant must give written notice of at least thirty days befor
               "minus the cost of repairing damage beyond normal wear and tear, itemised in writing. ")
 
 
+BUSY_WARNING = 0.25
+"""Above this share of the CPUs' time used by other processes just before the check, its speeds are
+not this machine's own: other work sharing 2 cores cut the judge's generation to a third."""
+
+
+def cpu_busy(interval_s: float = 0.5, stat: Path = Path("/proc/stat")) -> float | None:
+    """The share of all CPUs' time spent not idle over ``interval_s`` (two readings of /proc/stat's
+    first line: user, nice, system, idle, iowait, irq, softirq, steal), or None where unknown."""
+
+    def reading() -> tuple[int, int]:
+        values = [int(v) for v in stat.read_text(encoding="ascii").splitlines()[0].split()[1:9]]
+        if len(values) < 5:
+            raise ValueError("too few fields")
+        return sum(values), values[3] + values[4]
+
+    try:
+        total, idle = reading()
+        time.sleep(interval_s)
+        total_after, idle_after = reading()
+    except (OSError, ValueError, IndexError, UnicodeDecodeError):
+        return None
+    spent = total_after - total
+    if spent <= 0:
+        return None
+    return min(1.0, max(0.0, 1.0 - (idle_after - idle) / spent))
+
+
 def self_check(model: str = "default", *, n_threads: int | None = None) -> SelfCheck:
     """Load the embedded model in a child process and read a prompt of at least 64 tokens (one
     label call, so nothing is generated). A child killed by a signal is reported, not raised."""
@@ -138,6 +167,8 @@ def self_check(model: str = "default", *, n_threads: int | None = None) -> SelfC
     backend = LlamaCppBackend(model, n_ctx=1024, n_threads=n_threads, process="child")
     question = [Message(role="user", content=f"{CHECK_TEXT * 2}\nDoes the tenant have to give notice? "
                                              "Answer yes or no.")]
+
+    busy = cpu_busy()  # before the model loads: what other processes are doing, not this check
 
     async def run() -> SelfCheck:
         started = time.perf_counter()
@@ -161,7 +192,8 @@ def self_check(model: str = "default", *, n_threads: int | None = None) -> SelfC
         generating = written.latency_s - reading if written.latency_s > reading > 0 else written.latency_s
         check = SelfCheck(ok=True, prompt_tokens=completion.usage.prompt_tokens, seconds=completion.latency_s,
                           load_seconds=loaded, extra={"label_probs": completion.label_probs},
-                          generated_tokens=written.usage.completion_tokens, generation_seconds=generating)
+                          generated_tokens=written.usage.completion_tokens, generation_seconds=generating,
+                          busy_before=busy)
         record_speed(model, check)
         return check
 
@@ -187,7 +219,8 @@ def record_speed(model: str, check: SelfCheck) -> None:
         return
     record = {"model": model, "prompt_tokens_per_s": round(check.tokens_per_s, 2),
               "generated_tokens_per_s": round(check.generated_per_s, 2), "cpu": cpu_model(),
-              "llama_cpp": LLAMA_CPP_VERSION, "measured_at": time.time()}
+              "llama_cpp": LLAMA_CPP_VERSION, "measured_at": time.time(),
+              "cpu_busy_before": None if check.busy_before is None else round(check.busy_before, 3)}
     try:
         path = speed_file(model)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -208,7 +241,11 @@ def measured_speed(model: str) -> tuple[float, float, str] | None:
         return None
     if not (math.isfinite(prompt) and math.isfinite(generated) and prompt > 0 and generated > 0):
         return None
-    return prompt, generated, f"measured here by assay doctor ({record.get('cpu') or 'this CPU'})"
+    where = f"measured here by assay doctor ({record.get('cpu') or 'this CPU'})"
+    busy = record.get("cpu_busy_before")
+    if isinstance(busy, int | float) and math.isfinite(busy) and busy > BUSY_WARNING:
+        where += f" while other processes kept the CPU {busy:.0%} busy: slower than this machine's own"
+    return prompt, generated, where
 
 
 def crash_advice(check: SelfCheck, flags: set[str] | None) -> str:
