@@ -26,7 +26,7 @@ Writes ``results/ragas_side_by_side.json`` and prints a markdown table. Run it a
 RAGAS's environment (pip resolves a langchain-community without the module RAGAS 0.4.3 imports):
     python3 -m venv ragas-venv && ragas-venv/bin/pip install ragas==0.4.3 langchain-community==0.4.1
 Usage: python benchmarks/ragas_side_by_side.py --ragas-python ragas-venv/bin/python [--answers 4]
-       [--variant direct --variant hard-brief]
+       [--variant direct --variant hard-brief --variant soft-brief]
 """
 
 from __future__ import annotations
@@ -57,10 +57,12 @@ from cost_ragchecker import DATA, answers
 
 HERE = Path(__file__).parent
 MODELS = ("openai/gpt-4o-mini", "openai/gpt-4.1")
-# DeCE's options per variant: direct (label probabilities, the default on judges that give them) and
-# the brief generated verdicts (no written reasons), what a judge without logprobs would be asked
-VARIANTS: dict[str, dict[str, Any]] = {"direct": {"verdicts": "direct"}, "hard-brief": {"verdicts": "hard",
-                                                                                       "reasoning": False}}
+# DeCE's options per variant: direct (label probabilities, the default on judges that give them);
+# the brief generated verdicts (no written reasons), what a judge without logprobs would be asked; and the
+# same one call per list with each verdict's probability read from the logprobs of its generated label
+VARIANTS: dict[str, dict[str, Any]] = {"direct": {"verdicts": "direct"},
+                                       "hard-brief": {"verdicts": "hard", "reasoning": False},
+                                       "soft-brief": {"verdicts": "soft", "reasoning": False}}
 
 RAGAS_CHILD = r'''
 import asyncio, json, sys, time
