@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from assay.methods.caseaware import METRICS, band_of
+
 pytestmark = pytest.mark.integration
 
 ITEM = {"id": "eiffel", "query": "When was the Eiffel Tower completed, and how tall is it?",
@@ -55,7 +57,9 @@ def test_claims_soft_verdicts_on_the_embedded_judge(tmp_path: Path) -> None:
 def test_dece_soft_verdicts_on_the_embedded_judge(tmp_path: Path, form: str) -> None:
     """Two criteria and two elements, reasons of at most 20 characters: the soft metric is a mean
     over each side's verdicts, and two a side show it is one; a reason of 20 characters is still a
-    written reason for the --reasoning form."""
+    written reason for the --reasoning form. Soft verdicts are the hard verdicts' generated calls
+    with the label's logprobs read too, so the evidence checks of hard verdicts are made here
+    (they had a SmolLM2 run of their own in test_methods_smoke, which took no other path)."""
     row = _run(tmp_path, "dece", "--max-criteria", "2", "--max-elements", "2", "--max-reasoning-chars", "20", form)
     print({k: row.get(k) for k in ("precision", "precision_hard", "recall", "recall_hard", "unscored_reason")})
     assert row["status"] == "scored", row["unscored_reason"]
@@ -67,6 +71,11 @@ def test_dece_soft_verdicts_on_the_embedded_judge(tmp_path: Path, form: str) -> 
         key = "satisfied" if side == "criteria" else "supported"
         assert row[f"{metric}_hard"] == pytest.approx(sum(bool(e[key]) for e in entries) / len(entries))
     assert row["f_beta_hard"] is not None
+    for entry in row["criteria"] + row["elements"]:  # every verdict carries its evidence
+        assert isinstance(entry["quote"], str) and isinstance(entry["evidence"], list)
+        assert entry["quote_found"] is bool(entry["evidence"])
+        if entry.get("satisfied", entry.get("supported")):  # a counted verdict is grounded
+            assert entry["evidence"] and not entry["figures_missing"]
     # the brief form (no written reason) still cites evidence and has no reason in the record
     assert all((e["reasoning"] is None) == (form == "--no-reasoning") for e in row["criteria"] + row["elements"])
 
@@ -103,3 +112,8 @@ def test_caseaware_soft_bands_on_the_embedded_judge(tmp_path: Path) -> None:
         expected = sum(q * (judged if band == row[f"{metric}_band"] else midpoints[band]) for band, q in p.items())
         assert row[f"{metric}_score"] == pytest.approx(expected)
     assert 0.0 <= row["s_final"] <= 1.0 and row["s_final_hard"] is not None
+    # the judge's own scores lie in the bands it chose, and S_final_hard is their weighted sum (checked on
+    # SmolLM2 before; it writes scores outside their bands, so its turn was never scored to check)
+    for metric in METRICS:
+        assert band_of(row[f"{metric}_score_hard"]) == row[f"{metric}_band"]
+    assert row["s_final_hard"] == pytest.approx(sum(row["weights"][m] * row[f"{m}_score_hard"] for m in METRICS))

@@ -142,6 +142,7 @@ def test_packages_import_downward() -> None:
     assert found == set(UPWARD), sorted(found - set(UPWARD)) or f"no longer upward: {sorted(set(UPWARD) - found)}"
 
 
+@pytest.mark.xdist_group("fresh_imports")  # one worker: the module fixture's child runs once
 def test_every_module_imports_alone_in_a_fresh_interpreter(fresh_imports: dict[str, str]) -> None:
     """Each module of assay imported first, by itself, in a new interpreter: no module works only
     because another was imported before it, and none imports an old path (a DeprecationWarning of
@@ -323,6 +324,7 @@ def fresh_imports() -> dict[str, str]:
     return results
 
 
+@pytest.mark.xdist_group("fresh_imports")  # one worker: the module fixture's child runs once
 def test_every_module_imports_on_its_own(fresh_imports: dict[str, str]) -> None:
     """Each module of assay imported first, in an interpreter where no module of assay is loaded
     (one child process; before each import every ``assay`` module is dropped from sys.modules):
