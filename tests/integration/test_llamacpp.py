@@ -143,7 +143,7 @@ def test_the_reused_prompt_prefix_is_counted_per_call_and_per_run(tmp_path) -> N
     assert second.usage.prompt_tokens > 150
     assert 150 < second.usage.cached_prompt_tokens < second.usage.prompt_tokens
     assert first.usage.cached_prompt_tokens < second.usage.cached_prompt_tokens
-    items = [assay.Item(id=f"q{i}", query="Q?", response=f"A{i}.", reference="A.") for i in range(3)]
+    items = [assay.Item(id=f"q{i}", query="Q?", response=f"A{i}.", reference="A.") for i in range(2)]
     result = assay.evaluate(items, "pointwise", backend, runner=RunnerConfig(progress=False), store=tmp_path / "p.db",
                             max_reasks=0, max_reasoning_chars=40)
     asyncio.run(backend.aclose())

@@ -43,6 +43,8 @@ def test_claims_soft_verdicts_on_the_embedded_judge(tmp_path: Path) -> None:
     row = _run(tmp_path, "claims", "--max-claims", "3")
     print({k: row.get(k) for k in ("precision", "precision_hard", "recall", "recall_hard", "unscored_reason")})
     assert row["status"] == "scored", row["unscored_reason"]
+    # extracted and checked both ways (from the hard run that test_baselines_embedded made before)
+    assert row["answer_claims"] and row["gold_claims"] and row["judge_calls"] >= 4
     for side, metric in (("answer_claims", "precision"), ("gold_claims", "recall")):
         claims = row[side]
         for c in claims:
