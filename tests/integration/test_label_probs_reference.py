@@ -179,6 +179,8 @@ def test_generated_token_logprobs_equal_a_fresh_evaluation() -> None:
                 norm = row.max() + np.log(np.exp(row - row.max()).sum())
                 want = float(row[ids[len(tokens) + k]] - norm)
                 assert abs(np.exp(entry.logprob) - np.exp(want)) <= TOL, (k, entry.logprob, want)
+                # and the most likely alternative is the fresh evaluation's (read from the same step)
+                assert abs(np.exp(max(entry.top.values())) - np.exp(float(row.max() - norm))) <= TOL, (k, entry.top)
     finally:
         fresh.close()
     del llama

@@ -8,11 +8,14 @@ before it starts, with two changes a judge notices:
   schema (``response_format={"type": "json_object", "schema": ...}``) checks the token the
   sampler chose instead of filtering the whole vocabulary at every step; greedy output is the
   same token for token.
-* **Logprobs from the kept logits, with numpy**, for the generated tokens only. The stock server
-  turns the logits of the *whole* prompt and completion into log-probabilities and sorts the
+* **Logprobs read as the tokens are generated, with numpy**, for the generated tokens only. The
+  stock server needs ``logits_all`` (llama.cpp then computes and copies the logits of every prompt
+  token: prompts read at 0.76 times the speed, measured), turns them into log-probabilities and sorts the
   151,936-entry vocabulary in Python for every generated token (≈ 0.2 s a token on this CPU),
-  which made soft verdicts through a server several times slower than in-process. Same values
-  (log-softmax of the same logits), top alternatives by ``argpartition``.
+  which made soft verdicts through a server several times slower than in-process. Here each
+  step's last output is kept until the next token is chosen: same values (log-softmax of the
+  same logits), top alternatives by ``argpartition``. ``--logits_all true`` still says whether a
+  request may ask for logprobs.
 
 (The server's response model keeps only the stock usage fields, so prefix reuse through a server
 is not reported; in-process runs report it.)
@@ -35,66 +38,112 @@ from pathlib import Path
 from typing import Any
 
 
-def _fast_logprobs(llama: Any, ids: list[int], prompt_tokens: int, text: str, top: int) -> dict[str, Any]:
-    """The completion-style logprobs record (``tokens``, ``text_offset``, ``token_logprobs``,
-    ``top_logprobs``) of the generated tokens llama.cpp evaluated, plus the last one when it is
-    one token of the remaining text (a completion cut by ``max_tokens``)."""
+class _Reading:
+    """The logprobs of one completion, read while it is generated: after every step llama.cpp's
+    last output (the next-token logits, the only row it computes without ``logits_all``) waits in
+    ``pending``; the next step's token is the one chosen from it."""
+
+    def __init__(self, top: int) -> None:
+        self.top = top
+        self.pending: Any = None
+        self.taken: list[tuple[int, float, list[tuple[int, float]]]] = []  # token, logprob, top alternatives
+
+    def take(self, token: int) -> None:
+        import numpy as np
+
+        row, self.pending = np.asarray(self.pending, dtype=np.float64), None
+        norm = row.max() + np.log(np.exp(row - row.max()).sum())
+        best = np.argpartition(-row, self.top - 1)[:self.top]
+        ranked = [(int(t), float(row[t] - norm)) for t in sorted(best, key=lambda t: -row[t])]
+        self.taken.append((token, float(row[token] - norm), ranked))
+
+
+def _last_logits(llama: Any) -> Any:
+    import llama_cpp
     import numpy as np
 
+    pointer = llama_cpp.llama_get_logits_ith(llama._ctx.ctx, -1)
+    return np.ctypeslib.as_array(pointer, shape=(llama.n_vocab(),)).copy()
+
+
+def _fast_logprobs(llama: Any, ids: list[int], prompt_tokens: int, text: str, reading: _Reading) -> dict[str, Any]:
+    """The completion-style logprobs record (``tokens``, ``text_offset``, ``token_logprobs``,
+    ``top_logprobs``) of the generated tokens llama.cpp evaluated, plus the last one when it is
+    one token of the remaining text (a completion cut by ``max_tokens``, or a one-token answer)."""
     generated = list(ids[prompt_tokens:])
-    rows = [prompt_tokens - 1 + k for k in range(len(generated))]
+    taken = list(reading.taken[:len(generated)])
     seen = llama.detokenize(generated).decode("utf-8", errors="ignore") if generated else ""
     rest = text[len(seen):] if text.startswith(seen) else ""
-    if rest:
+    if rest and reading.pending is not None:
         tail = llama.tokenize(rest.encode("utf-8"), add_bos=False, special=False)
-        if len(tail) == 1 and prompt_tokens + len(generated) - 1 < len(llama.scores):
+        if len(tail) == 1:
+            reading.take(tail[0])
+            taken.append(reading.taken[-1])
             generated.append(tail[0])
-            rows.append(prompt_tokens - 1 + len(generated) - 1)
 
     def piece(token: int, before: list[int]) -> str:
         return llama.detokenize([token], prev_tokens=before).decode("utf-8", errors="ignore")
 
     tokens, offsets, values, tops = [], [], [], []
     offset = 0
-    for k, (token, row_index) in enumerate(zip(generated, rows, strict=True)):
-        row = np.asarray(llama.scores[row_index], dtype=np.float64)
-        peak = row.max()
-        norm = peak + np.log(np.exp(row - peak).sum())
-        best = np.argpartition(-row, top - 1)[:top]
+    for k, (token, logprob, ranked) in enumerate(taken):
         before = generated[:k]
         token_text = piece(token, before)
-        alternatives = {piece(int(t), before): float(row[t] - norm) for t in sorted(best, key=lambda t: -row[t])}
-        alternatives[token_text] = float(row[token] - norm)
+        alternatives = {piece(t, before): value for t, value in ranked}
+        alternatives[token_text] = logprob
         tokens.append(token_text)
         offsets.append(offset)
-        values.append(float(row[token] - norm))
+        values.append(logprob)
         tops.append(alternatives)
         offset += len(token_text)
     return {"tokens": tokens, "text_offset": offsets, "token_logprobs": values, "top_logprobs": tops}
 
 
 def fast_llama_class() -> type:
-    """The check-first ``Llama`` subclass with numpy logprobs."""
+    """The check-first ``Llama`` subclass with numpy logprobs read as it generates. The server's
+    ``--logits_all true`` still says whether logprobs may be asked for, but the model is loaded
+    without llama.cpp's own ``logits_all``: that computes and copies the logits of every prompt
+    token (prompts read at 0.76 times the speed, measured), where a generated token's logprobs need only
+    the step's last output. (Streaming and ``echo`` requests with logprobs are refused then: they
+    read every row; the stock ``llama_cpp.server`` serves them.)"""
     from assay.judge.backends._fastgrammar import check_first_llama_class
 
     base: Any = check_first_llama_class()
 
     class ServedLlama(base):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self._logprobs_allowed = bool(kwargs.get("logits_all"))
+            kwargs["logits_all"] = False
+            self._reading: _Reading | None = None
+            super().__init__(*args, **kwargs)
+
+        def eval(self, tokens: Any) -> None:
+            reading = self._reading
+            if reading is not None and reading.pending is not None and len(tokens):
+                reading.take(int(tokens[0]))
+            super().eval(tokens)
+            if reading is not None:
+                reading.pending = _last_logits(self)
+
         def _create_completion(self, prompt: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
             top = kwargs.get("logprobs")
             if kwargs.get("stream") or kwargs.get("echo"):
                 yield from super()._create_completion(prompt, *args, **kwargs)
                 return
-            if top is not None and not self._logits_all:
+            if top is not None and not self._logprobs_allowed:
                 raise ValueError("logprobs is not supported for models created with logits_all=False")
             kwargs["logprobs"] = None
-            for chunk in super()._create_completion(prompt, *args, **kwargs):
-                if top is not None:
-                    prompt_tokens = int((chunk.get("usage") or {}).get("prompt_tokens", 0))
-                    choice = chunk["choices"][0]
-                    choice["logprobs"] = _fast_logprobs(self, list(self._input_ids), prompt_tokens,
-                                                        choice.get("text") or "", max(1, int(top)))
-                yield chunk
+            self._reading = _Reading(max(1, int(top))) if top is not None else None
+            try:
+                for chunk in super()._create_completion(prompt, *args, **kwargs):
+                    if self._reading is not None:
+                        prompt_tokens = int((chunk.get("usage") or {}).get("prompt_tokens", 0))
+                        choice = chunk["choices"][0]
+                        choice["logprobs"] = _fast_logprobs(self, list(self._input_ids), prompt_tokens,
+                                                            choice.get("text") or "", self._reading)
+                    yield chunk
+            finally:
+                self._reading = None
 
     return ServedLlama
 

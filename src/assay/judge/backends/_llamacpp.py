@@ -86,6 +86,7 @@ class LlamaCppBackend(JudgeBackend):
         self.state_slots = state_slots
         self._states: OrderedDict[int, tuple[list[int], Any]] = OrderedDict()  # LRU: tokens, seq state
         self._state_serial = 0
+        self._reading: _LogprobReader | None = None  # the logprobs of the generation under way
 
     def _resolve(self) -> Path:
         if self._path is None:
@@ -118,8 +119,10 @@ class LlamaCppBackend(JudgeBackend):
                 if self.grammar_sampling == "check-first":
                     from assay.judge.backends._fastgrammar import check_first_llama_class
                     factory = check_first_llama_class()
+                # never llama.cpp's own logits_all: the logprobs of generated tokens are read from the
+                # last output of each step (below), so the prompt's other tokens get no output row
                 llama = factory(model_path=str(self._resolve()), n_ctx=self.n_ctx,
-                                n_threads=self.n_threads, logits_all=self.logits_all, verbose=False)
+                                n_threads=self.n_threads, logits_all=False, verbose=False)
                 step = llama.eval
 
                 def eval_unless_cancelled(tokens: Any) -> None:
@@ -128,7 +131,12 @@ class LlamaCppBackend(JudgeBackend):
                     cancel = self._cancel
                     if cancel is not None and cancel.is_set():
                         raise CallCancelled("the call was cancelled")
+                    reading = self._reading
+                    if reading is not None and reading.pending is not None and len(tokens):
+                        reading.take(llama, int(tokens[0]))  # the token chosen from the last step's logits
                     step(tokens)
+                    if reading is not None:
+                        reading.pending = _last_token_logits(llama)
 
                 llama.eval = eval_unless_cancelled
                 self._llama = llama
@@ -208,13 +216,16 @@ class LlamaCppBackend(JudgeBackend):
             if self._states:
                 self._restore_best(llama, prompt_ids)
             before = list(llama._input_ids)  # what the KV cache holds from the previous call
-            response = llama.create_chat_completion(**kwargs)
+            self._reading = _LogprobReader(max(1, config.top_logprobs)) if config.logprobs else None
+            try:
+                response = llama.create_chat_completion(**kwargs)
+            finally:
+                reading, self._reading = self._reading, None
             after = list(llama._input_ids)
             self._snapshot(llama)
             usage = response.get("usage") or {}
             prompt_tokens = usage.get("prompt_tokens", 0)
-            logprobs = (_read_logprobs(llama, after, prompt_tokens, max(1, config.top_logprobs))
-                        if config.logprobs else None)
+            logprobs = reading.read if reading is not None else None
         latency = time.perf_counter() - start
         choice = response["choices"][0]
         reused = _common_prefix(before, after[:prompt_tokens])  # llama.cpp keeps the longest common prefix
@@ -372,29 +383,34 @@ def _last_token_logits(llama: Any) -> Any:
     return np.ctypeslib.as_array(pointer, shape=(llama.n_vocab(),)).astype(np.float64)
 
 
-def _read_logprobs(llama: Any, ids: list[int], prompt_tokens: int, top: int) -> list[TokenLogprob]:
-    """Each generated token's logprob and its ``top`` alternatives, from the logits llama.cpp
-    kept (``logits_all``), vectorised with numpy. llama-cpp-python's own ``logprobs`` sorts the
-    whole vocabulary in Python for every token (measured: a 460-token verdict list took 211 s
-    instead of ~25 s). Covers the generated tokens the model evaluated, i.e. all but the last
+class _LogprobReader:
+    """Each generated token's logprob and its ``top`` alternatives, read while llama.cpp
+    generates: after every step the next-token logits (the step's last output, the only row
+    llama.cpp computes without ``logits_all``) wait in ``pending``; the next step's token is the
+    one chosen from them. Covers the generated tokens the model evaluated, i.e. all but the last
     one (a closing brace or end of the JSON, never a verdict's value). Raw logits, before the
-    grammar, as llama-cpp-python reports them."""
-    import numpy as np
+    grammar, as llama-cpp-python reports them; vectorised with numpy (llama-cpp-python's own
+    ``logprobs`` sorts the whole vocabulary in Python for every token, and needs every prompt
+    token's logits: ``logits_all``, measured slower at reading prompts)."""
 
-    generated = ids[prompt_tokens:]
+    def __init__(self, top: int) -> None:
+        self.top = top
+        self.pending: Any = None
+        self.read: list[TokenLogprob] = []
 
-    def text(token: int) -> str:
-        return bytes(llama.detokenize([token])).decode("utf-8", errors="ignore")
+    def take(self, llama: Any, token: int) -> None:
+        import numpy as np
 
-    out = []
-    for k, token in enumerate(generated):
-        row = np.asarray(llama.scores[prompt_tokens - 1 + k], dtype=np.float64)  # one row: ~1 MB
+        row, self.pending = self.pending, None
         peak = row.max()
         norm = peak + np.log(np.exp(row - peak).sum())
-        best = np.argpartition(-row, top - 1)[:top]
+        best = np.argpartition(-row, self.top - 1)[:self.top]
+
+        def text(t: int) -> str:
+            return bytes(llama.detokenize([t])).decode("utf-8", errors="ignore")
+
         alternatives = {text(int(t)): float(row[t] - norm) for t in sorted(best, key=lambda t: -row[t])}
-        out.append(TokenLogprob(token=text(token), logprob=float(row[token] - norm), top=alternatives))
-    return out
+        self.read.append(TokenLogprob(token=text(token), logprob=float(row[token] - norm), top=alternatives))
 
 
 def die_with_parent(interval_s: float = 0.5) -> None:

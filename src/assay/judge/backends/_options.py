@@ -88,7 +88,8 @@ class LlamaCppOptions(BackendOptions):
     n_threads: int | None = Field(default=None, ge=1, le=1024)
     """CPU threads; default every core."""
     logits_all: bool = False
-    """Keep every token's logits (needed for --verdicts soft); slower."""
+    """Give the logprobs of generated tokens (--verdicts soft, G-Eval's weights, DICE's analysis); they are
+    read from each step's last output, so prompts are read as fast as without."""
     grammar_sampling: Literal["check-first", "stock"] = "check-first"
     """How JSON is constrained: check-first (assay's sampler) or stock (llama-cpp-python's chain)."""
     state_slots: int = Field(default=6, ge=0, le=64)
