@@ -117,7 +117,7 @@ test: model
 	$(BIN)/assay doctor   # this machine's reading speed: the suite's summary scales the judges' time by it
 	$(COMPILE_SRC)
 	@status=0; \
-	SUITE_DURATIONS=$(DURATIONS) $(BIN)/pytest -q -m "not integration" -n 2 --dist loadgroup || status=$$?; \
+	SUITE_DURATIONS=$(DURATIONS) $(BIN)/pytest -q -m "not integration" -n 2 || status=$$?; \
 	SUITE_DURATIONS=$(DURATIONS) $(BIN)/pytest -q -m integration || status=$$?; \
 	$(BIN)/python tests/slowest.py $(DURATIONS) $(SUITE_START); \
 	exit $$status
@@ -131,7 +131,7 @@ bench-embedded: model
 ## test-fast: unit tests only (no model)
 test-fast: setup
 	$(COMPILE_SRC)
-	$(BIN)/pytest -q -m "not integration" -n 2 --dist loadgroup
+	$(BIN)/pytest -q -m "not integration" -n 2
 
 ## bench: framework overhead benchmark (writes benchmarks/results/overhead.json)
 bench: model

@@ -142,24 +142,6 @@ def test_packages_import_downward() -> None:
     assert found == set(UPWARD), sorted(found - set(UPWARD)) or f"no longer upward: {sorted(set(UPWARD) - found)}"
 
 
-@pytest.mark.xdist_group("fresh_imports")  # one worker: the module fixture's child runs once
-def test_every_module_imports_alone_in_a_fresh_interpreter(fresh_imports: dict[str, str]) -> None:
-    """Each module of assay imported first, by itself, in a new interpreter: no module works only
-    because another was imported before it, and none imports an old path (a DeprecationWarning of
-    assay is an error there). Every module pkgutil.walk_packages finds must import: here a missing
-    optional extra fails too (the child run is shared with test_every_module_imports_on_its_own)."""
-    import pkgutil
-
-    import assay
-
-    modules = [m.name for m in pkgutil.walk_packages(assay.__path__, "assay.")
-               if ".examples" not in m.name and m.name != "assay.__main__"]
-    assert len(modules) > 100
-    assert set(modules) <= set(fresh_imports), sorted(set(modules) - set(fresh_imports))
-    bad = {name: fresh_imports[name] for name in modules if fresh_imports[name] != "ok"}
-    assert not bad, bad
-
-
 def test_import_assay_stays_light() -> None:
     """``import assay`` loads no model runtime, no dataframe or plotting library and no method."""
     heavy = ["llama_cpp", "torch", "sentence_transformers", "pandas", "matplotlib", "scipy", "sklearn", "litellm",
@@ -304,8 +286,7 @@ def fresh_imports() -> dict[str, str]:
     and every one pkgutil.walk_packages finds, but ``assay.__main__``, which runs the command line
     when imported) in one child interpreter where, before each import, every ``assay`` module is
     dropped from sys.modules, with assay's DeprecationWarnings turned into errors: "ok", "missing
-    <module>" for an optional third-party extra that is not installed, or the error. One child run
-    serves both tests below (each of them used to start its own: ~20 s each)."""
+    <module>" for an optional third-party extra that is not installed, or the error."""
     import json
     import os
     import pkgutil
@@ -324,20 +305,32 @@ def fresh_imports() -> dict[str, str]:
     return results
 
 
-@pytest.mark.xdist_group("fresh_imports")  # one worker: the module fixture's child runs once
 def test_every_module_imports_on_its_own(fresh_imports: dict[str, str]) -> None:
     """Each module of assay imported first, in an interpreter where no module of assay is loaded
     (one child process; before each import every ``assay`` module is dropped from sys.modules):
     a module that works only when something else was imported before it, or that is part of a
-    cycle that only an import at run time closes, fails here. ``assay.__main__`` runs the
-    command line when imported and is left out. An optional extra that is not installed is
-    allowed here (not in test_every_module_imports_alone_in_a_fresh_interpreter)."""
+    cycle that only an import at run time closes, fails here, and none imports an old path (a
+    DeprecationWarning of assay is an error there). ``assay.__main__`` runs the command line when
+    imported and is left out. Every module found on disk must import, an optional extra that is
+    not installed allowed; every module pkgutil.walk_packages finds must import, a missing extra
+    failing too. (Two tests before, one per list; on two xdist workers each started the ~15 s
+    child run.)"""
+    import pkgutil
+
+    import assay
+
     names = [m for m in assay_modules() if m != "assay.__main__"]
     assert len(names) > 50 and "assay.methods.dece.cli" in names and "assay.cli.kit" in names
     assert set(names) <= set(fresh_imports), sorted(set(names) - set(fresh_imports))
     failed = {name: fresh_imports[name] for name in names
               if fresh_imports[name] != "ok" and not fresh_imports[name].startswith("missing ")}
     assert not failed, failed
+    modules = [m.name for m in pkgutil.walk_packages(assay.__path__, "assay.")
+               if ".examples" not in m.name and m.name != "assay.__main__"]
+    assert len(modules) > 100
+    assert set(modules) <= set(fresh_imports), sorted(set(modules) - set(fresh_imports))
+    bad = {name: fresh_imports[name] for name in modules if fresh_imports[name] != "ok"}
+    assert not bad, bad
 
 
 def test_importing_the_command_line_builds_nothing() -> None:
