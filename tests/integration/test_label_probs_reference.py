@@ -2,18 +2,19 @@
 
 Reference: a new ``Llama`` (every token's logits kept) evaluates the whole chat-templated prompt
 once, from nothing; the next-token distribution is its last row. Every way assay reads P(label) —
-KV snapshots on and off, ``logits_all`` on and off, a cold start and a warm cache (prefix reuse and
-restored snapshots), the child process, an OpenAI-compatible server (llama-cpp-python's, on
-127.0.0.1, top 20 logprobs) and LiteLLM in front of that server — must give the reference's
-probabilities within 1e-3. A server returns only its top 20 tokens: a label variant outside them is
-missing from its mass, so the server paths are compared with the reference cut to its own top 20
-tokens (the server's logprobs equal the reference's to 1e-6 on the tokens both list). The same for
-the logprobs of generated tokens (soft verdicts, G-Eval).
+KV snapshots on and off (``logits_all`` no longer changes how llama.cpp is loaded), a cold start
+and a warm cache (prefix reuse and restored snapshots), the child process, an OpenAI-compatible
+server (llama-cpp-python's, on 127.0.0.1, top 20 logprobs) and LiteLLM in front of that server —
+must give the reference's probabilities within 1e-3. A server returns only its top 20 tokens: a
+label variant outside them is missing from its mass, so the server paths are compared with the
+reference cut to its own top 20 tokens (the server's logprobs equal the reference's to 1e-6 on the
+tokens both list). The same for the logprobs of generated tokens (soft verdicts, G-Eval).
 
-Why: with ``logits_all`` on, llama.cpp's logits buffer holds one row per token of the last batch,
-and a label call that read its first row read the wrong token's distribution (P(yes) 0.473 read as
-0.012 on one criterion) — a number that looks right. SmolLM2-135M for speed; one prompt on the
-embedded judge itself.
+Why: with llama.cpp's ``logits_all`` on, its logits buffer holds one row per token of the last
+batch, and a label call that read its first row read the wrong token's distribution (P(yes) 0.473
+read as 0.012 on one criterion) — a number that looks right. (The server here is still started
+with ``--logits_all true``, which now only allows logprobs.) SmolLM2-135M for speed; one prompt on
+the embedded judge itself.
 """
 
 from __future__ import annotations
@@ -110,13 +111,14 @@ def close(got: dict[str, float], want: dict[str, float]) -> bool:
 
 
 @pytest.mark.parametrize("options", [
-    {"logits_all": False, "state_slots": 0},
-    {"logits_all": True, "state_slots": 0},
-    {"logits_all": False, "state_slots": 6},
-    {"logits_all": True, "state_slots": 6},
-], ids=["plain", "logits_all", "snapshots", "logits_all+snapshots"])
+    {"state_slots": 0},
+    {"state_slots": 6},
+], ids=["plain", "snapshots"])
 def test_label_probs_equal_a_fresh_evaluation_cold_and_warm(references: list[dict[str, float]],
                                                            options: dict[str, Any]) -> None:
+    """(With and without ``logits_all`` before; the option no longer changes how llama.cpp is
+    loaded — test_generated_token_logprobs_equal_a_fresh_evaluation checks that — so both ran the
+    same code.)"""
     backend = LlamaCppBackend("smollm2", n_ctx=2048, process="inline", **options)
     # twice over: the first pass starts cold, the second reuses prefixes and (with slots) snapshots
     got = probs_by(backend, PROMPTS + PROMPTS)
@@ -158,6 +160,9 @@ def test_generated_token_logprobs_equal_a_fresh_evaluation() -> None:
 
     outputs = [asyncio.run(generate(m)) for m in PROMPTS[:2] + PROMPTS[:2]]
     llama = backend.load()
+    # llama.cpp's own logits_all is never on (it would compute every prompt token's logits): the
+    # logprobs below come from each step's last output
+    assert llama._logits_all is False
     asyncio.run(backend.aclose())
     fresh = Llama(model_path=str(smollm_path()), n_ctx=2048, logits_all=True, verbose=False, n_threads=2)
     try:
@@ -187,11 +192,13 @@ def test_generated_token_logprobs_equal_a_fresh_evaluation() -> None:
 
 
 def test_the_embedded_judge_agrees_with_its_reference() -> None:
-    """Two prompts on Qwen2.5-Coder-1.5B itself, with and without logits_all: the first from a cold
-    start equals a fresh evaluation; the second, which reuses the first's prefix, equals a fresh
-    evaluation in the same two steps. On this 4-bit model, reading a prompt in two batches instead of
-    one moves P(yes) by about 0.01 (0.384 vs 0.371 here: llama.cpp's kernels differ with the batch
-    size) — a property of prefix reuse, not of which logits are read; it is bounded here."""
+    """Two prompts on Qwen2.5-Coder-1.5B itself: the first from a cold start equals a fresh
+    evaluation; the second, which reuses the first's prefix, equals a fresh evaluation in the same
+    two steps. On this 4-bit model, reading a prompt in two batches instead of one moves P(yes) by
+    about 0.01 (0.384 vs 0.371 here: llama.cpp's kernels differ with the batch size) — a property of
+    prefix reuse, not of which logits are read; it is bounded here. (With and without logits_all
+    before: the option no longer changes how llama.cpp is loaded, so the second backend ran the
+    same code.)"""
     from assay.judge.model import resolve_model
 
     path = str(resolve_model().path)
@@ -200,9 +207,8 @@ def test_the_embedded_judge_agrees_with_its_reference() -> None:
     warm = reference_probs(path, helper, PROMPTS[1], LABELS, after=PROMPTS[0])
     whole = reference_probs(path, helper, PROMPTS[1], LABELS)
     assert abs(warm["yes"] - whole["yes"]) < 0.05, (warm, whole)
-    for logits_all in (False, True):
-        backend = LlamaCppBackend("default", n_ctx=2048, logits_all=logits_all, process="inline")
-        first, second = probs_by(backend, [PROMPTS[0], PROMPTS[1]])
-        asyncio.run(backend.aclose())
-        assert close(first, cold), (logits_all, first, cold)
-        assert close(second, warm), (logits_all, second, warm)
+    backend = LlamaCppBackend("default", n_ctx=2048, process="inline")
+    first, second = probs_by(backend, [PROMPTS[0], PROMPTS[1]])
+    asyncio.run(backend.aclose())
+    assert close(first, cold), (first, cold)
+    assert close(second, warm), (second, warm)
