@@ -63,6 +63,8 @@ def _last_logits(llama: Any) -> Any:
     import numpy as np
 
     pointer = llama_cpp.llama_get_logits_ith(llama._ctx.ctx, -1)
+    if not pointer:
+        raise RuntimeError("llama.cpp returned no logits for the last evaluated token")
     return np.ctypeslib.as_array(pointer, shape=(llama.n_vocab(),)).copy()
 
 
@@ -71,7 +73,7 @@ def _fast_logprobs(llama: Any, ids: list[int], prompt_tokens: int, text: str, re
     ``top_logprobs``) of the generated tokens llama.cpp evaluated, plus the last one when it is
     one token of the remaining text (a completion cut by ``max_tokens``, or a one-token answer)."""
     generated = list(ids[prompt_tokens:])
-    taken = list(reading.taken[:len(generated)])
+    taken = list(reading.taken[max(0, len(reading.taken) - len(generated)):])  # the generated tokens' steps: the last
     seen = llama.detokenize(generated).decode("utf-8", errors="ignore") if generated else ""
     rest = text[len(seen):] if text.startswith(seen) else ""
     if rest and reading.pending is not None:
@@ -112,6 +114,9 @@ def fast_llama_class() -> type:
 
     class ServedLlama(base):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
+            if kwargs.get("draft_model") is not None:  # its steps evaluate several tokens: one reading each is wrong
+                raise ValueError("assay.judge.serve reads logprobs one step at a time and takes no --draft_model; "
+                                 "serve a draft model with python -m llama_cpp.server")
             self._logprobs_allowed = bool(kwargs.get("logits_all"))
             kwargs["logits_all"] = False
             self._reading: _Reading | None = None
@@ -196,6 +201,10 @@ def main() -> None:
     import llama_cpp
     from llama_cpp.server.__main__ import main as serve
 
+    if any(arg == "--draft_model" or arg.startswith("--draft_model=") for arg in sys.argv[1:]):
+        sys.stderr.write("error: assay.judge.serve reads logprobs one step at a time and takes no --draft_model; "
+                         "serve a draft model with python -m llama_cpp.server\n")
+        raise SystemExit(2)
     llama_cpp.Llama = fast_llama_class()  # type: ignore[misc, assignment]  # looked up at load time
     serve()
 

@@ -225,7 +225,10 @@ class LlamaCppBackend(JudgeBackend):
             self._snapshot(llama)
             usage = response.get("usage") or {}
             prompt_tokens = usage.get("prompt_tokens", 0)
-            logprobs = reading.read if reading is not None else None
+            # one entry for each generated token llama.cpp evaluated (the last ones read: a step
+            # before generation began, if any, was the prompt's)
+            generated = max(0, len(after) - prompt_tokens)
+            logprobs = reading.read[max(0, len(reading.read) - generated):] if reading is not None else None
         latency = time.perf_counter() - start
         choice = response["choices"][0]
         reused = _common_prefix(before, after[:prompt_tokens])  # llama.cpp keeps the longest common prefix
