@@ -49,23 +49,10 @@ class _Reading:
         self.taken: list[tuple[int, float, list[tuple[int, float]]]] = []  # token, logprob, top alternatives
 
     def take(self, token: int) -> None:
-        import numpy as np
+        from assay.judge.backends._llamacpp import token_logprob
 
-        row, self.pending = np.asarray(self.pending, dtype=np.float64), None
-        norm = row.max() + np.log(np.exp(row - row.max()).sum())
-        best = np.argpartition(-row, self.top - 1)[:self.top]
-        ranked = [(int(t), float(row[t] - norm)) for t in sorted(best, key=lambda t: -row[t])]
-        self.taken.append((token, float(row[token] - norm), ranked))
-
-
-def _last_logits(llama: Any) -> Any:
-    import llama_cpp
-    import numpy as np
-
-    pointer = llama_cpp.llama_get_logits_ith(llama._ctx.ctx, -1)
-    if not pointer:
-        raise RuntimeError("llama.cpp returned no logits for the last evaluated token")
-    return np.ctypeslib.as_array(pointer, shape=(llama.n_vocab(),)).copy()
+        row, self.pending = self.pending, None
+        self.taken.append((token, *token_logprob(row, token, self.top)))
 
 
 def _fast_logprobs(llama: Any, ids: list[int], prompt_tokens: int, text: str, reading: _Reading) -> dict[str, Any]:
@@ -128,7 +115,9 @@ def fast_llama_class() -> type:
                 reading.take(int(tokens[0]))
             super().eval(tokens)
             if reading is not None:
-                reading.pending = _last_logits(self)
+                from assay.judge.backends._llamacpp import _last_token_logits
+
+                reading.pending = _last_token_logits(self)
 
         def _create_completion(self, prompt: Any, *args: Any, **kwargs: Any) -> Iterator[Any]:
             top = kwargs.get("logprobs")

@@ -402,18 +402,25 @@ class _LogprobReader:
         self.read: list[TokenLogprob] = []
 
     def take(self, llama: Any, token: int) -> None:
-        import numpy as np
-
         row, self.pending = self.pending, None
-        peak = row.max()
-        norm = peak + np.log(np.exp(row - peak).sum())
-        best = np.argpartition(-row, self.top - 1)[:self.top]
+        logprob, ranked = token_logprob(row, token, self.top)
 
         def text(t: int) -> str:
             return bytes(llama.detokenize([t])).decode("utf-8", errors="ignore")
 
-        alternatives = {text(int(t)): float(row[t] - norm) for t in sorted(best, key=lambda t: -row[t])}
-        self.read.append(TokenLogprob(token=text(token), logprob=float(row[token] - norm), top=alternatives))
+        alternatives = {text(t): value for t, value in ranked}
+        self.read.append(TokenLogprob(token=text(token), logprob=logprob, top=alternatives))
+
+
+def token_logprob(row: Any, token: int, top: int) -> tuple[float, list[tuple[int, float]]]:
+    """``token``'s logprob under one row of logits, and the ``top`` most likely tokens with theirs
+    (log-softmax of the raw logits; the alternatives by ``argpartition``, most likely first)."""
+    import numpy as np
+
+    row = np.asarray(row, dtype=np.float64)
+    norm = row.max() + np.log(np.exp(row - row.max()).sum())
+    best = np.argpartition(-row, top - 1)[:top]
+    return float(row[token] - norm), [(int(t), float(row[t] - norm)) for t in sorted(best, key=lambda t: -row[t])]
 
 
 def die_with_parent(interval_s: float = 0.5) -> None:
