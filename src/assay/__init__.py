@@ -5,23 +5,53 @@
 >>> result.to_pandas()  # doctest: +SKIP
 """
 
+from typing import TYPE_CHECKING
+
 from assay import _relocated
 from assay._version import __version__
-from assay.core.errors import AssayError, ConfigError, InputError
-from assay.core.types import Completion, GenerateConfig, Item, Message, Reference, Unscored
-from assay.engine import EvalResult
-from assay.engine.session import JudgeSession
-from assay.exchange.api import EvalResults, InputNote, NotDelivered, aevaluate, estimate, evaluate, load_items
-from assay.judge.backends import JudgeBackend, get_backend
-from assay.judge.runner import RunnerConfig
-from assay.store import Store
 
 _relocated.install()
 
+# The public names are imported when first read (PEP 562), not with the package: every start of the
+# `assay` command imports this package, and most commands need few of them (importing them all took
+# ~0.2 s of each start).
+_EXPORTS = {
+    "AssayError": "assay.core.errors", "ConfigError": "assay.core.errors", "InputError": "assay.core.errors",
+    "Completion": "assay.core.types", "GenerateConfig": "assay.core.types", "Item": "assay.core.types",
+    "Message": "assay.core.types", "Reference": "assay.core.types", "Unscored": "assay.core.types",
+    "EvalResult": "assay.engine", "JudgeSession": "assay.engine.session",
+    "EvalResults": "assay.exchange.api", "InputNote": "assay.exchange.api", "NotDelivered": "assay.exchange.api",
+    "aevaluate": "assay.exchange.api", "estimate": "assay.exchange.api", "evaluate": "assay.exchange.api",
+    "load_items": "assay.exchange.api",
+    "JudgeBackend": "assay.judge.backends", "get_backend": "assay.judge.backends",
+    "RunnerConfig": "assay.judge.runner", "Store": "assay.store",
+}
+
+if TYPE_CHECKING:
+    from assay.core.errors import AssayError, ConfigError, InputError
+    from assay.core.types import Completion, GenerateConfig, Item, Message, Reference, Unscored
+    from assay.engine import EvalResult
+    from assay.engine.session import JudgeSession
+    from assay.exchange.api import EvalResults, InputNote, NotDelivered, aevaluate, estimate, evaluate, load_items
+    from assay.judge.backends import JudgeBackend, get_backend
+    from assay.judge.runner import RunnerConfig
+    from assay.store import Store
+
 
 def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is not None:
+        import importlib
+
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value
+        return value
     # ``assay.errors`` and the other old module names, for one release
     return _relocated.attribute(name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
 
 
 __all__ = [

@@ -13,10 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 import typer
-import typer.rich_utils as _rich
-from rich.console import Group
-from rich.panel import Panel
-from rich.text import Text
+
+# typer.rich_utils (and rich's markdown behind it) is imported by install(), when a help may be
+# shown: a start of the `assay` command that shows none does not load it (~0.05 s).
 
 EXPERT = "Expert options"
 """The help panel of the options few users change; hidden from ``-h``, listed by ``--help-all``."""
@@ -83,7 +82,9 @@ def _wrap(text: str, width: int) -> list[str]:
     return textwrap.wrap(text, width=width, break_long_words=True, break_on_hyphens=False) or [""]
 
 
-def _panel_body(params: list[Any], ctx: Any, width: int) -> Text:
+def _panel_body(params: list[Any], ctx: Any, width: int) -> Any:
+    from rich.text import Text
+
     body = Text(no_wrap=True, overflow="ignore")
     help_width = max(width - NAME_WIDTH, 20)
     first = True
@@ -115,15 +116,21 @@ def _panel_body(params: list[Any], ctx: Any, width: int) -> Text:
 def _print_options_panel(*, name: str, params: list[Any], ctx: Any, markup_mode: Any, console: Any) -> None:
     if not params:
         return
+    from rich.panel import Panel
+
     width = min(console.width, 100) - 4  # the panel's border and padding
     console.print(Panel(_panel_body(params, ctx, width), border_style="dim", title=name, title_align="left",
                         width=width + 4))
 
 
-_original_format_help = _rich.rich_format_help
+_original_format_help: Any = None
 
 
 def _format_help(*, obj: Any, ctx: Any, markup_mode: Any) -> None:
+    import typer.rich_utils as _rich
+    from rich.console import Group
+    from rich.text import Text
+
     _original_format_help(obj=obj, ctx=ctx, markup_mode=markup_mode)
     hidden = [p for p in getattr(obj, "params", []) if getattr(p, "rich_help_panel", None) == EXPERT and p.hidden]
     if hidden:
@@ -152,6 +159,12 @@ def help_all_option() -> Any:
 
 
 def install() -> None:
-    """Use this layout for every command's help (Typer 0.29, pinned in pyproject)."""
+    """Use this layout for every command's help (Typer 0.29, pinned in pyproject); once."""
+    global _original_format_help
+    import typer.rich_utils as _rich
+
+    if _original_format_help is not None:
+        return
+    _original_format_help = _rich.rich_format_help
     _rich._print_options_panel = _print_options_panel
     _rich.rich_format_help = _format_help
