@@ -108,11 +108,15 @@ docs: setup
 ## with the llama.cpp wheel cached. Unit tests run on both cores (pytest-xdist); the tests that load a model
 ## or start a server run one at a time after them. Ends with the wall time and the 25 slowest tests.
 SUITE_START := $(shell date +%s)
+# mypy's cache outside the clone, so that a fresh clone on a machine that ran the suite before checks only
+# what changed (3.7 s instead of 66 s here). mypy checks each cached module against its source's hash and
+# throws away a cache written by another mypy or Python version; a cold cache is a full check.
+MYPY_CACHE  ?= $(HOME)/.cache/assay/mypy
 DURATIONS   := $(VENV)/.suite-durations.jsonl
 test: model
 	@rm -f $(DURATIONS)
 	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/mypy
+	$(BIN)/mypy --cache-dir '$(MYPY_CACHE)'
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet -d $(VENV)/site
 	$(BIN)/assay doctor   # this machine's reading speed: the suite's summary scales the judges' time by it
 	$(COMPILE_SRC)
