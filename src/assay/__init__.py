@@ -38,14 +38,20 @@ if TYPE_CHECKING:
     from assay.store import Store
 
 
+_PACKAGES = ("core", "store", "judge", "data", "engine", "analysis", "exchange", "view", "cli", "methods")
+"""assay's packages: ``import assay`` then ``assay.data.TraceExport`` works as when they were imported eagerly."""
+
+
 def __getattr__(name: str) -> object:
+    import importlib
+
     module = _EXPORTS.get(name)
     if module is not None:
-        import importlib
-
         value = getattr(importlib.import_module(module), name)
         globals()[name] = value
         return value
+    if name in _PACKAGES:
+        return importlib.import_module(f"assay.{name}")
     # ``assay.errors`` and the other old module names, for one release
     return _relocated.attribute(name)
 

@@ -136,8 +136,6 @@ def _tree_for(args: list[str]) -> typer.Typer:
     words = [a for a in args if not a.startswith("-")]
     if not words or words[0] != args[0]:
         return build_app()
-    if any(a in HELP_FLAGS for a in args) or (words[0] == "model" and len(words) == 1):
-        _install_help()
     root = _new_root()
     if words[0] not in BUILTIN_COMMANDS:
         from assay.core.registry import commands
@@ -148,8 +146,6 @@ def _tree_for(args: list[str]) -> typer.Typer:
         groups = [g for g in root.registered_groups if g.name == words[0]]
         if not own and not groups:
             return build_app()
-        if groups and len(words) <= 2:  # a group (or its group) alone shows its help
-            _install_help()
         root.registered_commands, root.registered_groups = own, groups
         return root
     if words[0] != "eval":
@@ -170,11 +166,17 @@ def _tree_for(args: list[str]) -> typer.Typer:
     return root
 
 
-def _install_help() -> None:
-    # A group's help without a command is made when the error is raised, before main() sees it.
-    from assay.cli._help import install
-
-    install()
+def _may_show_help(command: Any, args: list[str]) -> bool:
+    """Whether running ``args`` may print a help: a help flag, or the arguments end at a command or
+    group name (a group without its command, or a command with ``no_args_is_help``, shows its help;
+    click makes that text when it raises the error, before main() sees it)."""
+    if any(a in HELP_FLAGS for a in args):
+        return True
+    for arg in args:
+        if not is_group(command) or arg not in command.commands:
+            return False
+        command = command.commands[arg]
+    return True
 
 
 def _command_name(info: Any) -> str:
@@ -330,7 +332,7 @@ SILENT_FLAGS = {"--run-id": "--run"}  # one name for a run id in every command; 
 def _renames(command: str) -> tuple[dict[str, str], dict[str, str]]:
     """The renamed flags of ``command`` (with a notice) and its silent aliases."""
     renames, silent = dict(RENAMED_FLAGS.get(command, {})), dict(SILENT_FLAGS)
-    if command and command not in RENAMED_FLAGS and command not in BUILTIN_COMMANDS:
+    if command and command not in RENAMED_FLAGS and (command == "eval" or command not in BUILTIN_COMMANDS):
         from assay.core.protocols import command_line
         from assay.core.registry import methods, workflows
 
@@ -375,6 +377,10 @@ def main() -> None:
     try:
         try:
             command = typer.main.get_command(_tree_for(args))
+            if _may_show_help(command, args):
+                from assay.cli._help import install
+
+                install()  # the compact help layout (one line per option, expert options behind --help-all)
             _harden(command)
             code = command.main(args=args, standalone_mode=False, default_map=load_config(), prog_name="assay")
         except KeyboardInterrupt:
@@ -397,9 +403,6 @@ def main() -> None:
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except NoArgsIsHelpError as exc:  # a bare `assay` or `assay eval`: the help, as click shows it
-        from assay.cli._help import install
-
-        install()
         exc.show()
         sys.exit(EXIT_USAGE)
     except ClickException as exc:  # usage errors: unknown command or option, bad value

@@ -23,8 +23,11 @@ NOTES = {
 
 def judges(as_json: bool = typer.Option(False, "--json", help="print the options as JSON")) -> None:
     """List the judge backends and the options each takes (--judge-opt key=value)."""
+    from assay.core.registry import methods
     from assay.judge.backends import options_model, providers
     from assay.judge.backends._options import option_rows
+
+    methods()  # a method's package may register a backend when it loads (every command loaded them all once)
 
     listing: dict[str, dict[str, Any]] = {}
     for provider in providers():
