@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -34,9 +33,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from assay.cli.demo import examples_path
 from assay.judge.doctor import cpu_model
 from assay.judge.model import resolve_model
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks._cli import assay_exe, demo_items  # shared by the benchmarks that run the command
 
 HERE = Path(__file__).parent
 
@@ -80,12 +81,9 @@ print(json.dumps({"by_size": by_size, "one_at_a_time_s": one_at_a_time, "togethe
 def dece_questions(answers: int) -> tuple[list[int], float, float]:
     """The new-token counts of the label calls of direct DeCE on the demo's first answers, the
     run's judge seconds and its wall time."""
-    exe = shutil.which("assay", path=str(Path(sys.executable).parent))
-    if exe is None:
-        raise SystemExit("the assay command is not installed beside this Python (make setup)")
+    exe = assay_exe()
     with tempfile.TemporaryDirectory() as tmp:
-        items = Path(tmp) / "items.jsonl"
-        items.write_text("\n".join(examples_path().read_text(encoding="utf-8").splitlines()[:answers]) + "\n")
+        items = demo_items(Path(tmp), answers)
         start = time.perf_counter()
         subprocess.run([exe, "eval", "dece", str(items), "--verdicts", "direct", "--store", str(Path(tmp) / "d.db"),
                         "--no-progress"], check=True, capture_output=True, timeout=3600)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -27,17 +26,13 @@ from typing import Any
 
 from assay.data.datasets.adapters import read_ragchecker
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks._cli import assay_exe  # shared by the benchmarks that run the command
+
 HERE = Path(__file__).parent
 DATA = HERE.parents[1] / "shared" / "data" / "ragchecker_human_labeled_dev.json"
 ESTIMATE = re.compile(r"≈(\d+) judge calls, ≈(\d+) prompt \+ ≈(\d+) completion tokens.*?≈([\d.]+) (s|min) "
                       r"reading ≈(\d+) new prompt tokens")
-
-
-def assay_exe() -> str:
-    exe = shutil.which("assay", path=str(Path(sys.executable).parent))
-    if exe is None:
-        raise SystemExit("the assay command is not installed beside this Python")
-    return exe
 
 
 def run(args: list[str], cwd: Path) -> tuple[str, float]:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -29,9 +28,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from assay.cli.demo import examples_path
 from assay.judge.doctor import cpu_model
 from assay.judge.model import resolve_model, smollm_path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks._cli import assay_exe, demo_items  # shared by the benchmarks that run the command
 
 HERE = Path(__file__).parent
 
@@ -58,12 +59,9 @@ def probe(model: Path, tokens: int, logits_all: str) -> float:
 
 
 def soft_dece(answers: int) -> dict[str, object]:
-    exe = shutil.which("assay", path=str(Path(sys.executable).parent))
-    if exe is None:
-        raise SystemExit("the assay command is not installed beside this Python (make setup)")
+    exe = assay_exe()
     with tempfile.TemporaryDirectory() as tmp:
-        items = Path(tmp) / "items.jsonl"
-        items.write_text("\n".join(examples_path().read_text(encoding="utf-8").splitlines()[:answers]) + "\n")
+        items = demo_items(Path(tmp), answers)
         start = time.perf_counter()
         subprocess.run([exe, "eval", "dece", str(items), "--verdicts", "soft", "--judge-opt", "logits_all=true",
                         "--store", str(Path(tmp) / "s.db"), "--no-progress"], check=True, capture_output=True,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPTS = sorted(p.stem for p in (Path(__file__).parents[3] / "benchmarks").glob("*.py") if p.stem != "__init__")
+SCRIPTS = sorted(p.stem for p in (Path(__file__).parents[3] / "benchmarks").glob("*.py") if not p.stem.startswith("_"))
 
 
 def test_every_benchmark_is_listed() -> None:
