@@ -151,17 +151,11 @@ def _tree_for(args: list[str]) -> typer.Typer:
     if words[0] != "eval":
         _add_builtin(root, words[0])
         return root
-    from assay.cli.kit import make_command
-    from assay.core.protocols import command_line
-    from assay.core.registry import methods
-
-    cls = methods().get(words[1]) if len(words) > 1 and words[1] == args[1] else None
-    if cls is None or not command_line(cls).eval_command:
-        return build_app()
     from assay.cli import eval as eval_cli
 
     group = typer.Typer(help=eval_cli.app.info.help, no_args_is_help=True)
-    group.command(cls.name)(make_command(cls))
+    if len(words) < 2 or words[1] != args[1] or not eval_cli.register_eval_commands(group, only=words[1]):
+        return build_app()
     _add_builtin(root, "eval", group)
     return root
 

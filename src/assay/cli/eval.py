@@ -55,8 +55,12 @@ __all__ = ["BUDGET_OPT", "CONCURRENCY_OPT", "DRY_RUN_OPT", "EMBEDDED_SPEED", "JU
 app = typer.Typer(help="Evaluate a data file with a method.", no_args_is_help=True)
 
 
-def register_eval_commands(group: typer.Typer = app) -> None:
-    """``assay eval NAME`` for every registered method (built-in or plug-in) that has one."""
+def register_eval_commands(group: typer.Typer = app, only: str | None = None) -> bool:
+    """``assay eval NAME`` for every registered method (built-in or plug-in) that has one (for the
+    method ``only`` alone when given); whether any command was added."""
+    added = False
     for cls in methods().values():
-        if command_line(cls).eval_command:
+        if (only is None or cls.name == only) and command_line(cls).eval_command:
+            added = True
             group.command(cls.name)(make_command(cls))
+    return added
