@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from assay.core.types import GenerateConfig, Message
@@ -123,6 +126,59 @@ def test_strict_grammar_keeps_raw_control_characters_out_of_json_strings() -> No
     assert allows(json_schema_grammar(schema)) == [False, True]
     with pytest.raises(ConfigError, match="cannot turn this JSON schema into a grammar"):
         json_schema_grammar({"type": "frobnicate"})
+
+
+@pytest.fixture(scope="module")
+def vocab():
+    from llama_cpp import Llama
+
+    from assay.judge.model import smollm_path
+
+    return Llama(model_path=str(smollm_path()), vocab_only=True, verbose=False)
+
+
+def _accepts(vocab, grammar, text: str) -> bool:
+    """Whether the grammar lets ``text`` be written, token by token as SmolLM2 tokenizes it."""
+    from llama_cpp import _internals as internals
+
+    from assay.judge.backends._fastgrammar import CheckFirstSampler
+
+    check = internals.LlamaSampler()
+    check.add_grammar(vocab._model, grammar)
+    sampler = CheckFirstSampler(None, None, check, greedy=True, n_vocab=vocab.n_vocab())
+    for token in vocab.tokenize(text.encode(), add_bos=False):
+        if sampler._allowed([token]) != [True]:
+            return False
+        check.accept(token)
+    return True
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(low=st.integers(-5, 12), span=st.integers(0, 12), value=st.integers(-20, 40))
+def test_an_integer_range_is_kept_by_the_grammar(vocab, low: int, span: int, value: int) -> None:
+    """llama.cpp's converter ignores minimum/maximum: a judge wrote 11 on a 1-10 scale and the
+    call was asked again. Ours writes the range out: every value in it, and nothing else."""
+    from assay.judge.backends._fastgrammar import json_schema_grammar
+
+    schema = {"type": "object", "required": ["s"], "additionalProperties": False,
+              "properties": {"s": {"type": "integer", "minimum": low, "maximum": low + span}}}
+    assert _accepts(vocab, json_schema_grammar(schema), f'{{"s": {value}}}') == (low <= value <= low + span)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(high=st.sampled_from([1, 5, 10]), value=st.one_of(
+    st.decimals(min_value=-2, max_value=12, places=2, allow_nan=False, allow_infinity=False).map(str),
+    st.sampled_from(["1.0", "1.00", "1.01", "0.999", "10.0", "10.5", "0", "00.5", "-0", "1e0", ".5"])))
+def test_a_bounded_number_is_kept_by_the_grammar(vocab, high: int, value: str) -> None:
+    from decimal import Decimal
+
+    from assay.judge.backends._fastgrammar import json_schema_grammar
+
+    schema = {"type": "object", "required": ["s"], "additionalProperties": False,
+              "properties": {"s": {"type": "number", "minimum": 0, "maximum": high}}}
+    plain = re.fullmatch(r"(0|[1-9][0-9]*)(\.[0-9]+)?", value) is not None  # no sign, exponent or lead zero
+    assert _accepts(vocab, json_schema_grammar(schema), f'{{"s": {value}}}') == (
+        plain and 0 <= Decimal(value) <= high)
 
 
 def test_the_reused_prompt_prefix_is_counted_per_call_and_per_run(tmp_path) -> None:

@@ -8,6 +8,11 @@ the schema cannot be converted it silently falls back to any-JSON. :func:`json_s
 builds the grammar with the same converter, excludes U+0000–U+001F and U+007F from string
 characters as JSON requires, and raises instead of falling back.
 
+**Bounded numbers.** The converter also ignores ``minimum`` and ``maximum``: a small judge wrote
+11 on PReMISE's 1-10 scale (two of 24 calls of a SmolLM2 discovery), the reply failed validation
+and the call was asked again. Integer ranges and whole-number-ended number ranges (a score in
+[0, 1]) are written into the grammar (:func:`bounded_rule`); other ranges are left to validation.
+
 **Check-first sampling.**
 
 llama-cpp-python 0.3.x puts the grammar sampler in the chain before the token choice, so every
@@ -40,12 +45,60 @@ _LOOSE_CHAR = 'char ::= [^"\\\\] |'
 _STRICT_CHAR = 'char ::= [^"\\\\\\x7F\\x00-\\x1F] |'
 
 
+MAX_ENUMERATED = 200
+"""An integer range of at most this many values is written out in the grammar, value by value."""
+
+DECIMALS = 15
+"""Digits a bounded number may have after its point (llama.cpp's own number rule allows 16)."""
+
+
+def bounded_rule(schema: dict[str, Any]) -> str | None:
+    """The grammar of an ``integer`` or ``number`` whose ``minimum`` and ``maximum`` are both given
+    (llama.cpp's converter ignores both, so a judge could write 11 on a 0-10 scale and the call was
+    re-asked after validation): an integer range of at most :data:`MAX_ENUMERATED` values, value by
+    value; a number range with whole-number ends, 0 <= minimum < maximum <= 1000 (a score in [0, 1],
+    a grade in [1, 5]), as its whole part and any decimals, the top end with zeros only. Any other
+    range (exclusive ends, fractional ends, wider ones) is None: left to the converter's rule and to
+    validation, as before. The rule ends with llama.cpp's ``space``, as its own number rules do."""
+    kind, low, high = schema.get("type"), schema.get("minimum"), schema.get("maximum")
+    if kind not in ("integer", "number") or "exclusiveMinimum" in schema or "exclusiveMaximum" in schema:
+        return None
+    if isinstance(low, bool) or isinstance(high, bool) or not isinstance(low, int | float) \
+            or not isinstance(high, int | float) or low != int(low) or high != int(high) or low > high:
+        return None
+    low, high = int(low), int(high)
+    if kind == "integer":
+        if high - low + 1 > MAX_ENUMERATED:
+            return None
+        return "(" + " | ".join(f'"{v}"' for v in range(low, high + 1)) + ") space"
+    if low < 0 or high > 1000 or low == high:
+        return None
+    from llama_cpp.llama_grammar import _build_repetition
+
+    whole = " | ".join(f'"{v}"' for v in range(low, high))
+    digits, zeros = _build_repetition("[0-9]", 1, DECIMALS), _build_repetition('"0"', 1, DECIMALS)
+    return f'(({whole}) ("." {digits})? | "{high}" ("." {zeros})?) space'
+
+
+def _converter(schema: dict[str, Any]) -> Any:
+    from llama_cpp.llama_grammar import RESERVED_NAMES, SchemaConverter
+
+    class BoundedConverter(SchemaConverter):
+        def visit(self, schema: Any, name: str) -> Any:
+            rule = bounded_rule(schema) if isinstance(schema, dict) else None
+            if rule is None:
+                return super().visit(schema, name)
+            return self._add_rule(name + "-" if name in RESERVED_NAMES else name or "root", rule)
+
+    converter = BoundedConverter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
+    converter.visit(converter.resolve_refs(schema, "stdin"), "")
+    return converter
+
+
 @lru_cache(maxsize=64)
 def _grammar_text(schema_json: str) -> str:
-    from llama_cpp.llama_grammar import json_schema_to_gbnf
-
     try:
-        text = json_schema_to_gbnf(schema_json)
+        text = _converter(json.loads(schema_json)).format_grammar()
     except Exception as exc:  # the converter raises bare AssertionError/KeyError on what it lacks
         raise ConfigError(f"llama.cpp cannot turn this JSON schema into a grammar: {exc!r}") from exc
     lines = [_STRICT_CHAR + line[len(_LOOSE_CHAR):] if line.startswith(_LOOSE_CHAR) else line

@@ -227,7 +227,7 @@ class CaseAware(Method, Presents, HasCommands):
             properties[f"{metric}_justification"] = {"type": "string", "minLength": 1,
                                                      "maxLength": self.config.max_justification_chars}
             properties[f"{metric}_band"] = {"type": "string", "enum": list(BANDS)}
-            properties[f"{metric}_score"] = {"type": "number"}
+            properties[f"{metric}_score"] = {"type": "number", "minimum": 0, "maximum": 1}
         return {"type": "object", "additionalProperties": False, "required": list(properties),
                 "properties": properties}
 
