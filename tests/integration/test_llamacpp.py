@@ -181,6 +181,42 @@ def test_a_bounded_number_is_kept_by_the_grammar(vocab, high: int, value: str) -
         plain and 0 <= Decimal(value) <= high)
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(band=st.sampled_from(["severe", "moderate", "minor", "none"]),
+       score=st.sampled_from(["0", "0.0", "0.3", "0.30", "0.305", "0.31", "0.6", "0.61", "0.85", "0.86", "0.99",
+                              "1", "1.0", "1.00", "1.01"]))
+def test_a_coupled_score_lies_in_the_band_written_before_it(vocab, band: str, score: str) -> None:
+    """The case-aware judge's band and score, as the embedded judge's grammar writes them: SmolLM2
+    wrote scores outside the band it had just chosen, and the turn was asked again."""
+    from assay.judge.backends._fastgrammar import json_schema_grammar
+    from assay.methods.caseaware import BANDS, CaseAware, band_of
+
+    schema = CaseAware().schema(coupled=True)
+    (first, *_) = schema["properties"]
+    grammar = json_schema_grammar(schema)
+    metric = first.removesuffix("_justification")
+    text = f'{{"{first}": "ok", "{metric}_band": "{band}", "{metric}_score": {score},'
+    lo, hi = BANDS[band]
+    in_band = len(score.split(".")[-1]) <= 2 if "." in score else True
+    assert _accepts(vocab, grammar, text) == (in_band and lo <= float(score) <= hi and band_of(float(score)) == band)
+
+
+def test_a_coupling_the_grammar_cannot_keep_is_refused() -> None:
+    from assay.core.errors import ConfigError
+    from assay.judge.backends import COUPLED
+    from assay.judge.backends._fastgrammar import json_schema_grammar, range_literals
+
+    assert range_literals(0.3, 0.31, 2) == ["0.3", "0.30", "0.31"] and range_literals(1, 1, 1) == ["1", "1.0"]
+    props = {"b": {"type": "string", "enum": ["x"]}, "gap": {"type": "string"}, "s": {"type": "number"}}
+    schema = {"type": "object", "required": ["b", "gap", "s"], "properties": props,
+              COUPLED: [{"key": "b", "value": "s", "ranges": {"x": [0, 1]}}]}
+    with pytest.raises(ConfigError, match="right after 'b'"):
+        json_schema_grammar(schema)
+    schema[COUPLED] = [{"key": "b", "value": "gap", "ranges": {"x": [0, 0.125]}}]
+    with pytest.raises(ConfigError, match="not one of non-negative decimals"):
+        json_schema_grammar(schema)
+
+
 def test_the_reused_prompt_prefix_is_counted_per_call_and_per_run(tmp_path) -> None:
     """Two calls that share a long system prompt: llama.cpp keeps the shared prefix in its KV
     cache, and the second call says how many prompt tokens it did not recompute; a run's call

@@ -85,7 +85,10 @@ def test_dece_soft_verdicts_on_the_embedded_judge(tmp_path: Path, form: str) -> 
 def test_caseaware_soft_bands_on_the_embedded_judge(tmp_path: Path) -> None:
     """One short turn; justifications of at most 60 characters (at 20 the 1.5B judge ran past the
     limit until its output was cut off, three times, and the turn was Unscored): the eight metrics
-    are written in one call; what is checked is each band's probabilities and the scores they give."""
+    are written in one call; what is checked is each band's probabilities and the scores they give.
+    SmolLM2 since the embedded judge's grammar ties each score to the band written before it (it
+    wrote scores outside their bands, so its turns were never scored; this test ran on the 1.5B
+    judge then: 791 prompt and ~340 generated tokens, ~25 s of the suite's judge time)."""
     turn = {"id": "vpn-t1", "query": "My VPN fails with error 809. How do I fix it?",
             "response": "Set AssumeUDPEncapsulationContextOnSendRule to 2 in the registry and restart.",
             "contexts": [{"id": "KB-412", "text": "Error 809 behind NAT: set AssumeUDPEncapsulationContextOnSendRule "
@@ -95,9 +98,8 @@ def test_caseaware_soft_bands_on_the_embedded_judge(tmp_path: Path) -> None:
     assert assay_exe is not None
     (tmp_path / "turns.jsonl").write_text(json.dumps(turn) + "\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
-    # the 1.5B judge: SmolLM2 writes scores outside their bands, so nothing would be scored to check
     proc = subprocess.run([assay_exe, "eval", "caseaware", "turns.jsonl", "--verdicts", "soft",
-                           "--judge", "llamacpp/default", "--judge-opt", "logits_all=true", "--judge-opt",
+                           "--judge", "llamacpp/smollm2", "--judge-opt", "logits_all=true", "--judge-opt",
                            "n_ctx=4096", "--max-justification-chars", "60",
                            "--store", "ca.db", "--no-progress"], cwd=tmp_path, capture_output=True, text=True,
                           env=env, timeout=900)
@@ -114,8 +116,9 @@ def test_caseaware_soft_bands_on_the_embedded_judge(tmp_path: Path) -> None:
         expected = sum(q * (judged if band == row[f"{metric}_band"] else midpoints[band]) for band, q in p.items())
         assert row[f"{metric}_score"] == pytest.approx(expected)
     assert 0.0 <= row["s_final"] <= 1.0 and row["s_final_hard"] is not None
-    # the judge's own scores lie in the bands it chose, and S_final_hard is their weighted sum (checked on
-    # SmolLM2 before; it writes scores outside their bands, so its turn was never scored to check)
+    # the judge's own scores lie in the bands it chose (the grammar's coupling: without it SmolLM2's
+    # turn is asked again and fails closed), and S_final_hard is their weighted sum; one call, no re-ask
+    assert row["judge_calls"] == 1
     for metric in METRICS:
         assert band_of(row[f"{metric}_score_hard"]) == row[f"{metric}_band"]
     assert row["s_final_hard"] == pytest.approx(sum(row["weights"][m] * row[f"{m}_score_hard"] for m in METRICS))

@@ -9,6 +9,13 @@ from pydantic import BaseModel
 
 from assay.core.types import Completion, GenerateConfig, Message
 
+COUPLED = "x-assay-coupled"
+"""A root-object keyword of ours, sent only to the embedded judge (other backends never see it):
+``[{"key": "<enum property>", "value": "<number property>", "ranges": {"<enum value>": [low,
+high], ...}, "decimals": 2}, ...]`` — the number that follows ``key`` must lie in the range of the
+value written for ``key``. The case-aware judge's band and score: a weak judge wrote "severe"
+and then 0.85, and the turn was asked again, then failed closed."""
+
 
 class Capabilities(BaseModel):
     """What a backend can do; methods and the structured-output layer read these flags."""
@@ -16,7 +23,7 @@ class Capabilities(BaseModel):
     json_schema: bool = False
     """Constrained decoding to a JSON schema."""
     grammar: bool = False
-    """Constrained decoding to a GBNF grammar."""
+    """Constrained decoding to a GBNF grammar (its JSON schemas may carry :data:`COUPLED`)."""
     logprobs: bool = False
     """Top log-probabilities of generated tokens."""
     seed: bool = False

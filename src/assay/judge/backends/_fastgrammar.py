@@ -40,6 +40,7 @@ from functools import lru_cache
 from typing import Any
 
 from assay.core.errors import ConfigError
+from assay.judge.backends._base import COUPLED
 
 _LOOSE_CHAR = 'char ::= [^"\\\\] |'
 _STRICT_CHAR = 'char ::= [^"\\\\\\x7F\\x00-\\x1F] |'
@@ -92,7 +93,55 @@ def _converter(schema: dict[str, Any]) -> Any:
 
     converter = BoundedConverter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
     converter.visit(converter.resolve_refs(schema, "stdin"), "")
+    for coupling in schema.get(COUPLED, []):
+        _couple(converter, schema, coupling)
     return converter
+
+
+def range_literals(low: float, high: float, decimals: int) -> list[str]:
+    """Every plain decimal in [low, high] with at most ``decimals`` digits after its point, in each
+    way of writing it (0.5, 0.50; 1, 1.0, 1.00); low and high must be such decimals, >= 0."""
+    scale = 10 ** decimals
+    lo, hi = round(low * scale), round(high * scale)
+    if lo < 0 or lo > hi or abs(lo - low * scale) > 1e-6 or abs(hi - high * scale) > 1e-6 or hi - lo > 2000:
+        raise ConfigError(f"{COUPLED}: the range [{low}, {high}] is not one of non-negative decimals with "
+                          f"{decimals} digits after the point (at most 2001 values)")
+    out: list[str] = []
+    for v in range(lo, hi + 1):
+        whole, frac = divmod(v, scale)
+        digits = f"{frac:0{decimals}d}" if decimals else ""
+        forms = [f"{whole}.{digits[:n]}" for n in range(1, decimals + 1) if not digits[n:].strip("0")]
+        out += ([str(whole)] if not digits.strip("0") else []) + forms
+    return out
+
+
+def _couple(converter: Any, schema: dict[str, Any], coupling: dict[str, Any]) -> None:
+    from llama_cpp.llama_grammar import INVALID_RULE_CHARS_RE
+
+    key, value = str(coupling.get("key")), str(coupling.get("value"))
+    order = list(schema.get("properties", {}))
+    if key not in order or value not in order or order.index(value) != order.index(key) + 1 \
+            or not {key, value} <= set(schema.get("required", [])):
+        raise ConfigError(f"{COUPLED}: {value!r} must be the required property right after {key!r}")
+
+    def rule(prop: str) -> str:
+        return INVALID_RULE_CHARS_RE.sub("-", prop)
+
+    pair = f'{rule(key)}-kv "," space {rule(value)}-kv'
+    root = converter._rules.get("root", "")
+    if root.count(pair) != 1:
+        raise ConfigError(f"{COUPLED}: cannot find {key!r} then {value!r} in the grammar")
+    cases = []
+    for label, (low, high) in coupling.get("ranges", {}).items():
+        literals = " | ".join(json.dumps(x) for x in range_literals(low, high, int(coupling.get("decimals", 2))))
+        number = converter._add_rule(f"{rule(value)}-{rule(str(label))}", f"({literals}) space")
+        cases.append(f'{json.dumps(json.dumps(label))} "," space {json.dumps(json.dumps(value))} space ":" space '
+                     f"{number}")
+    if not cases:
+        raise ConfigError(f"{COUPLED}: no ranges for {key!r}")
+    both = converter._add_rule(f"{rule(key)}-{rule(value)}-kv",
+                               f'{json.dumps(json.dumps(key))} space ":" space ({" | ".join(cases)})')
+    converter._rules["root"] = root.replace(pair, both)
 
 
 @lru_cache(maxsize=64)

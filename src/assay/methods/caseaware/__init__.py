@@ -59,6 +59,7 @@ from assay.core.method import CallEstimate, CliOption, ItemResult, Method, Repor
 from assay.core.protocols import HasCommands, Presents
 from assay.core.registry import register_method
 from assay.core.types import Completion, GenerateConfig, Item, Unscored
+from assay.judge.backends import COUPLED
 from assay.judge.direct import ask
 from assay.judge.prompts import defuse, fence, load_prompt
 from assay.judge.runner import JudgeClient
@@ -221,18 +222,31 @@ class CaseAware(Method, Presents, HasCommands):
                                   answer=fence("answer", item.response),
                                   **({} if metric is None else {"metric": metric}))
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self, *, coupled: bool = False) -> dict[str, Any]:
+        """The turn's JSON schema; ``coupled`` (a judge that takes our grammar: the embedded one)
+        also ties each score to the band written before it, so that a score outside its band
+        cannot be written (elsewhere it is asked again, then the turn fails closed)."""
         properties: dict[str, Any] = {}
         for metric in METRICS:
             properties[f"{metric}_justification"] = {"type": "string", "minLength": 1,
                                                      "maxLength": self.config.max_justification_chars}
             properties[f"{metric}_band"] = {"type": "string", "enum": list(BANDS)}
             properties[f"{metric}_score"] = {"type": "number", "minimum": 0, "maximum": 1}
-        return {"type": "object", "additionalProperties": False, "required": list(properties),
-                "properties": properties}
+        schema = {"type": "object", "additionalProperties": False, "required": list(properties),
+                  "properties": properties}
+        if coupled:
+            schema[COUPLED] = [{"key": f"{m}_band", "value": f"{m}_score", "decimals": 2,
+                                "ranges": {band: list(edges) for band, edges in BANDS.items()}} for m in METRICS]
+        return schema
 
     def _max_tokens(self) -> int:
-        return 32 + len(METRICS) * (self.config.max_justification_chars // 3 + 24)
+        """The cap on the turn's one reply: each justification at 3 characters a token, and the
+        rest (keys, quotes, band, score) at 2 characters a token. A fixed 24 tokens a metric for
+        the rest was enough for Qwen's tokenizer but not for SmolLM2's, which spends ~60 on
+        ``"case_resolution_alignment_justification"`` and its neighbours: its reply was cut off
+        at the cap and the turn asked again."""
+        fixed = sum(len(f'"{m}_justification": "", "{m}_band": "moderate", "{m}_score": 0.00, ') for m in METRICS)
+        return 32 + len(METRICS) * (self.config.max_justification_chars // 3) + fixed // 2
 
     async def _direct_bands(self, item: Item, client: JudgeClient) -> tuple[dict[str, dict[str, float]] | None,
                                                                             Unscored | None, list[str]]:
@@ -290,8 +304,9 @@ class CaseAware(Method, Presents, HasCommands):
                 "weight_profile": self.profile, "weights": self.weights,
                 "conversation_id": str(item.metadata.get("conversation_id") or item.id)})
         soft = self.config.verdicts == "soft"
+        schema = self.schema(coupled=client.backend.capabilities.grammar)
         config = GenerateConfig(temperature=self.config.temperature, max_tokens=self._max_tokens(),
-                                seed=self.config.seed, json_schema=self.schema(), logprobs=soft,
+                                seed=self.config.seed, json_schema=schema, logprobs=soft,
                                 top_logprobs=self.config.top_logprobs if soft else 0)
         out = await generate_structured(client, self.render(item), TurnOutput, config, check=_check_turn,
                                         max_reasks=self.config.max_reasks)
