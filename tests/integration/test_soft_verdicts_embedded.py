@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -83,8 +84,8 @@ def test_dece_soft_verdicts_on_the_embedded_judge(tmp_path: Path, form: str) -> 
 
 
 def test_caseaware_soft_bands_on_the_embedded_judge(tmp_path: Path) -> None:
-    """One short turn; justifications of at most 60 characters (at 20 the 1.5B judge ran past the
-    limit until its output was cut off, three times, and the turn was Unscored): the eight metrics
+    """One short turn; justifications of at most 20 characters (the fewest the method takes: the
+    reply's cap is the longest reply the grammar allows, so it is never cut off): the eight metrics
     are written in one call; what is checked is each band's probabilities and the scores they give.
     SmolLM2 since the embedded judge's grammar ties each score to the band written before it (it
     wrote scores outside their bands, so its turns were never scored; this test ran on the 1.5B
@@ -100,7 +101,7 @@ def test_caseaware_soft_bands_on_the_embedded_judge(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
     proc = subprocess.run([assay_exe, "eval", "caseaware", "turns.jsonl", "--verdicts", "soft",
                            "--judge", "llamacpp/smollm2", "--judge-opt", "logits_all=true", "--judge-opt",
-                           "n_ctx=4096", "--max-justification-chars", "60",
+                           "n_ctx=4096", "--max-justification-chars", "20",
                            "--store", "ca.db", "--no-progress"], cwd=tmp_path, capture_output=True, text=True,
                           env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr
@@ -116,9 +117,12 @@ def test_caseaware_soft_bands_on_the_embedded_judge(tmp_path: Path) -> None:
         expected = sum(q * (judged if band == row[f"{metric}_band"] else midpoints[band]) for band, q in p.items())
         assert row[f"{metric}_score"] == pytest.approx(expected)
     assert 0.0 <= row["s_final"] <= 1.0 and row["s_final_hard"] is not None
-    # the judge's own scores lie in the bands it chose (the grammar's coupling: without it SmolLM2's
-    # turn is asked again and fails closed), and S_final_hard is their weighted sum; one call, no re-ask
-    assert row["judge_calls"] == 1
+    # the judge's own scores lie in the bands it chose, written so by the grammar (without it SmolLM2's
+    # turn was asked again for scores outside their bands, and failed closed), and S_final_hard is their
+    # weighted sum
+    with sqlite3.connect(tmp_path / "ca.db") as db:
+        asked = [json.loads(r)["messages"][-1]["content"] for (r,) in db.execute("SELECT request FROM judge_calls")]
+    assert not [m for m in asked if "outside its band" in m], asked
     for metric in METRICS:
         assert band_of(row[f"{metric}_score_hard"]) == row[f"{metric}_band"]
     assert row["s_final_hard"] == pytest.approx(sum(row["weights"][m] * row[f"{m}_score_hard"] for m in METRICS))

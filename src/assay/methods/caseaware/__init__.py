@@ -239,13 +239,18 @@ class CaseAware(Method, Presents, HasCommands):
                                 "ranges": {band: list(edges) for band, edges in BANDS.items()}} for m in METRICS]
         return schema
 
-    def _max_tokens(self) -> int:
-        """The cap on the turn's one reply: each justification at 3 characters a token, and the
-        rest (keys, quotes, band, score) at 2 characters a token. A fixed 24 tokens a metric for
-        the rest was enough for Qwen's tokenizer but not for SmolLM2's, which spends ~60 on
-        ``"case_resolution_alignment_justification"`` and its neighbours: its reply was cut off
-        at the cap and the turn asked again."""
+    def _max_tokens(self, *, grammar: bool = False) -> int:
+        """The cap on the turn's one reply. On a judge whose grammar bounds the reply (the embedded
+        one: each justification at most ``max_justification_chars`` characters, every key fixed),
+        the longest reply the grammar allows at one token a character, so that a reply is never
+        cut off: a fixed 24 tokens a metric for the keys was enough for Qwen's tokenizer but not for
+        SmolLM2's, which spends ~60 on ``"case_resolution_alignment_justification"`` and its
+        neighbours, and one SmolLM2 build wrote "1.0.0.1.1..." justifications at a token a
+        character; each cut-off reply was asked again, at the full cost of the turn. Elsewhere an
+        estimate: justifications at 3 characters a token, the rest at 2."""
         fixed = sum(len(f'"{m}_justification": "", "{m}_band": "moderate", "{m}_score": 0.00, ') for m in METRICS)
+        if grammar:
+            return 32 + len(METRICS) * self.config.max_justification_chars + fixed
         return 32 + len(METRICS) * (self.config.max_justification_chars // 3) + fixed // 2
 
     async def _direct_bands(self, item: Item, client: JudgeClient) -> tuple[dict[str, dict[str, float]] | None,
@@ -304,8 +309,9 @@ class CaseAware(Method, Presents, HasCommands):
                 "weight_profile": self.profile, "weights": self.weights,
                 "conversation_id": str(item.metadata.get("conversation_id") or item.id)})
         soft = self.config.verdicts == "soft"
-        schema = self.schema(coupled=client.backend.capabilities.grammar)
-        config = GenerateConfig(temperature=self.config.temperature, max_tokens=self._max_tokens(),
+        grammar = client.backend.capabilities.grammar
+        schema = self.schema(coupled=grammar)
+        config = GenerateConfig(temperature=self.config.temperature, max_tokens=self._max_tokens(grammar=grammar),
                                 seed=self.config.seed, json_schema=schema, logprobs=soft,
                                 top_logprobs=self.config.top_logprobs if soft else 0)
         out = await generate_structured(client, self.render(item), TurnOutput, config, check=_check_turn,
