@@ -44,17 +44,30 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
     import sqlite3
     from pathlib import Path
 
-    seconds: dict[str, float] = {}
+    spans: dict[str, list[tuple[float, float]]] = {}
     for db in Path(tmp).rglob("*.db"):
         try:
             with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
-                rows = con.execute("SELECT backend, SUM(latency_s) FROM judge_calls GROUP BY backend").fetchall()
+                rows = con.execute("SELECT backend, created_at, latency_s FROM judge_calls").fetchall()
         except sqlite3.Error:  # not a store, or one without calls
             continue
-        for backend, latency in rows:
+        for backend, stored_at, latency in rows:
             if not str(backend).startswith("scripted") and latency:
-                seconds[str(backend)] = seconds.get(str(backend), 0.0) + float(latency)
+                spans.setdefault(str(backend), []).append((float(stored_at) - float(latency), float(stored_at)))
+    # the wall time the test waited on each judge: calls in flight together (one judge over two
+    # servers, a run with concurrency) count once, not once each
+    seconds = {backend: _covered(intervals) for backend, intervals in spans.items()}
     if seconds:
         with open(_DURATIONS, "a", encoding="utf-8") as out:
             out.write(json.dumps({"test": item.nodeid, "when": "judge", "s": 0.0,
                                   "judge_s": {k: round(v, 2) for k, v in seconds.items()}}) + "\n")
+
+
+def _covered(intervals: list[tuple[float, float]]) -> float:
+    """The length of the union of (start, end) intervals."""
+    total, reach = 0.0, float("-inf")
+    for start, end in sorted(intervals):
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total

@@ -32,7 +32,7 @@ def main() -> None:
     integration = sum(s for test, s in totals.items() if test.startswith("tests/integration/"))
     speed = doctor_speed()
     if model:
-        print(f"real judges' calls in the tests' stores: {model:.0f} s ("
+        print(f"real judges' calls in the tests' stores: {model:.0f} s waited (calls in flight together once; "
               + ", ".join(f"{b} {s:.0f} s" for b, s in sorted(judge.items(), key=lambda kv: -kv[1])[:4]) + ")")
     if speed and speed > 20 and (model or integration):
         ratio = speed / 20
