@@ -55,7 +55,9 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
             if not str(backend).startswith("scripted") and latency:
                 spans.setdefault(str(backend), []).append((float(stored_at) - float(latency), float(stored_at)))
     # the wall time the test waited on each judge: calls in flight together (one judge over two
-    # servers, a run with concurrency) count once, not once each
+    # servers, a run with concurrency) count once, not once each. A call's span ends when it was
+    # stored; Ray's driver stores its workers' calls after their unit, which would undercount them
+    # (no integration test runs Ray with a real judge)
     seconds = {backend: _covered(intervals) for backend, intervals in spans.items()}
     if seconds:
         with open(_DURATIONS, "a", encoding="utf-8") as out:

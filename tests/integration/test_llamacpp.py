@@ -204,7 +204,7 @@ def test_a_coupled_score_lies_in_the_band_written_before_it(vocab, band: str, sc
 def test_a_coupling_the_grammar_cannot_keep_is_refused() -> None:
     from assay.core.errors import ConfigError
     from assay.judge.backends import COUPLED
-    from assay.judge.backends._fastgrammar import json_schema_grammar, range_literals
+    from assay.judge.backends._fastgrammar import _grammar_text, bounded_rule, json_schema_grammar, range_literals
 
     assert range_literals(0.3, 0.31, 2) == ["0.3", "0.30", "0.31"] and range_literals(1, 1, 1) == ["1", "1.0"]
     props = {"b": {"type": "string", "enum": ["x"]}, "gap": {"type": "string"}, "s": {"type": "number"}}
@@ -215,6 +215,18 @@ def test_a_coupling_the_grammar_cannot_keep_is_refused() -> None:
     schema[COUPLED] = [{"key": "b", "value": "gap", "ranges": {"x": [0, 0.125]}}]
     with pytest.raises(ConfigError, match="not one of non-negative decimals"):
         json_schema_grammar(schema)
+    schema[COUPLED] = [{"key": "b", "value": "gap", "ranges": {"x": [0, 1], "y": [0, 1]}}]
+    with pytest.raises(ConfigError, match="name each value of 'b'"):
+        json_schema_grammar(schema)
+    # a rule name inside another ("b-kv" in "a-b-kv"): only whole names are coupled
+    chained = {"type": "object", "required": ["a", "a_b", "b", "s"], "properties": {
+        "a": {"type": "string", "enum": ["p"]}, "a_b": {"type": "number"},
+        "b": {"type": "string", "enum": ["q"]}, "s": {"type": "number"}},
+        COUPLED: [{"key": "b", "value": "s", "ranges": {"q": [0, 1]}}]}
+    assert " a-b-kv " in _grammar_text(json.dumps(chained)).split("root ::= ")[1]
+    # an enum or a multipleOf narrows a range further: the converter's own rule stays
+    assert bounded_rule({"type": "integer", "minimum": 1, "maximum": 5, "enum": [1, 3, 5]}) is None
+    assert bounded_rule({"type": "number", "minimum": 0, "maximum": float("inf")}) is None
 
 
 def test_the_reused_prompt_prefix_is_counted_per_call_and_per_run(tmp_path) -> None:

@@ -14,7 +14,10 @@ COUPLED = "x-assay-coupled"
 ``[{"key": "<enum property>", "value": "<number property>", "ranges": {"<enum value>": [low,
 high], ...}, "decimals": 2}, ...]`` — the number that follows ``key`` must lie in the range of the
 value written for ``key``. The case-aware judge's band and score: a weak judge wrote "severe"
-and then 0.85, and the turn was asked again, then failed closed."""
+and then 0.85, and the turn was asked again, then failed closed. Methods send it to a backend
+whose capabilities say ``grammar``; a backend that says so must build its grammar with
+:func:`assay.judge.backends._fastgrammar.json_schema_grammar` (the embedded judge does), which
+keeps this keyword and ``maxLength``."""
 
 
 class Capabilities(BaseModel):

@@ -36,6 +36,7 @@ from __future__ import annotations
 import ctypes
 import json
 import math
+import re
 from functools import lru_cache
 from typing import Any
 
@@ -62,10 +63,12 @@ def bounded_rule(schema: dict[str, Any]) -> str | None:
     range (exclusive ends, fractional ends, wider ones) is None: left to the converter's rule and to
     validation, as before. The rule ends with llama.cpp's ``space``, as its own number rules do."""
     kind, low, high = schema.get("type"), schema.get("minimum"), schema.get("maximum")
-    if kind not in ("integer", "number") or "exclusiveMinimum" in schema or "exclusiveMaximum" in schema:
-        return None
+    if kind not in ("integer", "number") or {"exclusiveMinimum", "exclusiveMaximum", "enum", "const", "$ref",
+                                             "anyOf", "oneOf", "allOf", "multipleOf"} & set(schema):
+        return None  # the converter's own rule for what narrows the range further
     if isinstance(low, bool) or isinstance(high, bool) or not isinstance(low, int | float) \
-            or not isinstance(high, int | float) or low != int(low) or high != int(high) or low > high:
+            or not isinstance(high, int | float) or not math.isfinite(low) or not math.isfinite(high) \
+            or low != int(low) or high != int(high) or low > high:
         return None
     low, high = int(low), int(high)
     if kind == "integer":
@@ -127,10 +130,14 @@ def _couple(converter: Any, schema: dict[str, Any], coupling: dict[str, Any]) ->
     def rule(prop: str) -> str:
         return INVALID_RULE_CHARS_RE.sub("-", prop)
 
-    pair = f'{rule(key)}-kv "," space {rule(value)}-kv'
+    # whole rule names only: "b-kv" must not match inside "a-b-kv" (an earlier coupling) or "x-b-kv"
+    pair = re.compile(rf'(?<![\w-]){re.escape(rule(key))}-kv "," space {re.escape(rule(value))}-kv(?![\w-])')
     root = converter._rules.get("root", "")
-    if root.count(pair) != 1:
+    if len(pair.findall(root)) != 1:
         raise ConfigError(f"{COUPLED}: cannot find {key!r} then {value!r} in the grammar")
+    labels = schema["properties"][key].get("enum")
+    if labels is None or sorted(map(str, labels)) != sorted(map(str, coupling.get("ranges", {}))):
+        raise ConfigError(f"{COUPLED}: the ranges of {value!r} must name each value of {key!r}'s enum once")
     cases = []
     for label, (low, high) in coupling.get("ranges", {}).items():
         literals = " | ".join(json.dumps(x) for x in range_literals(low, high, int(coupling.get("decimals", 2))))
@@ -141,7 +148,7 @@ def _couple(converter: Any, schema: dict[str, Any], coupling: dict[str, Any]) ->
         raise ConfigError(f"{COUPLED}: no ranges for {key!r}")
     both = converter._add_rule(f"{rule(key)}-{rule(value)}-kv",
                                f'{json.dumps(json.dumps(key))} space ":" space ({" | ".join(cases)})')
-    converter._rules["root"] = root.replace(pair, both)
+    converter._rules["root"] = pair.sub(lambda _: both, root)
 
 
 @lru_cache(maxsize=64)

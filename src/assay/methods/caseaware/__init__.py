@@ -231,7 +231,9 @@ class CaseAware(Method, Presents, HasCommands):
             properties[f"{metric}_justification"] = {"type": "string", "minLength": 1,
                                                      "maxLength": self.config.max_justification_chars}
             properties[f"{metric}_band"] = {"type": "string", "enum": list(BANDS)}
-            properties[f"{metric}_score"] = {"type": "number", "minimum": 0, "maximum": 1}
+            # bounded only where the grammar keeps it: other judges' requests (and cached calls) unchanged
+            properties[f"{metric}_score"] = ({"type": "number", "minimum": 0, "maximum": 1} if coupled
+                                             else {"type": "number"})
         schema = {"type": "object", "additionalProperties": False, "required": list(properties),
                   "properties": properties}
         if coupled:
@@ -242,16 +244,17 @@ class CaseAware(Method, Presents, HasCommands):
     def _max_tokens(self, *, grammar: bool = False) -> int:
         """The cap on the turn's one reply. On a judge whose grammar bounds the reply (the embedded
         one: each justification at most ``max_justification_chars`` characters, every key fixed),
-        the longest reply the grammar allows at one token a character, so that a reply is never
-        cut off: a fixed 24 tokens a metric for the keys was enough for Qwen's tokenizer but not for
+        the longest reply the grammar allows at one token a character, so that a reply in plain
+        text is not cut off (an escape such as ``\\u00e9`` or a character of several byte tokens
+        can still take more): a fixed 24 tokens a metric for the keys was enough for Qwen's tokenizer but not for
         SmolLM2's, which spends ~60 on ``"case_resolution_alignment_justification"`` and its
         neighbours, and one SmolLM2 build wrote "1.0.0.1.1..." justifications at a token a
-        character; each cut-off reply was asked again, at the full cost of the turn. Elsewhere an
-        estimate: justifications at 3 characters a token, the rest at 2."""
-        fixed = sum(len(f'"{m}_justification": "", "{m}_band": "moderate", "{m}_score": 0.00, ') for m in METRICS)
+        character; each cut-off reply was asked again, at the full cost of the turn. Elsewhere the
+        estimate it always was (so other judges' requests and cached calls are unchanged)."""
         if grammar:
+            fixed = sum(len(f'"{m}_justification": "", "{m}_band": "moderate", "{m}_score": 0.00, ') for m in METRICS)
             return 32 + len(METRICS) * self.config.max_justification_chars + fixed
-        return 32 + len(METRICS) * (self.config.max_justification_chars // 3) + fixed // 2
+        return 32 + len(METRICS) * (self.config.max_justification_chars // 3 + 24)
 
     async def _direct_bands(self, item: Item, client: JudgeClient) -> tuple[dict[str, dict[str, float]] | None,
                                                                             Unscored | None, list[str]]:
