@@ -1,0 +1,56 @@
+"""tools/uv_pip.py: uv gets the package sources pip is configured with (`make setup` installs with uv)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def tool() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("uv_pip", ROOT / "tools" / "uv_pip.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_pips_settings_become_uvs_flags_with_the_environment_winning() -> None:
+    uv_pip = tool()
+    out = "\n".join([
+        "global.find-links='/opt/wheels'",
+        "global.extra-index-url='file:///opt/a/simple file:///opt/b/simple'",
+        "global.constraint='/etc/xdg/pip/constraints.txt'",
+        "global.index-url='https://mirror.example/simple'",
+        "install.index-url='https://install.example/simple'",
+        ":env:.default-timeout='180'",
+        ":env:.cert='/etc/ssl/certs/ca-certificates.crt'",
+        ":env:.find-links='/srv/wheels /srv/more'",
+        "user.ignored='x'",
+    ])
+    config = uv_pip.parse(out)
+    assert config["index-url"] == "https://install.example/simple" and config["find-links"] == "/srv/wheels /srv/more"
+    args, env = uv_pip.uv_arguments(config)
+    assert args == ["--index-strategy", "unsafe-best-match", "--index-url", "https://install.example/simple",
+                    "--extra-index-url", "file:///opt/a/simple", "--extra-index-url", "file:///opt/b/simple",
+                    "--find-links", "/srv/wheels", "--find-links", "/srv/more",
+                    "--constraint", "/etc/xdg/pip/constraints.txt"]
+    assert env == {"SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt", "UV_HTTP_TIMEOUT": "180"}
+
+
+def test_no_settings_is_pips_default_index_only() -> None:
+    uv_pip = tool()
+    assert uv_pip.uv_arguments(uv_pip.parse("")) == (["--index-strategy", "unsafe-best-match"], {})
+
+
+@given(st.text(max_size=300))
+def test_any_output_parses_to_settings_without_a_traceback(out: str) -> None:
+    uv_pip = tool()
+    args, env = uv_pip.uv_arguments(uv_pip.parse(out))
+    assert set(env) <= {"SSL_CERT_FILE", "UV_HTTP_TIMEOUT"}
+    assert args[:2] == ["--index-strategy", "unsafe-best-match"] and all(isinstance(a, str) for a in args)
