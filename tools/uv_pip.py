@@ -11,6 +11,7 @@ Usage: .venv/bin/python tools/uv_pip.py UV COMMAND [uv pip arguments...] (into t
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -37,8 +38,18 @@ def parse(out: str) -> dict[str, str]:
             continue
         option = {"default-timeout": "timeout"}.get(option, option)
         if option not in found or rank[section] >= found[option][0]:
-            found[option] = (rank[section], value.strip().strip("'\""))
+            found[option] = (rank[section], _unrepr(value.strip()))
     return {option: value for option, (_, value) in found.items()}
+
+
+def _unrepr(value: str) -> str:
+    """pip prints each value as Python's repr of a string: a value written over several lines in a
+    config file comes as one line with ``\\n`` in it."""
+    try:
+        parsed = ast.literal_eval(value)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return value.strip("'\"")
+    return parsed if isinstance(parsed, str) else value.strip("'\"")
 
 
 def uv_arguments(config: dict[str, str]) -> tuple[list[str], dict[str, str]]:

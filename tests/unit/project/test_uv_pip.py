@@ -43,6 +43,14 @@ def test_pips_settings_become_uvs_flags_with_the_environment_winning() -> None:
     assert env == {"SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt", "UV_HTTP_TIMEOUT": "180"}
 
 
+def test_a_value_written_over_several_lines_gives_each_of_its_urls() -> None:
+    """pip prints a config value as the repr of a string: several lines come as one with ``\\n``."""
+    uv_pip = tool()
+    out = "global.extra-index-url='\\nhttps://a.example/simple\\nhttps://b.example/simple'"
+    args, _ = uv_pip.uv_arguments(uv_pip.parse(out))
+    assert args[2:] == ["--extra-index-url", "https://a.example/simple", "--extra-index-url", "https://b.example/simple"]
+
+
 def test_no_settings_is_pips_default_index_only() -> None:
     uv_pip = tool()
     assert uv_pip.uv_arguments(uv_pip.parse("")) == (["--index-strategy", "unsafe-best-match"], {})
