@@ -39,7 +39,7 @@ LLAMA_INSTALL = $(BIN)/pip install --quiet --no-cache-dir --find-links $(LLAMA_W
 
 # The dev and test environment (`make setup`) is installed with uv, pinned here and itself installed by pip:
 # the same packages pip resolves, from the sources pip is configured with (tools/uv_pip.py passes them on),
-# in ~45 s instead of pip's ~105 s on 2 cores, ~35 s with uv's cache warm (~/.cache/uv). The llama.cpp wheel
+# in 46 s instead of pip's 103 s on 2 cores, 36 s with uv's cache warm (~/.cache/uv). The llama.cpp wheel
 # and `make runtime`, a user's install, stay with pip.
 UV_VERSION := 0.13.9
 UV_PIP = $(BIN)/python tools/uv_pip.py $(BIN)/uv
@@ -56,7 +56,7 @@ COMPILE_SRC = $(BIN)/python -m compileall -q -x "/examples/" src >/dev/null
 ## embeddings, OpenTelemetry export, a Phoenix server for its tests and dev tools
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml tools/uv_pip.py
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "assay needs Python >= 3.11"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip

@@ -51,6 +51,18 @@ def test_a_value_written_over_several_lines_gives_each_of_its_urls() -> None:
     assert args[2:] == ["--extra-index-url", "https://a.example/simple", "--extra-index-url", "https://b.example/simple"]
 
 
+def test_pre_releases_binaries_and_a_proxy_are_passed_on() -> None:
+    uv_pip = tool()
+    out = "\n".join(["global.pre='yes'", "global.only-binary=':all:'", "install.no-binary='llama-cpp-python'",
+                     ":env:.no-index='t'", "global.proxy='http://proxy.example:3128'",
+                     "global.client-cert='/etc/ssl/client.pem'", "global.x='{[]: 1}'"])
+    args, env = uv_pip.uv_arguments(uv_pip.parse(out))
+    assert args == ["--index-strategy", "unsafe-best-match", "--no-index", "--prerelease", "allow",
+                    "--only-binary", ":all:", "--no-binary", "llama-cpp-python"]
+    assert env == {"SSL_CLIENT_CERT": "/etc/ssl/client.pem", "HTTP_PROXY": "http://proxy.example:3128",
+                   "HTTPS_PROXY": "http://proxy.example:3128"}
+
+
 def test_no_settings_is_pips_default_index_only() -> None:
     uv_pip = tool()
     assert uv_pip.uv_arguments(uv_pip.parse("")) == (["--index-strategy", "unsafe-best-match"], {})
@@ -60,5 +72,5 @@ def test_no_settings_is_pips_default_index_only() -> None:
 def test_any_output_parses_to_settings_without_a_traceback(out: str) -> None:
     uv_pip = tool()
     args, env = uv_pip.uv_arguments(uv_pip.parse(out))
-    assert set(env) <= {"SSL_CERT_FILE", "UV_HTTP_TIMEOUT"}
+    assert set(env) <= {"SSL_CERT_FILE", "SSL_CLIENT_CERT", "HTTP_PROXY", "HTTPS_PROXY", "UV_HTTP_TIMEOUT"}
     assert args[:2] == ["--index-strategy", "unsafe-best-match"] and all(isinstance(a, str) for a in args)
