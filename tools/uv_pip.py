@@ -17,7 +17,9 @@ import os
 import subprocess
 import sys
 
-LISTS = ("extra-index-url", "find-links", "constraint", "trusted-host", "only-binary", "no-binary")
+# pip's options that hold a list, and uv's flag for each value
+LISTS = {"extra-index-url": "--extra-index-url", "find-links": "--find-links", "constraint": "--constraint",
+         "trusted-host": "--allow-insecure-host", "only-binary": "--only-binary", "no-binary": "--no-binary"}
 TRUE = ("1", "true", "yes", "on", "y", "t")
 
 
@@ -50,7 +52,7 @@ def _unrepr(value: str) -> str:
     try:
         parsed = ast.literal_eval(value)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return value.strip("'\"")
+        parsed = None
     return parsed if isinstance(parsed, str) else value.strip("'\"")
 
 
@@ -64,11 +66,9 @@ def uv_arguments(config: dict[str, str]) -> tuple[list[str], dict[str, str]]:
         args.append("--no-index")
     if config.get("pre", "").lower() in TRUE:
         args += ["--prerelease", "allow"]
-    flags = {"extra-index-url": "--extra-index-url", "find-links": "--find-links", "constraint": "--constraint",
-             "trusted-host": "--allow-insecure-host", "only-binary": "--only-binary", "no-binary": "--no-binary"}
-    for option in LISTS:
+    for option, flag in LISTS.items():
         for value in config.get(option, "").split():
-            args += [flags[option], value]
+            args += [flag, value]
     if config.get("cert"):
         env["SSL_CERT_FILE"] = config["cert"]
     if config.get("client-cert"):
