@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -272,7 +273,7 @@ def test_a_prompt_family_comes_back_from_its_kv_snapshot() -> None:
     short = GenerateConfig(max_tokens=3, seed=0)
     results = {}
     for slots in (6, 0):
-        backend = get_backend("llamacpp/smollm2", n_ctx=1024, state_slots=slots)
+        backend = get_backend("llamacpp/smollm2", n_ctx=1024, state_slots=slots, prefix_cache=False)
         run = [asyncio.run(backend.generate(ask("Is 2+2=4?", family_a), labels)),
                asyncio.run(backend.generate(ask("Paris is in France.", family_b), short)),
                asyncio.run(backend.generate(ask("Is 3+3=7?", family_a), labels)),
@@ -285,6 +286,34 @@ def test_a_prompt_family_comes_back_from_its_kv_snapshot() -> None:
     for label in ("yes", "no"):
         assert kept[2].label_probs is not None and plain[2].label_probs is not None
         assert abs(kept[2].label_probs[label] - plain[2].label_probs[label]) < 0.02
+
+
+def test_a_system_message_is_read_once_per_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two runs, each its own model process: the first reads the instructions (the system
+    message) and keeps their KV state on disk, the second loads it and reads only the rest — with
+    exactly the same label probabilities and text. Off, nothing is kept."""
+    monkeypatch.setenv("ASSAY_CACHE_DIR", str(tmp_path))
+    system = Message(role="system", content="You grade answers. " + "Be brief and exact. " * 40)
+    label_call = [system, Message(role="user", content="Is 2+2=4?")]
+    text_call = [system, Message(role="user", content="Name a colour.")]
+    runs = []
+    for _ in range(2):
+        backend = get_backend("llamacpp/smollm2", n_ctx=1024)
+        runs.append([asyncio.run(backend.generate(label_call, GenerateConfig(max_tokens=1, labels=["yes", "no"]))),
+                     asyncio.run(backend.generate(text_call, GenerateConfig(max_tokens=4, seed=0)))])
+        asyncio.run(backend.aclose())
+    assert len(list((tmp_path / "kv").glob("*.kv"))) == 1
+    (cold_label, cold_text), (warm_label, warm_text) = runs
+    assert cold_label.usage.cached_prompt_tokens == 0 < 150 < warm_label.usage.cached_prompt_tokens
+    assert cold_text.usage.cached_prompt_tokens > 150  # the first run's first call left the instructions in place
+    assert warm_label.label_probs == cold_label.label_probs and warm_text.text == cold_text.text
+    monkeypatch.setenv("ASSAY_CACHE_DIR", str(tmp_path / "off"))
+    backend = get_backend("llamacpp/smollm2", n_ctx=1024, prefix_cache=False)
+    off = asyncio.run(backend.generate(label_call, GenerateConfig(max_tokens=1, labels=["yes", "no"])))
+    asyncio.run(backend.aclose())
+    assert not (tmp_path / "off" / "kv").exists()
+    assert off.label_probs is not None and cold_label.label_probs is not None
+    assert abs(off.label_probs["yes"] - cold_label.label_probs["yes"]) < 0.02  # one step or two: float noise
 
 
 def test_digit_labels_are_told_apart_by_their_first_token() -> None:

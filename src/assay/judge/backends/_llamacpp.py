@@ -12,7 +12,10 @@ start, e.g. one method's instructions): a call whose prompt shares a longer star
 snapshot than with the current cache restores it first (a few milliseconds) instead of reading
 those tokens again. A method that asks four kinds of question per answer, each with its own
 instructions, then reads each set of instructions once per run, not once per answer. A restored
-prefix gives the same logits as evaluating the prompt in two steps at that point. A cancelled call (the runner's
+prefix gives the same logits as evaluating the prompt in two steps at that point. Across runs, a
+prompt's system message (a method's instructions) is read in a step of its own and its KV state
+kept on disk (:mod:`assay.judge.backends._prefixes`, ``prefix_cache``): the next run, in any
+process, loads it instead of reading it again, with the same numbers. A cancelled call (the runner's
 timeout, Ctrl-C, SIGTERM) stops its generation at the next token; reading the prompt itself
 cannot be interrupted.
 
@@ -54,7 +57,8 @@ class LlamaCppBackend(JudgeBackend):
 
     def __init__(self, model: str = "default", *, model_path: str | None = None, n_ctx: int = 8192,
                  n_threads: int | None = None, logits_all: bool = False,
-                 grammar_sampling: str = "check-first", state_slots: int = 6, process: str = "child") -> None:
+                 grammar_sampling: str = "check-first", state_slots: int = 6, process: str = "child",
+                 prefix_cache: bool = True) -> None:
         if grammar_sampling not in ("check-first", "stock"):
             raise ConfigError(f"grammar_sampling must be check-first or stock, got {grammar_sampling!r}")
         if process not in ("child", "inline"):
@@ -64,7 +68,8 @@ class LlamaCppBackend(JudgeBackend):
         if process == "child":
             self._child = ChildProcess(f"llamacpp-{model}", _child_main, {
                 "model": model, "model_path": model_path, "n_ctx": n_ctx, "n_threads": n_threads,
-                "logits_all": logits_all, "grammar_sampling": grammar_sampling, "state_slots": state_slots})
+                "logits_all": logits_all, "grammar_sampling": grammar_sampling, "state_slots": state_slots,
+                "prefix_cache": prefix_cache})
         self.grammar_sampling = grammar_sampling
         self.model = model
         self.name = f"llamacpp/{model}"
@@ -87,6 +92,9 @@ class LlamaCppBackend(JudgeBackend):
         self._states: OrderedDict[int, tuple[list[int], Any]] = OrderedDict()  # LRU: tokens, seq state
         self._state_serial = 0
         self._reading: _LogprobReader | None = None  # the logprobs of the generation under way
+        self.prefix_cache = prefix_cache
+        self._system_tokens: dict[str, list[int]] = {}  # a system message's templated tokens, alone
+        self._prefix_identity: str | None = None
 
     def _resolve(self) -> Path:
         if self._path is None:
@@ -156,18 +164,62 @@ class LlamaCppBackend(JudgeBackend):
                 best, best_len = key, shared
         if best is None:
             return
-        import llama_cpp
-
         ids, state = self._states[best]
         self._states.move_to_end(best)
-        llama._ctx.kv_cache_seq_rm(-1, 0, -1)
-        if llama_cpp.llama_state_seq_set_data(llama._ctx.ctx, state, len(state), 0) != len(state):
-            llama.n_tokens = 0  # not restored: the call reads its whole prompt
-            llama._ctx.kv_cache_seq_rm(-1, 0, -1)
-            return
-        llama.input_ids[: len(ids)] = ids
-        llama.n_tokens = len(ids)
-        llama._requires_eval = True  # the restored logits are not this call's
+        _set_state(llama, ids, state)
+
+    # --- system messages kept on disk -----------------------------------------------------------
+    def _system_length(self, llama: Any, messages: list[Message], tokens: list[int]) -> int:
+        """How many first tokens of ``tokens`` are the prompt's system message, as templated (0 when
+        the store is off, or the prompt has no system message followed by others)."""
+        if not self.prefix_cache or len(messages) < 2 or messages[0].role != "system":
+            return 0
+        alone = self._system_tokens.get(messages[0].content)
+        if alone is None:
+            alone = llama.tokenize(self._chat_prompt(llama, messages[:1]).encode("utf-8"), add_bos=False,
+                                   special=True)
+            if len(self._system_tokens) >= 64:
+                self._system_tokens.clear()
+            self._system_tokens[messages[0].content] = alone
+        # the templated system message alone ends with the assistant's turn, the prompt with the user's:
+        # what they share is the system message's turn (and the token that opens the next one)
+        return min(_common_prefix(alone, tokens), len(tokens) - 1)
+
+    def _identity_for_states(self, llama: Any) -> str:
+        """What shapes a stored state's bytes: the model file, llama.cpp's version and build, the window."""
+        if self._prefix_identity is None:
+            import llama_cpp
+
+            path = self._resolve()
+            model = self._sha if self.model in NAMED_MODELS else f"{path.resolve()}:{path.stat().st_size}:" \
+                                                                 f"{path.stat().st_mtime_ns}"
+            build = llama_cpp.llama_print_system_info()
+            build = build.decode("utf-8", "replace") if isinstance(build, bytes) else str(build)
+            self._prefix_identity = f"{model}|{llama_cpp.__version__}|{build}|n_ctx={self.n_ctx}"
+        return self._prefix_identity
+
+    def _prime(self, llama: Any, messages: list[Message], tokens: list[int]) -> int:
+        """Put the prompt's system message in the KV cache if it is not there: loaded from the disk
+        store, or read now from the first token on (in a step of its own, the same step a load stands
+        for) and stored. Returns the tokens read here (0 when it was already there or loaded)."""
+        from assay.judge.backends import _prefixes
+
+        length = self._system_length(llama, messages, tokens)
+        if length < _prefixes.MIN_TOKENS:
+            return 0
+        if _common_prefix(list(llama._input_ids[: llama.n_tokens]), tokens) >= length:
+            return 0
+        prefix, identity, directory = tokens[:length], self._identity_for_states(llama), _prefixes.prefix_dir()
+        state = _prefixes.load(directory, identity, prefix)
+        if state is not None and _set_state(llama, prefix, (ctypes.c_uint8 * len(state)).from_buffer_copy(state)):
+            return 0
+        llama.n_tokens = 0
+        llama.eval(prefix)
+        llama._requires_eval = True
+        data = _get_state(llama)
+        if data is not None:
+            _prefixes.save(directory, identity, prefix, bytes(data))
+        return length
 
     def _snapshot(self, llama: Any) -> None:
         """Keep the KV cache's current contents, replacing a snapshot of the same family (one
@@ -175,15 +227,12 @@ class LlamaCppBackend(JudgeBackend):
         used beyond ``state_slots``."""
         if self.state_slots == 0 or llama.n_tokens < STATE_FAMILY:
             return
-        import llama_cpp
-
         ids = list(llama._input_ids[: llama.n_tokens])
         for key, (old, _) in list(self._states.items()):
             if _common_prefix(old, ids) >= STATE_FAMILY:
                 del self._states[key]
-        size = llama_cpp.llama_state_seq_get_size(llama._ctx.ctx, 0)
-        state = (ctypes.c_uint8 * size)()
-        if llama_cpp.llama_state_seq_get_data(llama._ctx.ctx, state, size, 0) != size:
+        state = _get_state(llama)
+        if state is None:
             return
         self._state_serial += 1
         self._states[self._state_serial] = (ids, state)
@@ -215,6 +264,7 @@ class LlamaCppBackend(JudgeBackend):
             self._check_fits(llama, len(prompt_ids))
             if self._states:
                 self._restore_best(llama, prompt_ids)
+            primed = self._prime(llama, messages, prompt_ids)
             before = list(llama._input_ids)  # what the KV cache holds from the previous call
             self._reading = _LogprobReader(max(1, config.top_logprobs)) if config.logprobs else None
             try:
@@ -231,7 +281,8 @@ class LlamaCppBackend(JudgeBackend):
             logprobs = reading.read[max(0, len(reading.read) - generated):] if reading is not None else None
         latency = time.perf_counter() - start
         choice = response["choices"][0]
-        reused = _common_prefix(before, after[:prompt_tokens])  # llama.cpp keeps the longest common prefix
+        # llama.cpp keeps the longest common prefix; a system message read by _prime was read by this call
+        reused = max(0, _common_prefix(before, after[:prompt_tokens]) - primed)
         return Completion(text=choice["message"].get("content") or "",
                           usage=Usage(prompt_tokens=prompt_tokens,
                                       completion_tokens=usage.get("completion_tokens", 0),
@@ -299,6 +350,7 @@ class LlamaCppBackend(JudgeBackend):
                                     special=True)
             self._check_fits(llama, len(tokens))
             self._restore_best(llama, tokens)
+            primed = self._prime(llama, messages, tokens)
             common = _common_prefix(list(llama._input_ids[: llama.n_tokens]), tokens)
             common = min(common, len(tokens) - 1)  # at least one token is evaluated: its logits are read
             llama.n_tokens = common
@@ -315,7 +367,8 @@ class LlamaCppBackend(JudgeBackend):
         probs = {label: (m / covered if covered > 0 else 1.0 / len(labels)) for label, m in mass.items()}
         best = max(probs, key=lambda k: probs[k])
         return Completion(text=best, label_probs=probs,
-                          usage=Usage(prompt_tokens=len(tokens), completion_tokens=0, cached_prompt_tokens=common),
+                          usage=Usage(prompt_tokens=len(tokens), completion_tokens=0,
+                                      cached_prompt_tokens=common - primed),
                           latency_s=time.perf_counter() - start, finish_reason="label", backend="llamacpp",
                           model=self.model)
 
@@ -368,6 +421,33 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
             break
         n += 1
     return n
+
+
+def _get_state(llama: Any) -> Any:
+    """The KV state of sequence 0 (a ctypes byte array), or None if llama.cpp gives none."""
+    import llama_cpp
+
+    size = llama_cpp.llama_state_seq_get_size(llama._ctx.ctx, 0)
+    state = (ctypes.c_uint8 * size)()
+    if llama_cpp.llama_state_seq_get_data(llama._ctx.ctx, state, size, 0) != size:
+        return None
+    return state
+
+
+def _set_state(llama: Any, ids: list[int], state: Any) -> bool:
+    """Replace the KV cache with a state kept after ``ids``; False (and an empty cache, so the call
+    reads its whole prompt) when llama.cpp does not take it."""
+    import llama_cpp
+
+    llama._ctx.kv_cache_seq_rm(-1, 0, -1)
+    if llama_cpp.llama_state_seq_set_data(llama._ctx.ctx, state, len(state), 0) != len(state):
+        llama.n_tokens = 0
+        llama._ctx.kv_cache_seq_rm(-1, 0, -1)
+        return False
+    llama.input_ids[: len(ids)] = ids
+    llama.n_tokens = len(ids)
+    llama._requires_eval = True  # the restored logits are not this call's
+    return True
 
 
 def _last_token_logits(llama: Any) -> Any:

@@ -94,6 +94,9 @@ class LlamaCppOptions(BackendOptions):
     """How JSON is constrained: check-first (assay's sampler) or stock (llama-cpp-python's chain)."""
     state_slots: int = Field(default=6, ge=0, le=64)
     """Snapshots of the KV cache kept for prompt families that share a long start."""
+    prefix_cache: bool = True
+    """Keep the KV state after each prompt's system message (a method's instructions) on disk, in the cache
+    directory's kv/, so that the next run loads it instead of reading it again; the same numbers either way."""
     process: Literal["child", "inline"] = "child"
     """Where the model runs: child (a separate process, so a crash in native code is reported and the run
     can be resumed) or inline (in assay's own process)."""
