@@ -640,6 +640,12 @@ def dry_run(items: list, method: str, options: dict[str, Any], price_in: float |
         shown = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
         line += (f" → no cost (a local judge); ≈{shown} reading ≈{est.read_tokens} new prompt tokens "
                  f"(calls of one answer share their start) at {speed}")
+        if est.instruction_tokens:
+            kept = est.model_copy(update={"evaluated_tokens": est.read_tokens - est.instruction_tokens})
+            later, _ = embedded_seconds(kept, judge)
+            line += (f"; ≈{later:.0f} s " if later < 120 else f"; ≈{later / 60:.1f} min ") + \
+                (f"where an earlier run on this machine kept the ≈{est.instruction_tokens} tokens of instructions "
+                 "(the embedded judge keeps them on disk unless --judge-opt prefix_cache=false)")
     else:
         line += (" → no price known for this judge: give --price-in, --price-out and, where the provider "
                  "bills a repeated prompt start less, --price-cached (USD per 1M tokens)")

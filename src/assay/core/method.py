@@ -71,6 +71,10 @@ class CallEstimate(BaseModel):
     evaluated_tokens: int | None = None
     """Prompt tokens a local judge must read where calls of one answer share their start (llama.cpp
     keeps it): what its time depends on. None: every prompt token is read."""
+    instruction_tokens: int | None = None
+    """Of the tokens a local judge reads, those of system messages (a method's instructions) read for
+    the first time: the embedded judge keeps their state on disk, so it reads them on a machine's
+    first run and loads them on later ones. None: not estimated."""
     cached_tokens: int | None = None
     """Prompt tokens OpenAI's automatic prompt cache would bill as cached (:func:`openai_cached`
     of each call's start shared with recent calls). None: the estimate does not say which calls
@@ -81,10 +85,12 @@ class CallEstimate(BaseModel):
                      self.read_tokens + other.read_tokens)
         cached = (None if self.cached_tokens is None and other.cached_tokens is None else
                   (self.cached_tokens or 0) + (other.cached_tokens or 0))
+        instructions = (None if self.instruction_tokens is None and other.instruction_tokens is None else
+                        (self.instruction_tokens or 0) + (other.instruction_tokens or 0))
         return CallEstimate(calls=self.calls + other.calls,
                             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
                             completion_tokens=self.completion_tokens + other.completion_tokens,
-                            evaluated_tokens=evaluated, cached_tokens=cached)
+                            evaluated_tokens=evaluated, cached_tokens=cached, instruction_tokens=instructions)
 
     @property
     def read_tokens(self) -> int:

@@ -66,6 +66,21 @@ def test_the_dry_run_prices_a_long_shared_start_as_cached(tmp_path: Path) -> Non
             "a prompt of ≥1,024 tokens, the start it shares with a recent call, in 128-token steps)") in line
 
 
+def test_the_dry_run_of_the_embedded_judge_gives_the_time_with_its_instructions_kept(tmp_path: Path) -> None:
+    """A local judge: the time of a machine's first run, and of a later one that loads the
+    instructions the first kept (SmolLM2's file ships with the dev install; nothing is loaded)."""
+    write_jsonl(tmp_path / "items.jsonl", [ITEM])
+    proc = run("eval", "dece", "items.jsonl", "--judge", "llamacpp/smollm2", "--verdicts", "direct", "--dry-run",
+               cwd=tmp_path, env={"ASSAY_CACHE_DIR": str(tmp_path / "cache")})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    line = line_of(proc.stdout, "dry run:")
+    est = assay.estimate([ITEM], "dece", verdicts="direct")
+    assert f"reading ≈{est.read_tokens} new prompt tokens" in line
+    assert (f"where an earlier run on this machine kept the ≈{est.instruction_tokens} tokens of instructions "
+            "(the embedded judge keeps them on disk unless --judge-opt prefix_cache=false)") in line
+    assert not (tmp_path / "cache").exists()  # a dry run keeps nothing
+
+
 def test_the_dry_run_of_short_prompts_caches_nothing_and_a_given_cached_price_is_used(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "items.jsonl", [ITEM])
     proc = run("eval", "dece", "items.jsonl", "--judge", "openai/m@http://127.0.0.1:9/v1", "--dry-run",

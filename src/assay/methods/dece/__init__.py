@@ -426,14 +426,19 @@ class DeCE(DeCEPrompts, Method, Presents, MetaEvaluated, HasCommands):
         guess_elements = ["y" * self.GUESS_CHARS[1]] * self.GUESS_ELEMENTS
         direct = self.config.verdicts == "direct"
         previous: list[str] = []  # llama.cpp's kept states: the last prompts of recent families
+        systems: set[str] = set()  # system messages read so far (the embedded judge keeps them on disk)
 
         def call(messages: list[Any], completion: int) -> CallEstimate:
             prompt = text(messages)
             shared = max((len(os.path.commonprefix([p, prompt])) for p in previous), default=0)  # noqa: RUF071
             previous[:] = [*previous[-7:], prompt]
             prompt_tokens, evaluated = tokens(len(prompt), len(messages)), tokens(len(prompt) - shared, 0)
+            instructions = 0
+            if messages[0].role == "system" and messages[0].content not in systems:
+                systems.add(messages[0].content)
+                instructions = min(evaluated, tokens(max(0, len(messages[0].content) - shared), 1))
             return CallEstimate(calls=1, prompt_tokens=prompt_tokens, completion_tokens=completion,
-                                evaluated_tokens=evaluated,
+                                evaluated_tokens=evaluated, instruction_tokens=instructions,
                                 cached_tokens=openai_cached(prompt_tokens, prompt_tokens - evaluated))
 
         per_statement = 15 if direct else 30

@@ -206,6 +206,16 @@ def test_dry_run_estimates_without_calling() -> None:
     assert est.prompt_tokens > 0 and est.completion_tokens > 0
 
 
+def test_a_direct_estimate_counts_each_system_message_once_as_instructions() -> None:
+    """The instructions a local judge reads once per machine: each of direct DeCE's four system
+    messages, counted the first time it is read and never again (a second answer adds none)."""
+    one = assay.estimate([ITEM], "dece", verdicts="direct")
+    two = assay.estimate([ITEM, {**ITEM, "id": "b", "response": "Another answer. It differs."}], "dece",
+                         verdicts="direct")
+    assert one.instruction_tokens is not None and 200 < one.instruction_tokens < (one.evaluated_tokens or 0)
+    assert two.instruction_tokens == one.instruction_tokens and two.read_tokens > one.read_tokens
+
+
 def test_to_pandas_has_one_row_per_item() -> None:
     backend = ScriptedBackend(rules=dece_rules(["a"], ["x"], sat=[1], ver=[0]))
     frame = assay.evaluate([ITEM], "dece", backend, runner=QUIET).to_pandas()
