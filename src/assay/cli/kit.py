@@ -523,7 +523,7 @@ def make_command(cls: type[Method]) -> Any:
             err_console.print(f"reading {source}: " + "; ".join(notes), highlight=False, soft_wrap=True)
         if run["dry_run"]:
             dry_run(items, cls.name, options, run["price_in"], run["price_out"], run["judge"],
-                    price_cached=run["price_cached"])
+                    price_cached=run["price_cached"], judge_options=parse_options(run["judge_opt"]))
             return
         runner = RunnerConfig(concurrency=run["concurrency"], budget_tokens=run["budget"], timeout_s=run["timeout"],
                               max_retries=run["retries"], progress=run["progress"])
@@ -602,7 +602,8 @@ def embedded_seconds(est: Any, judge: str) -> tuple[float, str]:
 
 
 def dry_run(items: list, method: str, options: dict[str, Any], price_in: float | None, price_out: float | None,
-            judge: str = "", *, price_cached: float | None = None) -> None:
+            judge: str = "", *, price_cached: float | None = None,
+            judge_options: dict[str, Any] | None = None) -> None:
     if judge:  # the judge's name as the run checks it: a dry run of a judge that cannot run says so
         check_judge(judge)
     options = settle_for_judge(method, options, judge)
@@ -640,7 +641,10 @@ def dry_run(items: list, method: str, options: dict[str, Any], price_in: float |
         shown = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
         line += (f" → no cost (a local judge); ≈{shown} reading ≈{est.read_tokens} new prompt tokens "
                  f"(calls of one answer share their start) at {speed}")
-        if est.instruction_tokens:
+        # pydantic's words for false: the store is off for this run, and no later run loads anything
+        kept_off = str((judge_options or {}).get("prefix_cache", "")).strip().lower() in ("0", "off", "f", "false",
+                                                                                          "n", "no")
+        if est.instruction_tokens and not kept_off:
             kept = est.model_copy(update={"evaluated_tokens": est.read_tokens - est.instruction_tokens})
             later, _ = embedded_seconds(kept, judge)
             line += (f"; ≈{later:.0f} s " if later < 120 else f"; ≈{later / 60:.1f} min ") + \

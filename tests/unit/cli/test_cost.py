@@ -79,6 +79,9 @@ def test_the_dry_run_of_the_embedded_judge_gives_the_time_with_its_instructions_
     assert (f"where an earlier run on this machine kept the ≈{est.instruction_tokens} tokens of instructions "
             "(the embedded judge keeps them on disk unless --judge-opt prefix_cache=false)") in line
     assert not (tmp_path / "cache").exists()  # a dry run keeps nothing
+    off = run("eval", "dece", "items.jsonl", "--judge", "llamacpp/smollm2", "--verdicts", "direct", "--dry-run",
+              "--judge-opt", "prefix_cache=false", cwd=tmp_path)
+    assert off.returncode == 0 and "earlier run" not in line_of(off.stdout, "dry run:"), off.stdout + off.stderr
 
 
 def test_the_dry_run_of_short_prompts_caches_nothing_and_a_given_cached_price_is_used(tmp_path: Path) -> None:

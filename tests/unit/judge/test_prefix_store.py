@@ -53,3 +53,27 @@ def test_an_unwritable_store_changes_nothing(tmp_path: Path) -> None:
     blocked.write_text("not a directory")
     _prefixes.save(blocked / "kv", "m", [1] * 64, b"state")  # no exception: the next run reads again
     assert _prefixes.load(blocked / "kv", "m", [1] * 64) is None
+
+
+@settings(max_examples=50, deadline=None)
+@given(count=st.integers(0, 2**32 - 1), tokens=st.lists(st.integers(-(2**31), 2**31 - 1), max_size=8),
+       body=st.binary(max_size=40))
+def test_a_state_file_with_any_header_count_and_body_is_read_only_when_it_is_whole(
+        tmp_path_factory: object, count: int, tokens: list[int], body: bytes) -> None:
+    import struct
+
+    directory = Path(tmp_path_factory.mktemp("kv"))  # type: ignore[attr-defined]
+    wanted = [7, 8, 9]
+    head = _prefixes.MAGIC + struct.pack("<I", count) + struct.pack(f"<{len(tokens)}i", *tokens)
+    (directory / _prefixes.state_key("m", wanted)).write_bytes(head + body)
+    got = _prefixes.load(directory, "m", wanted)
+    assert got == (body if count == 3 and tokens == wanted and body else None)
+
+
+def test_a_write_that_never_finished_is_removed_after_ten_minutes(tmp_path: Path) -> None:
+    old, new = tmp_path / "a.part", tmp_path / "b.part"
+    old.write_bytes(b"x")
+    new.write_bytes(b"x")
+    os.utime(old, (1000, 1000))
+    _prefixes.save(tmp_path, "m", [1] * 64, b"state")
+    assert not old.exists() and new.exists()

@@ -176,8 +176,11 @@ class LlamaCppBackend(JudgeBackend):
             return 0
         alone = self._system_tokens.get(messages[0].content)
         if alone is None:
-            alone = llama.tokenize(self._chat_prompt(llama, messages[:1]).encode("utf-8"), add_bos=False,
-                                   special=True)
+            try:
+                alone = llama.tokenize(self._chat_prompt(llama, messages[:1]).encode("utf-8"), add_bos=False,
+                                       special=True)
+            except Exception:  # a chat template that refuses a system message alone: nothing kept
+                alone = []
             if len(self._system_tokens) >= 64:
                 self._system_tokens.clear()
             self._system_tokens[messages[0].content] = alone

@@ -1,8 +1,8 @@
 """The embedded judge's instructions, read once per machine: a disk store of llama.cpp KV states.
 
 A method's system message (its instructions; assay's prompt files put no evaluated text there) is
-the same in every run. Reading it is most of a short run on a slow CPU: the demo's three answers
-read 2,407 new prompt tokens, ~1,600 of them the four system messages of DeCE direct. The embedded
+the same in every run. Reading it is much of a short run on a slow CPU: of the 2,522 new prompt
+tokens the demo's three answers read (DeCE direct), 1,242 are its four system messages. The embedded
 judge therefore reads a system message of at least :data:`MIN_TOKENS` tokens in a step of its own,
 keeps the KV state after it here, and a later run (another process, another day) loads it instead
 of reading it again.
@@ -94,7 +94,16 @@ def save(directory: Path, identity: str, tokens: list[int], state: bytes, max_by
 
 
 def trim(directory: Path, max_bytes: int) -> None:
-    """Remove the least recently used states until the store holds at most ``max_bytes``."""
+    """Remove the least recently used states until the store holds at most ``max_bytes``, and the
+    partial files of writes that never finished (a process killed while saving) after ten minutes."""
+    import time
+
+    for part in directory.glob("*.part"):
+        try:
+            if time.time() - part.stat().st_mtime > 600:
+                part.unlink()
+        except OSError:
+            pass
     entries = []
     for path in directory.glob("*.kv"):
         try:
