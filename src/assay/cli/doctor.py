@@ -51,6 +51,9 @@ def doctor(
     else:
         state = "not installed: pip install 'assay[embedded]' then `assay model install`"
     console.print(f"model      {state}", soft_wrap=True)
+    from assay.judge.backends import _prefixes
+
+    console.print(f"kept       {_prefixes.describe(_prefixes.prefix_dir())}", soft_wrap=True, markup=False)
     if build["installed"] and any(f.startswith("AMX") for f in build["features"]):
         err_console.print("warning: llama.cpp was compiled with AMX instructions, which fault on some VMs that list "
                           f"them; a portable build: {doc.rebuild_command()}", soft_wrap=True)

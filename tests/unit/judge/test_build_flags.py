@@ -225,6 +225,7 @@ def test_doctor_prints_the_builds(monkeypatch: object) -> None:
     build = next(i for i, line in enumerate(lines) if line.startswith("build "))
     assert "installed portable · this CPU would choose avx512" in lines[build]
     assert "GGML_AVX512=ON" in result.output and "--force-reinstall" in result.output
+    assert any(line.startswith("kept       ") and "/kv" in line for line in lines)  # the instructions kept on disk
     monkeypatch.setenv(cpu_build.ENV, "portable")  # type: ignore[attr-defined]
     result = CliRunner().invoke(app, ["doctor", "--skip-run"], catch_exceptions=False)
     assert "this CPU would choose portable (asked for" in result.output and "GGML_AVX512=ON" not in result.output

@@ -77,3 +77,10 @@ def test_a_write_that_never_finished_is_removed_after_ten_minutes(tmp_path: Path
     os.utime(old, (1000, 1000))
     _prefixes.save(tmp_path, "m", [1] * 64, b"state")
     assert not old.exists() and new.exists()
+
+
+def test_doctor_says_what_the_store_holds(tmp_path: Path) -> None:
+    assert _prefixes.describe(tmp_path / "kv").startswith("no method instructions kept yet in ")
+    _prefixes.save(tmp_path / "kv", "m", [1] * 64, b"x" * 2_000_000)
+    assert _prefixes.describe(tmp_path / "kv") == (f"1 method instruction state(s), 2.0 MB in {tmp_path / 'kv'} "
+                                                   "(loaded instead of read again; at most 1 GiB kept)")

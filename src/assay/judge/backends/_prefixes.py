@@ -93,6 +93,21 @@ def save(directory: Path, identity: str, tokens: list[int], state: bytes, max_by
                 pass
 
 
+def describe(directory: Path) -> str:
+    """What the store holds, for ``assay doctor``."""
+    sizes = []
+    for path in directory.glob("*.kv"):
+        try:
+            sizes.append(path.stat().st_size)
+        except OSError:
+            continue
+    if not sizes:
+        return (f"no method instructions kept yet in {directory} (the embedded judge keeps each the first time it "
+                "reads it)")
+    return (f"{len(sizes)} method instruction state(s), {sum(sizes) / 1e6:.1f} MB in {directory} (loaded instead of "
+            f"read again; at most {MAX_BYTES / 2**30:.0f} GiB kept)")
+
+
 def trim(directory: Path, max_bytes: int) -> None:
     """Remove the least recently used states until the store holds at most ``max_bytes``, and the
     partial files of writes that never finished (a process killed while saving) after ten minutes."""
