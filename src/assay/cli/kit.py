@@ -641,9 +641,10 @@ def dry_run(items: list, method: str, options: dict[str, Any], price_in: float |
         shown = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
         line += (f" → no cost (a local judge); ≈{shown} reading ≈{est.read_tokens} new prompt tokens "
                  f"(calls of one answer share their start) at {speed}")
-        # pydantic's words for false: the store is off for this run, and no later run loads anything
-        kept_off = str((judge_options or {}).get("prefix_cache", "")).strip().lower() in ("0", "off", "f", "false",
-                                                                                          "n", "no")
+        from assay.judge.backends._registry import parse_judge_options
+
+        # typed as the run reads them ("off", "no", "0" ... are False): with the store off no later run loads anything
+        kept_off = parse_judge_options(judge, judge_options).get("prefix_cache") is False
         if est.instruction_tokens and not kept_off:
             kept = est.model_copy(update={"evaluated_tokens": est.read_tokens - est.instruction_tokens})
             later, _ = embedded_seconds(kept, judge)

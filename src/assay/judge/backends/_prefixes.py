@@ -95,17 +95,24 @@ def save(directory: Path, identity: str, tokens: list[int], state: bytes, max_by
 
 def describe(directory: Path) -> str:
     """What the store holds, for ``assay doctor``."""
-    sizes = []
-    for path in directory.glob("*.kv"):
-        try:
-            sizes.append(path.stat().st_size)
-        except OSError:
-            continue
+    sizes = [size for _, size, _ in _kept(directory)]
     if not sizes:
         return (f"no method instructions kept yet in {directory} (the embedded judge keeps each the first time it "
                 "reads it)")
     return (f"{len(sizes)} method instruction state(s), {sum(sizes) / 1e6:.1f} MB in {directory} (loaded instead of "
             f"read again; at most {MAX_BYTES / 2**30:.0f} GiB kept)")
+
+
+def _kept(directory: Path) -> list[tuple[float, int, Path]]:
+    """Each stored state's last use, size and path."""
+    entries = []
+    for path in directory.glob("*.kv"):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        entries.append((stat.st_mtime, stat.st_size, path))
+    return entries
 
 
 def trim(directory: Path, max_bytes: int) -> None:
@@ -119,13 +126,7 @@ def trim(directory: Path, max_bytes: int) -> None:
                 part.unlink()
         except OSError:
             pass
-    entries = []
-    for path in directory.glob("*.kv"):
-        try:
-            stat = path.stat()
-        except OSError:
-            continue
-        entries.append((stat.st_mtime, stat.st_size, path))
+    entries = _kept(directory)
     total = sum(size for _, size, _ in entries)
     for _, size, path in sorted(entries):
         if total <= max_bytes:
