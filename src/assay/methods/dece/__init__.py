@@ -116,7 +116,7 @@ class DeCEConfig(BaseModel):
     reasoning: bool = True
     """Ask each satisfaction/verification verdict for a short written reason before its score
     (the paper's reasoning lists). False uses the brief prompts: evidence numbers and score only,
-    about 30 fewer generated tokens a verdict (issue 17, item 5: cost); the record keeps the cited
+    about 30 fewer generated tokens a verdict; the record keeps the cited
     sentences as the verdict's evidence and no reason."""
     max_reasks: int = Field(default=2, ge=0)
     quote_policy: Literal["require", "flag"] = "require"
@@ -131,7 +131,7 @@ class DeCEConfig(BaseModel):
     continues that run (:meth:`DeCE.earlier_defaults`).
     "hard": the paper's generated verdicts, a 0/1 score each with its reasoning and evidence.
     "soft": each satisfaction/support verdict counts its probability P(1) read from the judge's
-    logprobs (issue 17), precision and recall are their means; needs a backend with logprobs.
+    logprobs, precision and recall are their means; needs a backend with logprobs.
     "direct": each criterion and each element is asked on its own, the label (yes/no) read from one
     forward pass as the judge's next token; its probability counts, and a second pass over the
     lettered sentences picks the evidence of a positive verdict; needs a backend with label
@@ -141,12 +141,13 @@ class DeCEConfig(BaseModel):
     """Direct verdicts on the embedded judge: "default" adds each element's calibrated P(yes)
     (``p_calibrated``, by the map shipped with assay: fitted on ExpertQA's expert-labelled claims,
     applied only to the model and question it was measured on) and shows each verdict as supported ✓,
-    not supported ✗ or uncertain ? by the map's bands; "none" shows the judge's raw P(yes) and marks ✓
+    not supported ✗ or uncertain ? by the map's bands (the shipped map has no ✗ band: no low P was
+    right about "not supported" 80% of the time); "none" shows the judge's raw P(yes) and marks ✓
     from 0.5. Precision counts the judge's raw P(yes) either way (since 0.2.1: with the mapped values
     it followed RAGChecker's human preferences less closely). Other judges and questions get no
     calibrated value either way."""
     extraction_samples: int = Field(default=1, ge=1, le=9)
-    """Self-consistency (issue 17): sample each extraction (criteria, elements) this many times at
+    """Self-consistency: sample each extraction (criteria, elements) this many times at
     ``extraction_temperature`` with seeds seed, seed+1, ... and keep the statements a strict
     majority of the samples share (matched by ``sample_matcher``); 1 = one sample, as the paper."""
     sample_matcher: Literal["embeddings", "lexical"] = "embeddings"
