@@ -132,11 +132,15 @@ def _format_help(*, obj: Any, ctx: Any, markup_mode: Any) -> None:
     from rich.text import Text
 
     _original_format_help(obj=obj, ctx=ctx, markup_mode=markup_mode)
-    hidden = [p for p in getattr(obj, "params", []) if getattr(p, "rich_help_panel", None) == EXPERT and p.hidden]
+    params = getattr(obj, "params", [])
+    hidden = [p for p in params if getattr(p, "rich_help_panel", None) == EXPERT and p.hidden]
     if hidden:
         console = _rich._get_rich_console()
-        console.print(Group(Text(f" {len(hidden)} expert options are not shown: {ctx.command_path} --help-all lists "
-                                 "them, with the ASSAY_... variable that sets each option.", style="dim")))
+        if any(getattr(p, "name", None) == "help_all" for p in params):
+            told = f"{ctx.command_path} --help-all lists them, with the ASSAY_... variable that sets each option."
+        else:  # a command without --help-all: name them
+            told = ", ".join(max(p.opts, key=len) for p in hidden) + "."
+        console.print(Group(Text(f" {len(hidden)} expert options are not shown: {told}", style="dim")))
 
 
 def show_all(ctx: typer.Context, value: bool) -> None:

@@ -30,7 +30,8 @@ def injection(
     data: Path = typer.Argument(..., help="items (JSONL / CSV / Parquet) whose answers get the attacks"),
     method: str = typer.Option(..., "--method", "-m", help=f"one of: {', '.join(item_methods())}"),
     attack: list[str] = typer.Option([], "--attack", "-a",
-                                     help=f"repeatable; default the set 'default'; sets: {', '.join(ATTACK_SETS)}; "
+                                     help=f"repeatable; default the set 'default'; sets: {', '.join(ATTACK_SETS)} "
+                                          "('all' is default and held-out); "
                                           f"attacks: {', '.join(ATTACKS_BY_NAME)}"),
     guard: str = typer.Option("redact", "--guard", envvar="ASSAY_GUARD",
                               help="redact: remove passages aimed at the grader before judging (the shipped "
@@ -43,7 +44,8 @@ def injection(
     resamples: int = typer.Option(2000, "--resamples", min=1,
                                    help="bootstrap resamples behind the confidence intervals"),
     out: Path = typer.Option(Path("injection.json"), "--output", "-o", help="where the audit JSON goes"),
-    store: Path | None = typer.Option(None, "--store", help="run store (.db; default: OUT with .db), resumable"),
+    store: Path | None = typer.Option(None, "--store",
+                                      help="run store (.db; default: the --output file with .db), resumable"),
     concurrency: int | None = CONCURRENCY_OPT,
     budget: int | None = BUDGET_OPT,
     timeout: float = TIMEOUT_OPT,

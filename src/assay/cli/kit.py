@@ -397,16 +397,34 @@ SHORT_HELP: dict[str, str] = {
                 "asked alone, its label probability read in one forward pass (embedded judge, servers with "
                 "logprobs)",
     "max_criteria": "most criteria taken from one gold answer",
-    "reasoning": "each verdict writes a short reason before its score (--no-reasoning: faster, the cited "
-                 "sentences only)",
+    "reasoning": "hard and soft verdicts: each writes a short reason before its score (--no-reasoning: "
+                 "faster, the cited sentences only)",
     "evidence": "each verdict cites the passage's sentences it rests on, with a short reason",
-    "samples": "ask the judge this many times and take the majority",
-    "hierarchy": "the order in which the criteria of a comparison decide",
+    "samples": "ask the judge this many times",
+    "hierarchy": "analysis verdicts: enforce: the answers' classes decide when they differ; advise: the "
+                 "decision alone",
     "stringency": "how strictly the judge counts a point of the answer as relevant",
     "without_document": "an item with no document: refuse it, or judge against the gold answer and knowledge",
     "long_documents": "a document too long for the judge: keep its most relevant paragraphs, or refuse it",
 }
 """Help of the main options in ``-h``, in a user's words; ``--help-all`` shows the full description."""
+
+SHORT_HELP_OF: dict[tuple[str, str], str] = {
+    ("dece", "verdicts"): "auto (the default): direct on a judge that gives label probabilities, else hard; hard: "
+                          "the judge writes each 0/1 verdict; soft: its probability, from logprobs; direct: each "
+                          "verdict asked alone, its label probability read in one forward pass",
+    ("dice", "verdicts"): "auto (the default): direct (the decision read in one forward pass per order) on a "
+                          "judge with label probabilities, else analysis (written, then decided)",
+    ("caseaware", "verdicts"): "hard: the judge writes each metric's band and score; soft: the score expected under "
+                               "the band's probabilities, from logprobs; direct: each metric's band read in one "
+                               "forward pass (label probabilities)",
+    ("pointwise", "verdicts"): "hard: the judge's written 0-4 grade; soft: the grade expected under its "
+                               "probabilities, from logprobs; direct: the grade's probabilities read in one forward "
+                               "pass",
+    ("dice", "samples"): "decisions sampled per order when the probabilities come from samples (their shares)",
+    ("lemaj", "samples"): "jurors: >1 samples the judge that many times and aggregates each data point",
+}
+"""``-h`` help of an option whose meaning differs by method: (method, field) first, then SHORT_HELP."""
 
 
 def _flag(name: str) -> str:
@@ -439,8 +457,9 @@ def method_params(cls: type[Method]) -> list[inspect.Parameter]:
         default = field.get_default(call_default_factory=True)
         flag = _method_flag(cls, name)
         described = user_help(field.description or COMMON_HELP.get(name, ""))
-        if name in SHORT_HELP and described != SHORT_HELP[name]:
-            described = SHORT_HELP[name] + HELP_ALL_SEP + described
+        short = SHORT_HELP_OF.get((cls.name, name), SHORT_HELP.get(name))
+        if short is not None and described != short:
+            described = short + HELP_ALL_SEP + described
         if kind is bool:
             option = typer.Option(default, f"{flag}/--no-{flag[2:]}", envvar=f"ASSAY_{name.upper()}",
                                   help=described, **_panel(cls, name))
@@ -484,7 +503,8 @@ def take_aliases(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def coerce(cls: type[Method], values: dict[str, Any]) -> dict[str, Any]:
-    """Text given for a container field (e.g. a dict) is read as JSON; other values as given."""
+    """Text given for a container field (e.g. a dict) is read as JSON; text for a list of strings
+    that is not JSON as comma-separated values (``--tiers high,medium,low``); other values as given."""
     fields = cls.config_model.model_fields if cls.config_model is not None else {}
     out = {}
     for name, value in values.items():
@@ -493,6 +513,8 @@ def coerce(cls: type[Method], values: dict[str, Any]) -> dict[str, Any]:
                 value = json.loads(value)
             except json.JSONDecodeError as exc:
                 raise ConfigError(f"{_flag(name)}: not valid JSON: {exc.msg}") from None
+        elif name in fields and isinstance(value, str) and fields[name].annotation == list[str]:
+            value = [part.strip() for part in value.split(",") if part.strip()]
         out[name] = value
     return out
 

@@ -53,6 +53,9 @@ def test_help_fits_80_columns_and_100_lines(path: list[str], command: Any) -> No
     assert not re.search(r"-[\w-]*…", text), "an option name is cut"
     assert "<bool>" not in text and "<str>" not in text and "<int>" not in text
     assert not CITATIONS.search(text), CITATIONS.search(text)
+    assert "module docstring" not in text and "issue " not in text
+    if "--help-all lists them" in text:  # a command that sends the user to --help-all must take it
+        assert "Expert options" in _help(path, "--help-all")
     if is_group(command):
         return
     for param in command.params:
@@ -99,3 +102,25 @@ def test_an_old_flag_spelling_is_still_read(tmp_path: Path) -> None:
                                       "--max-reasoning-chars", "80"], env=ENV)
     assert result.exit_code == 0, result.output
     assert "dry run" in result.output
+
+
+def test_an_option_whose_meaning_differs_by_method_is_told_per_method() -> None:
+    # one shared text once told DICE's and the case-aware judge's users about verdict modes they do not have
+    def verdicts(path: list[str]) -> str:
+        text = " ".join(_help(path).split())
+        return text[text.index("--verdicts"):][:400]
+
+    assert "analysis" in verdicts(["eval", "dice"]) and "hard:" not in verdicts(["eval", "dice"])
+    assert "auto (the default)" in verdicts(["eval", "dece"])
+    assert "band" in verdicts(["eval", "caseaware"]) and "0/1" not in verdicts(["eval", "caseaware"])
+    assert "0-4 grade" in verdicts(["eval", "pointwise"])
+    assert "take the majority" not in _help(["eval", "dice"])
+
+
+def test_a_list_option_takes_comma_separated_text_or_json() -> None:
+    from assay.cli.kit import coerce
+    from assay.methods.tournament import Tournament
+
+    assert coerce(Tournament, {"tiers": "high, medium,low"})["tiers"] == ["high", "medium", "low"]
+    assert coerce(Tournament, {"tiers": '["a b", "c"]'})["tiers"] == ["a b", "c"]
+    assert coerce(Tournament, {"mode": "swiss"})["mode"] == "swiss"  # text for a text field stays text

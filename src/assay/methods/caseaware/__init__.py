@@ -95,10 +95,10 @@ class CaseAwareConfig(BaseModel):
     max_reasks: int = Field(default=2, ge=0)
     identifier_check: Literal["cap", "flag", "off"] = "cap"
     """Identifiers in the answer that no input contains: cap identifier_integrity at 0.30, only
-    flag them, or skip the check (module docstring)."""
+    flag them, or skip the check."""
     verdicts: Literal["hard", "soft", "direct"] = "hard"
     """"soft": each metric's score is its expected score under the judge's band probabilities,
-    read from the logprobs (module docstring). "direct": each metric asked on its own, its band
+    read from the logprobs. "direct": each metric asked on its own, its band
     read from one forward pass (a judge that gives label probabilities); the score is the
     expected band midpoint, nothing is generated."""
     top_logprobs: int = Field(default=5, ge=2, le=20)

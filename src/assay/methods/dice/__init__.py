@@ -94,7 +94,7 @@ class DiceConfig(BaseModel):
     hierarchy: Literal["enforce", "advise"] = "enforce"
     """enforce: when the analysis puts the two answers in different classes (fully correct >
     partially correct > insufficient information > incorrect), the higher class wins that order;
-    advise: the stage-II label alone decides (see the module docstring for the measurements)."""
+    advise: the stage-II label alone decides. Analysis verdicts only: direct verdicts have no classes."""
     verdicts: Literal["auto", "analysis", "direct"] = "auto"
     """analysis: the written analysis (stage I), then the decision read after it (stage II).
     direct: no analysis; the decision A, B or Tie is read from one forward pass over the two
@@ -180,7 +180,7 @@ def verdict_of(p: dict[str, float]) -> str:
 # --- the method -----------------------------------------------------------------------------------
 @register_method
 class Dice(Method, Presents, MetaEvaluated, HasCommands):
-    """DICE: pairwise A/B/Tie verdicts with probabilities, hard/soft scores and optional swap."""
+    """DICE: pairwise A/B/Tie verdicts with probabilities, hard/soft scores, both orders (--no-swap: one)."""
 
     name: ClassVar[str] = "dice"
     metrics: ClassVar[tuple[str, ...]] = ("score_a", "score_b")

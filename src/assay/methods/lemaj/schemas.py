@@ -37,7 +37,7 @@ class LeMAJConfig(BaseModel):
     stringency: Literal["lenient", "standard", "strict"] = "standard"
     """How strictly relevance is judged (a knob of the prompt)."""
     max_document_chars: int = Field(default=6000, ge=500)
-    """Document characters shown to the judge (the embedded judge has a 4,096-token context)."""
+    """Document characters shown to the judge (the embedded judge reads 8,192 tokens by default: n_ctx)."""
     without_document: Literal["refuse", "knowledge"] = "refuse"
     """An item with no document (nor contexts): refuse it, or judge against the gold answer, if any, and
     established knowledge of the field (for open-domain sets; the row says which source was used)."""

@@ -91,9 +91,10 @@ class Bleu(_Lexical):
 
 @register_method
 class Semantic(_Lexical):
-    """Cosine similarity of the answer's and the reference's sentence embeddings (all-MiniLM-L6-v2,
-    offline): what a judge adds beyond similarity shows beside it. Scaled to [0, 1] by clipping
-    negative cosines to 0."""
+    """Cosine similarity of the answer's and the reference's sentence embeddings (offline).
+
+    all-MiniLM-L6-v2: what a judge adds beyond similarity shows beside it. Scaled to [0, 1] by
+    clipping negative cosines to 0."""
 
     name: ClassVar[str] = "semantic"
     metrics: ClassVar[tuple[str, ...]] = ("semantic",)

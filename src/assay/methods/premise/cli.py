@@ -189,7 +189,7 @@ def audit(
 @app.command("compare")
 def compare(
     sources: list[Path] = typer.Argument(..., help="rubric sets (.yaml/.json) to audit, or audit JSON files "
-                                                   "written by `assay rubric audit --out` (used as they are)"),
+                                                   "written by `assay rubric audit --output` (used as they are)"),
     pairs: Path | None = PAIRS_OPT,
     out_of_domain: Path | None = OOD_OPT,
     axes: str = AXES_OPT,
@@ -269,7 +269,7 @@ def compare(
 
 
 def _audit_json(path: Path) -> dict[str, Any] | None:
-    """An audit document written by `rubric audit --out`, or None for anything else (a rubric)."""
+    """An audit document written by `rubric audit --output`, or None for anything else (a rubric)."""
     if path.suffix.lower() != ".json" or not path.is_file():
         return None
     try:
@@ -508,7 +508,8 @@ def _refine(rubric_path: Path, pairs: Path, output: Path, *, report: Path | None
 
 @app.command("report")
 def report_(
-    audits: list[Path] = typer.Option([], "--audit", help="an audit JSON (`rubric audit --out`); repeat for several"),
+    audits: list[Path] = typer.Option([], "--audit",
+                                         help="an audit JSON (`rubric audit --output`); repeat for several"),
     refines: list[Path] = typer.Option([], "--refine", help="a refinement report (`rubric repair --mode vfr "
                                                            "--report`); repeat"),
     rubrics: list[Path] = typer.Option([], "--rubric", help="a rubric file, e.g. a discovered one; repeat"),

@@ -1,7 +1,7 @@
 """The PReMISE section of the report (issue 15, item 5): ``assay rubric report``.
 
 A self-contained HTML page (no script, inline SVG) built from the files the rubric commands write:
-audit JSONs (``rubric audit --out``) give the Table-1-style audit table and per-criterion rows,
+audit JSONs (``rubric audit --output``) give the Table-1-style audit table and per-criterion rows,
 and the applicability map of Fig. 4a (each criterion's firing rate on out-of-domain prompts
 against in-domain ones; the diagonal is "no source specificity") when the audit had
 ``--out-of-domain``; refinement reports (``rubric repair --mode vfr --report``) give the
@@ -71,7 +71,7 @@ def _refine_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
 def render_rubric_report(audits: list[Path], refines: list[Path], rubrics: list[Path]) -> str:
     if not (audits or refines or rubrics):
         raise InputError("nothing to report: give --audit, --refine or --rubric files")
-    audit_docs = [(p.name, read_json(p, "an audit JSON written by `assay rubric audit --out`",
+    audit_docs = [(p.name, read_json(p, "an audit JSON written by `assay rubric audit --output`",
                                      ("rubrics", "summary"))) for p in audits]
     refine_docs = [(p.name, read_json(p, "a refinement report written by `assay rubric repair --mode vfr --report`",
                                       ("criteria", "config"))) for p in refines]
