@@ -12,6 +12,10 @@ the medians and their ratios to the first build are written.
 a build degrades when it does not have the machine to itself (OpenMP's threads wait for each other
 by spinning; a build with ``-DGGML_OPENMP=OFF`` uses llama.cpp's own thread pool).
 
+A build may carry environment variables for its process after a comma, e.g.
+``--build passive=installed,OMP_WAIT_POLICY=PASSIVE`` (the same build, OpenMP's idle threads asleep
+instead of spinning).
+
 Usage: python benchmarks/llama_build.py --build portable=installed --build native=/tmp/native/site
        [--rounds 3] [--load 0] [--out benchmarks/results/llama_build.json]
 """
@@ -59,6 +63,8 @@ def in_build(site: str, code: str, args: list[str], timeout: float, keep_stderr:
     first on the path; its last line of output, read as JSON, with ``ok``; a crash (an instruction the
     CPU refuses) is reported by its signal."""
     env = dict(os.environ)
+    site, *settings = site.split(",")
+    env.update(setting.split("=", 1) for setting in settings)
     if site != "installed":
         env["PYTHONPATH"] = site + os.pathsep + env.get("PYTHONPATH", "")
     done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env,
@@ -77,7 +83,8 @@ def probe(site: str, model: str, threads: int) -> dict[str, object]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--build", action="append", required=True, metavar="NAME=DIR",
-                        help="a build: NAME=installed or NAME=a folder holding llama_cpp")
+                        help="a build: NAME=installed or NAME=a folder holding llama_cpp, then ,VAR=VALUE "
+                             "for each environment variable of its process")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--load", type=int, default=0,

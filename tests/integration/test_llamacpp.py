@@ -85,7 +85,9 @@ def test_check_first_grammar_sampling_matches_the_stock_chain() -> None:
     assert stock.identity()["grammar_sampling"] == "stock" and "grammar_sampling" not in fast.identity()
 
     def run(backend, prompt: str, temperature: float) -> str:  # type: ignore[no-untyped-def]
-        config = GenerateConfig(max_tokens=120, json_schema=schema, seed=3, temperature=temperature)
+        # 200: more than the longest reply the schema allows (3 texts of <= 40 characters), so a sampled
+        # reply is never cut short
+        config = GenerateConfig(max_tokens=200, json_schema=schema, seed=3, temperature=temperature)
         return asyncio.run(backend.generate([Message(role="user", content=prompt)], config)).text
 
     for prompt in prompts:

@@ -93,7 +93,7 @@ def test_label_probabilities_and_dece_direct_through_the_server(llama_server: st
             assert any(u["metric"] == metric for u in row["unscored"])
 
 
-def test_one_judge_over_two_servers_and_a_dead_endpoint(llama_server: str, second_llama_server: str,
+def test_one_judge_over_two_servers_and_a_dead_endpoint(two_llama_servers: tuple[str, str],
                                                         tmp_path: Path) -> None:
     """openai/MODEL@URL1,URL2,URL3 with URL3 refusing connections: every item is scored, both
     live servers answer, the dead one is set aside, and the calls are cached under one identity
@@ -102,6 +102,7 @@ def test_one_judge_over_two_servers_and_a_dead_endpoint(llama_server: str, secon
     tried; reasons of at most 40 characters keep each call short."""
     from assay.judge.backends._pool import PoolBackend
 
+    llama_server, second_llama_server = two_llama_servers
     dead = f"http://127.0.0.1:{free_port()}/v1"
     name = f"openai/smollm2@{llama_server},{second_llama_server},{dead}"
     backend = get_backend(name, schema_mode="json_object", max_concurrency=1)

@@ -28,6 +28,7 @@ openai backend sends ``extra_body={"repeat_penalty": 1.0}`` when told to (judge 
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -150,9 +151,11 @@ def free_port() -> int:
 
 @contextmanager
 def running(model: str | Path, log: Path, *, module: str = "assay.judge.serve", alias: str = "judge", threads: int = 2,
-            n_ctx: int = 4096, logits_all: bool = True, start_timeout_s: float = 180.0) -> Iterator[str]:
+            n_ctx: int = 4096, logits_all: bool = True, start_timeout_s: float = 180.0,
+            env: dict[str, str] | None = None) -> Iterator[str]:
     """A server (``assay.judge.serve`` or the stock ``llama_cpp.server``) on a free port of 127.0.0.1,
-    its output in ``log``; yields its base URL (``http://127.0.0.1:PORT/v1``) and stops it after."""
+    its output in ``log``; yields its base URL (``http://127.0.0.1:PORT/v1``) and stops it after.
+    ``env``: variables added to the server's environment."""
     import httpx
 
     port = free_port()
@@ -160,7 +163,7 @@ def running(model: str | Path, log: Path, *, module: str = "assay.judge.serve", 
     proc = subprocess.Popen([sys.executable, "-m", module, "--model", str(model), "--host", "127.0.0.1",
                              "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(threads),
                              "--logits_all", "true" if logits_all else "false", "--model_alias", alias],
-                            stdout=handle, stderr=subprocess.STDOUT)
+                            stdout=handle, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
     base = f"http://127.0.0.1:{port}/v1"
     deadline = time.time() + start_timeout_s
     try:
