@@ -52,24 +52,13 @@ def test_server_rejects_json_schema_mode_and_run_fails_closed(llama_server: str)
     assert any("judge call failed" in u["reason"] for u in row.unscored)
 
 
-def test_dece_end_to_end_through_the_server(llama_server: str) -> None:
-    runner = RunnerConfig(progress=False, max_retries=1)
-    result = assay.evaluate([ITEM], "dece", f"openai/smollm2@{llama_server}", runner=runner,
-                            judge_options={"schema_mode": "json_object"}, max_reasks=1)
-    row = result.records()[0]
-    # SmolLM2-135M is a plumbing model: each metric must be a valid score or Unscored with reason.
-    for metric in ("precision", "recall", "f_beta"):
-        if row[metric] is None:
-            assert any(u["metric"] == metric for u in row["unscored"])
-        else:
-            assert 0.0 <= row[metric] <= 1.0
-    assert row["judge_calls"] >= 2
-    assert result.summary()["judge_calls"]["prompt_tokens"] > 0
-
-
 def test_label_probabilities_and_dece_direct_through_the_server(llama_server: str) -> None:
     """Direct verdicts over an OpenAI-compatible server: one token with top logprobs, read as a
-    distribution over the labels; DeCE with verdicts=direct gives every verdict a probability."""
+    distribution over the labels; DeCE with verdicts=direct gives every verdict a probability. (DeCE
+    end to end through the server at its default was a test of its own; on a server, which gives
+    label probabilities, the default is these direct verdicts, so it ran this same evaluation again:
+    its checks — calls made and their prompt tokens counted, every metric a score in [0, 1] or
+    Unscored with its reason — are here.)"""
     backend = get_backend(f"openai/smollm2@{llama_server}", schema_mode="json_object")
     messages = [Message(role="user", content="Is the sky blue on a clear day? Reply yes or no.")]
     done = asyncio.run(backend.generate(messages, GenerateConfig(max_tokens=1, labels=["yes", "no"])))
@@ -88,9 +77,13 @@ def test_label_probabilities_and_dece_direct_through_the_server(llama_server: st
     asked = [e for e in verdicts if "p_judge" in e]
     if not asked:
         assert row["unscored"], row
-    for metric in ("precision", "recall"):
+    for metric in ("precision", "recall", "f_beta"):
         if row[metric] is None:
             assert any(u["metric"] == metric for u in row["unscored"])
+        else:
+            assert 0.0 <= row[metric] <= 1.0
+    assert row["judge_calls"] >= 2
+    assert result.summary()["judge_calls"]["prompt_tokens"] > 0
 
 
 def test_one_judge_over_two_servers_and_a_dead_endpoint(two_llama_servers: tuple[str, str],
