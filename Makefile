@@ -121,8 +121,10 @@ docs: setup
 
 ## test: the whole suite, including integration tests on the real model and a real llama.cpp server.
 ## Budget: 30 min from a fresh clone on a 2-core machine reading 20 prompt tokens/s (assay doctor), 15 min
-## with the llama.cpp wheel cached. Unit tests run on both cores (pytest-xdist); the tests that load a model
-## or start a server run one at a time after them. Ends with the wall time and the 25 slowest tests.
+## with the llama.cpp wheel cached. Unit tests run on both cores (pytest-xdist), with the integration tests that
+## load no model (Phoenix, Ray, Chromium: marked no_model) one after another on one of the two workers; the
+## tests that load a model or start a model server run one at a time after them, alone on the cores.
+## Ends with the wall time and the 25 slowest tests.
 SUITE_START := $(shell date +%s)
 # mypy's cache outside the clone, so that a fresh clone on a machine that ran the suite before checks only
 # what changed (1.7 s instead of 16 s cold; pyproject.toml keeps the heavy optional libraries unfollowed).
@@ -140,8 +142,9 @@ test: setup
 	$(BIN)/assay doctor   # this machine's reading speed: the suite's summary scales the judges' time by it
 	$(COMPILE_SRC)
 	@status=0; \
-	$(TEST_ENV) SUITE_DURATIONS=$(DURATIONS) $(BIN)/pytest -q -m "not integration" -n 2 || status=$$?; \
-	$(TEST_ENV) SUITE_DURATIONS=$(DURATIONS) $(BIN)/pytest -q -m integration || status=$$?; \
+	$(TEST_ENV) SUITE_DURATIONS=$(DURATIONS) $(BIN)/pytest -q -m "not integration or no_model" -n 2 \
+		--dist loadgroup || status=$$?; \
+	$(TEST_ENV) SUITE_DURATIONS=$(DURATIONS) $(BIN)/pytest -q -m "integration and not no_model" || status=$$?; \
 	$(BIN)/python tests/slowest.py $(DURATIONS) $(SUITE_START); \
 	exit $$status
 

@@ -15,8 +15,9 @@ def _no_network_keys(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(key, raising=False)
 
 
-# `make test` runs the suite in two parts (unit tests on both cores with pytest-xdist, then the
-# real-model and real-server tests one at a time); each test's time is appended to the file named
+# `make test` runs the suite in two parts (unit tests on both cores with pytest-xdist, the integration
+# tests marked no_model beside them, then the tests that load a model or start a model server one at a
+# time); each test's time is appended to the file named
 # by SUITE_DURATIONS so that tests/slowest.py can print the 25 slowest of the whole suite.
 _DURATIONS = os.path.abspath(os.environ["SUITE_DURATIONS"]) if os.environ.get("SUITE_DURATIONS") else None
 # (absolute: some tests change the working directory)
@@ -29,7 +30,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         import json
 
         with open(_DURATIONS, "a", encoding="utf-8") as out:
-            out.write(json.dumps({"test": report.nodeid, "when": report.when, "s": round(report.duration, 2)}) + "\n")
+            # "model": a test of the serial part (loads a model or starts a model server), which a slower CPU slows
+            model = "integration" in report.keywords and "no_model" not in report.keywords
+            out.write(json.dumps({"test": report.nodeid, "when": report.when, "s": round(report.duration, 2),
+                                  "model": model}) + "\n")
 
 
 def pytest_runtest_teardown(item: pytest.Item) -> None:

@@ -6,8 +6,24 @@ import json
 import re
 from typing import Any
 
+import pytest
+
 from assay.core.types import Completion, GenerateConfig, Message, Usage
 from assay.judge.backends import JudgeBackend
+
+# An integration test that loads no model and starts no model server (Phoenix, Ray, Chromium, scripted
+# judges): `make test` runs these beside the unit tests, one after another on one pytest-xdist worker
+# (their own group), not in the serial part that keeps both cores for the model. A test that loads a
+# model must not carry it: it would share the cores with the unit tests.
+NO_MODEL = (pytest.mark.no_model, pytest.mark.xdist_group("no_model"))
+
+
+def no_model(test: Any) -> Any:
+    """Mark one test as :data:`NO_MODEL`."""
+    for mark in NO_MODEL:
+        test = mark(test)
+    return test
+
 
 ITEM = {
     "id": "q1",

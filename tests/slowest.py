@@ -17,19 +17,22 @@ from pathlib import Path
 def main() -> None:
     path, start = Path(sys.argv[1]), float(sys.argv[2])
     totals: dict[str, float] = defaultdict(float)
+    serial: dict[str, float] = defaultdict(float)
     judge: dict[str, float] = defaultdict(float)
     if path.exists():
         for line in path.read_text(encoding="utf-8").splitlines():
             entry = json.loads(line)
             totals[entry["test"]] += entry["s"]
+            if entry.get("model"):
+                serial[entry["test"]] += entry["s"]
             for backend, seconds in entry.get("judge_s", {}).items():
                 judge[backend] += seconds
     wall = time.time() - start
     print(f"\nmake test: wall time {wall / 60:.1f} min ({wall:.0f} s); budget 30 min on a 2-core machine reading "
           "20 prompt tokens/s (assay doctor), 15 min with the llama.cpp wheel cached")
     model = sum(judge.values())
-    # the tests that load a model or start a server (they run one at a time, after the unit tests)
-    integration = sum(s for test, s in totals.items() if test.startswith("tests/integration/"))
+    # the tests that load a model or start a model server (they run one at a time, after the unit tests)
+    integration = sum(serial.values())
     speed = doctor_speed()
     if model:
         print(f"real judges' calls in the tests' stores: {model:.0f} s waited (calls in flight together once; "
@@ -39,7 +42,7 @@ def main() -> None:
         low, high = wall + model * (ratio - 1), wall + integration * (ratio - 1)
         print(f"this machine reads {speed:.0f} prompt tokens/s (assay doctor); where it reads 20 ({ratio:.1f}x "
               f"slower), this run would take between {low / 60:.1f} min (only the judge calls in the stores "
-              f"slower) and {high / 60:.1f} min (the whole {integration / 60:.1f} min of integration tests "
+              f"slower) and {high / 60:.1f} min (the whole {integration / 60:.1f} min of the tests that run a model "
               "slower: model loads, label-probability checks and servers too)")
     print(f"the 25 slowest of {len(totals)} tests (setup + call + teardown):")
     for test, seconds in sorted(totals.items(), key=lambda kv: -kv[1])[:25]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ITEM, criteria_json, elements_json, verdicts_json
+from tests.helpers import ITEM, criteria_json, elements_json, no_model, verdicts_json
 
 pytestmark = pytest.mark.integration
 N = 8
@@ -66,6 +66,7 @@ def count_results(db: Path) -> int:
         return 0
 
 
+@no_model
 def test_sigkill_then_resume_equals_uninterrupted(tmp_path: Path) -> None:
     data, judge = write_inputs(tmp_path)
     reference_db = tmp_path / "reference.db"

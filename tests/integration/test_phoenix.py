@@ -23,14 +23,14 @@ import httpx
 import pytest
 
 from assay.judge.serve import free_port
-from tests.helpers import dece_rules
+from tests.helpers import NO_MODEL, dece_rules
 from tests.otlp_receiver import otlp_receiver
 
 try:  # the distribution, not an import: importing phoenix loads the whole server (15 s)
     PHOENIX = importlib.metadata.version("arize-phoenix")
 except importlib.metadata.PackageNotFoundError:
     PHOENIX = None
-pytestmark = [pytest.mark.integration,
+pytestmark = [pytest.mark.integration, *NO_MODEL,
               pytest.mark.skipif(PHOENIX is None, reason="the Phoenix server is not installed (make setup)")]
 ASSAY = shutil.which("assay", path=str(Path(sys.executable).parent))
 PROJECT = "rag-demo"

@@ -22,8 +22,9 @@ from assay.exchange.export import export_rows
 from assay.judge.backends import ScriptedBackend
 from assay.judge.runner import RunnerConfig
 from assay.store import Store
+from tests.helpers import NO_MODEL
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, *NO_MODEL]
 CANNED = json.dumps({"reasoning": "r", "issues": [], "score": 3, "justification": "j"})
 QUIET = RunnerConfig(progress=False)
 

@@ -21,8 +21,9 @@ from assay.core.types import Item
 from assay.judge.backends import ScriptedBackend
 from assay.judge.runner import RunnerConfig
 from assay.store import Store
+from tests.helpers import NO_MODEL
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, *NO_MODEL]
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]

@@ -49,9 +49,9 @@ class RougeL(_Lexical):
     primary_metric: ClassVar[str | None] = "rougeL"
 
     def __init__(self) -> None:
-        from rouge_score import rouge_scorer
+        from assay.methods.lexical._rouge import rouge_scorer_module
 
-        self._scorer = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+        self._scorer = rouge_scorer_module().RougeScorer(["rougeL"], use_stemmer=True)
 
     def manifest(self) -> dict[str, Any]:
         from importlib.metadata import version
