@@ -11,7 +11,9 @@ bare packages (their folders, not their ``__init__``): rouge-score's own code th
 Porter stemmer, unchanged; the scores are the same (tests/unit/methods/lexical/test_rouge.py
 compares them with a scorer imported the usual way). The bare packages are taken out of
 ``sys.modules`` afterwards, so a later ``import nltk`` anywhere in the process imports the real
-package. Where NLTK is already imported, the scorer is imported the usual way.
+package. Where NLTK is already imported, or its stemmer cannot be imported this way (a later NLTK
+whose stemmer needs more of its package: NLTK is not pinned), the scorer is imported the usual way,
+with the same scores and NLTK's whole import time.
 """
 
 from __future__ import annotations
@@ -24,7 +26,10 @@ import types
 from typing import Any
 
 _LOCK = threading.Lock()
-_BARE = ("nltk", "nltk.stem")
+
+
+def _nltk(name: str) -> bool:
+    return name == "nltk" or name.startswith("nltk.")
 
 
 def rouge_scorer_module() -> Any:
@@ -36,17 +41,20 @@ def rouge_scorer_module() -> Any:
         if spec is None or not spec.submodule_search_locations:
             return importlib.import_module("rouge_score.rouge_scorer")  # its own ImportError names NLTK
         root = next(iter(spec.submodule_search_locations))
-        added: list[str] = []
+        for name, path in (("nltk", root), ("nltk.stem", f"{root}/stem")):
+            bare = types.ModuleType(name)
+            bare.__path__ = [path]
+            bare.__package__ = name
+            sys.modules[name] = bare
+        module = None
         try:
-            for name, path in (("nltk", root), ("nltk.stem", f"{root}/stem")):
-                bare = types.ModuleType(name)
-                bare.__path__ = [path]
-                bare.__package__ = name
-                sys.modules[name] = bare
-                added.append(name)
-            importlib.import_module("nltk.stem.porter")
-            added += ["nltk.stem.api", "nltk.stem.porter"]
-            return importlib.import_module("rouge_score.rouge_scorer")
+            module = importlib.import_module("rouge_score.rouge_scorer")
+        except (ImportError, AttributeError):
+            # an NLTK whose stemmer needs more of its package than this (NLTK is not pinned: rouge-score
+            # asks for any version): the usual import below, slower, with the same scores
+            for name in [n for n in sys.modules if n.startswith("rouge_score.")]:
+                del sys.modules[name]
         finally:
-            for name in added:
-                sys.modules.pop(name, None)
+            for name in [n for n in sys.modules if _nltk(n)]:  # NLTK was not imported before: none is the real one
+                del sys.modules[name]
+        return module if module is not None else importlib.import_module("rouge_score.rouge_scorer")

@@ -4,6 +4,7 @@ later ``import nltk`` in the same process still gets the real NLTK."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -73,3 +74,25 @@ def test_the_scorer_is_imported_the_usual_way_once_nltk_is_loaded() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert float(done.stdout) == 0.8
+
+
+def test_an_nltk_whose_stemmer_needs_its_whole_package_is_imported_the_usual_way(tmp_path: Path) -> None:
+    """A stand-in NLTK whose Porter stemmer imports from the package's ``__init__`` (which the bare
+    package does not run): the scorer is imported the usual way, with the whole package."""
+    stem = tmp_path / "nltk" / "stem"
+    stem.mkdir(parents=True)
+    (tmp_path / "nltk" / "__init__.py").write_text("WHOLE = True\nfrom nltk.stem import porter\n"
+                                                   "def sent_tokenize(text):\n    return [text]\n")
+    (stem / "__init__.py").write_text("")
+    (stem / "api.py").write_text("class StemmerI:\n    pass\n")
+    (stem / "porter.py").write_text("from nltk import WHOLE\nfrom nltk.stem.api import StemmerI\n"
+                                    "class PorterStemmer(StemmerI):\n    def stem(self, word):\n"
+                                    "        return word[:4]\n")
+    code = ("import sys\nfrom assay.methods.lexical._rouge import rouge_scorer_module\n"
+            "m = rouge_scorer_module()\nassert sys.modules['nltk'].WHOLE and m.nltk is sys.modules['nltk']\n"
+            "scorer = m.RougeScorer(['rougeL'], use_stemmer=True)\n"
+            "print(scorer.score('running fast', 'runner fast')['rougeL'].fmeasure)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout) == 1.0  # "runn" and "runn": the stand-in stemmer ran
