@@ -49,9 +49,22 @@ class RougeL(_Lexical):
     primary_metric: ClassVar[str | None] = "rougeL"
 
     def __init__(self) -> None:
+        self._scorer = self._new_scorer()
+
+    @staticmethod
+    def _new_scorer() -> Any:
         from assay.methods.lexical._rouge import rouge_scorer_module
 
-        self._scorer = rouge_scorer_module().RougeScorer(["rougeL"], use_stemmer=True)
+        return rouge_scorer_module().RougeScorer(["rougeL"], use_stemmer=True)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the scorer, which is built again where it is unpickled (a Ray worker): its
+        stemmer's class does not pickle by reference (assay.methods.lexical._rouge)."""
+        return {k: v for k, v in self.__dict__.items() if k != "_scorer"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._scorer = self._new_scorer()
 
     def manifest(self) -> dict[str, Any]:
         from importlib.metadata import version

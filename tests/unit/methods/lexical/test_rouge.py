@@ -41,6 +41,8 @@ if sys.argv[1] == "assay":
     module = rouge_scorer_module()
     assert "nltk" not in sys.modules, "the bare NLTK packages were left in sys.modules"
     assert "sklearn" not in sys.modules, "NLTK's package was imported after all (it imports scikit-learn)"
+    assert "nltk" not in sys.modules  # asking the scorer's nltk for something imports the real package:
+    assert module.nltk.sent_tokenize is sys.modules["nltk"].sent_tokenize  # (rougeLsum's sentence splitter)
     import nltk  # the real package, imported afterwards
     assert hasattr(nltk, "sent_tokenize") and hasattr(nltk, "word_tokenize")
 else:
@@ -96,3 +98,12 @@ def test_an_nltk_whose_stemmer_needs_its_whole_package_is_imported_the_usual_way
                           env={**os.environ, "PYTHONPATH": str(tmp_path)})
     assert done.returncode == 0, done.stderr
     assert float(done.stdout) == 1.0  # "runn" and "runn": the stand-in stemmer ran
+
+
+def test_the_method_pickles_and_scores_the_same_where_it_is_unpickled() -> None:
+    code = ("import pickle, sys\nfrom assay.methods.lexical import RougeL\n"
+            "blob = pickle.dumps(RougeL())\nimport nltk\nm = pickle.loads(blob)\n"
+            "print(m._scorer.score('cats running', 'a cat runs')['rougeL'].fmeasure)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout) == 0.8
