@@ -61,6 +61,13 @@ def _run(way: str, texts: list[str]) -> dict:
     return json.loads(done.stdout)
 
 
+def _printed_float(code: str, env: dict[str, str] | None = None) -> float:
+    """Run ``code`` in a fresh interpreter (NLTK not yet imported) and read the number it prints."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    return float(done.stdout)
+
+
 def test_rouge_l_without_nltks_package_import_scores_as_rouge_score_does() -> None:
     texts = _texts()
     ours, usual = _run("assay", texts), _run("usual", texts)
@@ -73,9 +80,7 @@ def test_the_scorer_is_imported_the_usual_way_once_nltk_is_loaded() -> None:
     code = ("import nltk, sys\nfrom assay.methods.lexical._rouge import rouge_scorer_module\n"
             "m = rouge_scorer_module()\nassert m.nltk is sys.modules['nltk'] is nltk\n"
             "print(m.RougeScorer(['rougeL'], use_stemmer=True).score('cats running', 'a cat runs')['rougeL'].fmeasure)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert float(done.stdout) == 0.8
+    assert _printed_float(code) == 0.8
 
 
 def test_an_nltk_whose_stemmer_needs_its_whole_package_is_imported_the_usual_way(tmp_path: Path) -> None:
@@ -94,16 +99,12 @@ def test_an_nltk_whose_stemmer_needs_its_whole_package_is_imported_the_usual_way
             "m = rouge_scorer_module()\nassert sys.modules['nltk'].WHOLE and m.nltk is sys.modules['nltk']\n"
             "scorer = m.RougeScorer(['rougeL'], use_stemmer=True)\n"
             "print(scorer.score('running fast', 'runner fast')['rougeL'].fmeasure)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(tmp_path)})
-    assert done.returncode == 0, done.stderr
-    assert float(done.stdout) == 1.0  # "runn" and "runn": the stand-in stemmer ran
+    # "runn" and "runn": the stand-in stemmer ran
+    assert _printed_float(code, env={**os.environ, "PYTHONPATH": str(tmp_path)}) == 1.0
 
 
 def test_the_method_pickles_and_scores_the_same_where_it_is_unpickled() -> None:
     code = ("import pickle, sys\nfrom assay.methods.lexical import RougeL\n"
             "blob = pickle.dumps(RougeL())\nimport nltk\nm = pickle.loads(blob)\n"
             "print(m._scorer.score('cats running', 'a cat runs')['rougeL'].fmeasure)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert float(done.stdout) == 0.8
+    assert _printed_float(code) == 0.8
