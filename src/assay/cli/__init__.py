@@ -270,6 +270,26 @@ def _harden(command: Any) -> None:
             continue
         param._assay_checked = True
         param.callback = _range_check(param.name, param.callback)
+    _give_help_all(command)
+
+
+def _give_help_all(command: Any) -> None:
+    """A command whose help hides expert options (``--judge-opt``, ``--timeout``, ...) takes
+    ``--help-all`` to show them, as ``assay eval NAME`` does; a method's own commands (``assay rubric
+    audit``) declare those options without it."""
+    from assay.cli._help import EXPERT, help_all_option
+
+    params = command.params
+    if any(p.name == "help_all" for p in params) or not any(
+            getattr(p, "rich_help_panel", None) == EXPERT and getattr(p, "hidden", False) for p in params):
+        return
+    probe = typer.Typer()
+
+    @probe.command()
+    def probe_command(help_all: bool = help_all_option()) -> None:  # only its --help-all option is used
+        pass
+
+    params.append(typer.main.get_command(probe).params[0])
 
 
 def _range_check(name: str, inner: Any) -> Any:

@@ -76,6 +76,33 @@ def test_help_all_lists_the_expert_options(path: list[str]) -> None:
     assert not re.search(r"-[\w-]*…", full)
 
 
+def test_every_command_with_hidden_expert_options_takes_help_all_in_the_executable() -> None:
+    """The installed command: a help that hides expert options sends the user to --help-all, and
+    --help-all shows them (a method's own commands, e.g. `assay rubric audit`, declared --judge-opt,
+    --timeout and --retries without it, and refused the flag)."""
+    from assay.cli._help import EXPERT
+
+    exe = Path(sys.executable).parent / "assay"
+    checked = 0
+    for path, command in COMMANDS:
+        if is_group(command):
+            continue
+        hidden = [p for p in command.params if getattr(p, "rich_help_panel", None) == EXPERT and p.hidden]
+        if not hidden or any(p.name == "help_all" for p in command.params):
+            continue  # nothing hidden, or --help-all already declared (test_help_all_lists_the_expert_options)
+        short = subprocess.run([str(exe), *path, "--help"], capture_output=True, text=True, timeout=120,
+                               env={**os.environ, **ENV})
+        full = subprocess.run([str(exe), *path, "--help-all"], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, **ENV})
+        assert short.returncode == 0 and full.returncode == 0, (path, short.stderr, full.stderr)
+        assert f"assay {' '.join(path)} --help-all lists them" in " ".join(short.stdout.split()), path
+        assert "Expert options" in full.stdout and "Expert options" not in short.stdout, path
+        for param in hidden:
+            assert max(param.opts, key=len) in full.stdout, (path, param.name)
+        checked += 1
+    assert checked >= 5  # demo, meta, injection, dece criteria extract, the rubric commands
+
+
 def test_the_executable_help_fits_80_columns() -> None:
     proc = subprocess.run([sys.executable, "-m", "assay", "eval", "dece", "-h"], capture_output=True, text=True,
                           env={**os.environ, **ENV}, timeout=120)
