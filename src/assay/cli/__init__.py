@@ -260,7 +260,8 @@ SIGNED_OPTIONS = {"seed"}
 def _harden(command: Any) -> None:
     """Every numeric option of every command refuses NaN and ±Infinity (they are not numbers
     assay accepts) and values outside its range, at the option, with one line: integer options
-    are counts (>= 0) unless :data:`OPTION_RANGES` or :data:`SIGNED_OPTIONS` say otherwise."""
+    are counts (>= 0) unless :data:`OPTION_RANGES` or :data:`SIGNED_OPTIONS` say otherwise. The same
+    walk gives ``--help-all`` to a command that hides expert options without it (:func:`_give_help_all`)."""
     if is_group(command):
         for sub in command.commands.values():
             _harden(sub)
