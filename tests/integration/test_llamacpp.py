@@ -79,7 +79,8 @@ def test_check_first_grammar_sampling_matches_the_stock_chain() -> None:
                                                  "properties": {"text": {"type": "string", "maxLength": 40},
                                                                 "ok": {"type": "integer", "enum": [0, 1]}}}}}}
     prompts = ["List three facts about the Moon as JSON.", "Rate: water boils at 100 C at sea level."]
-    # in this process, so that the sampler's counters can be read afterwards
+    # in this process, so that the sampler's counters can be read afterwards; without jump-forward (the
+    # default), whose batched forced tokens round differently (test_forced_text_is_written_in_one_step)
     fast = get_backend("llamacpp/smollm2", n_ctx=1024, process="inline")
     stock = get_backend("llamacpp/smollm2", n_ctx=1024, grammar_sampling="stock", process="inline")
     assert stock.identity()["grammar_sampling"] == "stock" and "grammar_sampling" not in fast.identity()
@@ -98,6 +99,42 @@ def test_check_first_grammar_sampling_matches_the_stock_chain() -> None:
     assert sampler is not None and sampler.checked > 0
     asyncio.run(fast.aclose())
     asyncio.run(stock.aclose())
+
+
+def test_forced_text_is_written_in_one_step() -> None:
+    """Jump-forward: once the reply opens a property name, the rest of it is given without a choice;
+    the reply is still the schema's, every name whole, and nothing is forced without it."""
+    schema = {"type": "object", "additionalProperties": False,
+              "required": ["statement_checked_against_reference", "verdict_of_the_reviewer"],
+              "properties": {"statement_checked_against_reference": {"type": "string", "maxLength": 60},
+                             "verdict_of_the_reviewer": {"type": "string", "enum": ["supported", "contradicted"]}}}
+    config = GenerateConfig(max_tokens=120, json_schema=schema, temperature=0.0)
+    messages = [Message(role="user", content="Is 'water boils at 100 C at sea level' supported? Reply in JSON.")]
+    jumping = get_backend("llamacpp/smollm2", n_ctx=1024, process="inline", jump_forward=True)
+    plain = get_backend("llamacpp/smollm2", n_ctx=1024, process="inline")  # off by default
+    try:
+        replies = {}
+        for name, backend in (("jump", jumping), ("plain", plain)):
+            completion = asyncio.run(backend.generate(messages, config))
+            data = json.loads(completion.text)
+            assert list(data) == list(schema["properties"]), completion.text
+            assert data["verdict_of_the_reviewer"] in ("supported", "contradicted")
+            replies[name] = (completion, backend.last_jumped)
+        completion, jumped = replies["jump"]
+        # both names are longer than a token: their tails are forced (the last token of each is the model's)
+        assert jumped >= 4 and completion.usage.completion_tokens > jumped
+        assert replies["plain"][1] == 0
+    finally:
+        asyncio.run(jumping.aclose())
+        asyncio.run(plain.aclose())
+    # logprobs are read from each step: a call that asks for them never jumps, and has one per token
+    reading = get_backend("llamacpp/smollm2", n_ctx=1024, process="inline", logits_all=True, jump_forward=True)
+    try:
+        completion = asyncio.run(reading.generate(messages, GenerateConfig(
+            max_tokens=120, json_schema=schema, temperature=0.0, logprobs=True)))
+        assert reading.last_jumped == 0 and len(completion.logprobs or []) == completion.usage.completion_tokens
+    finally:
+        asyncio.run(reading.aclose())
 
 
 def test_strict_grammar_keeps_raw_control_characters_out_of_json_strings() -> None:

@@ -48,7 +48,7 @@ from assay.core.errors import AssayError, BackendError, ConfigError
 from assay.core.types import Completion, GenerateConfig, Message, TokenLogprob, Usage
 from assay.judge.backends._base import Capabilities, JudgeBackend
 from assay.judge.backends._child import CallCancelled, ChildProcess
-from assay.judge.backends._fastgrammar import json_schema_grammar
+from assay.judge.backends._fastgrammar import ForcedDraft, json_schema_grammar
 from assay.judge.model import MODEL_SHA256, SMOLLM_SHA256, resolve_model, smollm_path
 
 
@@ -58,7 +58,7 @@ class LlamaCppBackend(JudgeBackend):
     def __init__(self, model: str = "default", *, model_path: str | None = None, n_ctx: int = 8192,
                  n_threads: int | None = None, logits_all: bool = False,
                  grammar_sampling: str = "check-first", state_slots: int = 6, process: str = "child",
-                 prefix_cache: bool = True) -> None:
+                 prefix_cache: bool = True, jump_forward: bool = False) -> None:
         if grammar_sampling not in ("check-first", "stock"):
             raise ConfigError(f"grammar_sampling must be check-first or stock, got {grammar_sampling!r}")
         if process not in ("child", "inline"):
@@ -69,7 +69,7 @@ class LlamaCppBackend(JudgeBackend):
             self._child = ChildProcess(f"llamacpp-{model}", _child_main, {
                 "model": model, "model_path": model_path, "n_ctx": n_ctx, "n_threads": n_threads,
                 "logits_all": logits_all, "grammar_sampling": grammar_sampling, "state_slots": state_slots,
-                "prefix_cache": prefix_cache})
+                "prefix_cache": prefix_cache, "jump_forward": jump_forward})
         self.grammar_sampling = grammar_sampling
         self.model = model
         self.name = f"llamacpp/{model}"
@@ -93,6 +93,8 @@ class LlamaCppBackend(JudgeBackend):
         self._state_serial = 0
         self._reading: _LogprobReader | None = None  # the logprobs of the generation under way
         self.prefix_cache = prefix_cache
+        self.jump_forward = jump_forward  # forced JSON text in one step (_fastgrammar's docstring)
+        self.last_jumped = 0  # tokens the last generation took without a choice (inline only)
         self._system_tokens: dict[str, list[int]] = {}  # a system message's templated tokens, alone
         self._prefix_identity: str | None = None
 
@@ -270,10 +272,17 @@ class LlamaCppBackend(JudgeBackend):
             primed = self._prime(llama, messages, prompt_ids)
             before = list(llama._input_ids)  # what the KV cache holds from the previous call
             self._reading = _LogprobReader(max(1, config.top_logprobs)) if config.logprobs else None
+            # forced text in one step, only where no logprob is read (a forced token has none)
+            jump = self.jump_forward and config.json_schema is not None and not config.logprobs \
+                and self.grammar_sampling == "check-first"
+            llama.last_sampler, llama.jump_forward = None, jump
+            llama.draft_model = ForcedDraft(llama) if jump else None
             try:
                 response = llama.create_chat_completion(**kwargs)
             finally:
                 reading, self._reading = self._reading, None
+                llama.draft_model, llama.jump_forward = None, False
+                self.last_jumped = getattr(llama.last_sampler, "jumped", 0)
             after = list(llama._input_ids)
             self._snapshot(llama)
             usage = response.get("usage") or {}

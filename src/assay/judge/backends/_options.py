@@ -97,6 +97,10 @@ class LlamaCppOptions(BackendOptions):
     prefix_cache: bool = True
     """Keep the KV state after each prompt's system message (a method's instructions) on disk, in the cache
     directory's kv/, so that the next run loads it instead of reading it again; the same numbers either way."""
+    jump_forward: bool = False
+    """Write the text a JSON reply's grammar forces (the rest of a property name once it is opened) in one
+    step with the token before it: fewer steps, but that batch rounds differently, so a near-tied choice
+    later in the reply can go the other way (off: replies as assay's recorded numbers were made)."""
     process: Literal["child", "inline"] = "child"
     """Where the model runs: child (a separate process, so a crash in native code is reported and the run
     can be resumed) or inline (in assay's own process)."""
