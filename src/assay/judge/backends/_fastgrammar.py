@@ -31,26 +31,31 @@ Used only when the repetition penalties are neutral (the chain's penalty state w
 see a rejected token) and no Python logits processor is set; else the stock chain is built.
 
 **Jump-forward over forced text.** Much of a structured reply is text the grammar leaves no choice
-about: once a reply has opened a property name, the rest of the name is fixed (28% of the embedded
-judge's generated tokens in the docs' recorded replies, 39% of the case-aware judge's and 48% of
-DICE's: ``benchmarks/forced_tokens.py``). After each chosen token, :meth:`CheckFirstSampler.plan`
-asks a copy of the grammar which characters may come next, one at a time, for as long as exactly one
-printable ASCII character may (whitespace, the end of the reply or a second choice stops it); that
-text is tokenized, its last token dropped (the model may join it with what follows, as in ``":``),
-and the rest is handed to llama-cpp-python's generation loop as a draft (``Llama.draft_model``).
-The loop evaluates the chosen token and the forced ones in one batch — on a 2-core CPU, four tokens
-of the 1.5B judge in about the time of one and a half — and :meth:`CheckFirstSampler.sample` gives
-the forced tokens back in order without reading their logits, so the reply's text is what the
-grammar would have let the model write, tokenized as its tokenizer writes that text. A model that
-spells names in other pieces (SmolLM2 writes ``"_"`` ``"number"`` where the tokenizer has
-``"_number"``) continues from the tokenizer's pieces instead; with temperature > 0 the forced tokens
-take no draw, so a seeded reply differs from one without jumps.
+about: once a reply has opened a property name, the rest of the name and its closing quote are
+fixed, and so is the rest of an enum value once only one fits (3,609 of the 10,668 tokens the
+embedded judge generated in the docs' recorded replies spelled property names:
+``benchmarks/forced_tokens.py``). After each chosen token, :meth:`CheckFirstSampler.plan` asks the
+grammar which characters may come next, one at a time on a copy of it, for as long as exactly one
+printable ASCII character may and the reply may not end there (where llama.cpp's JSON grammar allows
+a space or a newline, that is a second choice, and the look stops); that text is tokenized, its last
+token dropped (the model may join it with what follows, as in ``":``), and the rest is handed to
+llama-cpp-python's generation loop as a draft (``Llama.draft_model``). The loop evaluates the chosen
+token and the forced ones in one batch — on a 2-core Xeon, four tokens of the 1.5B judge in about
+the time of one and a half — and :meth:`CheckFirstSampler.sample` gives the forced tokens back in
+order without reading their logits, so the reply's text is what the grammar would have let the model
+write, tokenized as its tokenizer writes that text (a model that spells a name in other pieces
+continues from the tokenizer's); with temperature > 0 the forced tokens take no draw, so a seeded
+reply differs from one without jumps. Only where every probed character is one token of its own
+(:meth:`Probe.of`) and the schema names no non-ASCII character and no ``pattern``
+(:func:`jump_safe`): an alternative that is not probed would make a text look forced.
 
-Off by default (the backend's ``jump_forward=true`` turns it on), and never where logprobs are read
-(a forced token has none): a batch of several tokens rounds differently from steps of one, and the
-1.5B judge's greedy replies follow near-ties. On two demo answers, 3 of DeCE's 11 extraction replies
-that both settings asked came out different, which changed its questions (29 calls against 26);
-``benchmarks/jump_forward.py`` measures what it saves and changes per method.
+Off by default (the backend's ``jump_forward=true`` turns it on, and is then part of the judge's
+identity in the store), and never where logprobs are read (a forced token has none; so DICE's
+analyses and soft verdicts never jump): a batch of several tokens rounds differently from steps of
+one, and the 1.5B judge's greedy replies follow near-ties. On two demo answers, 3 of the 11 DeCE
+calls that both settings asked with the same prompt got different replies, and its changed
+extractions made 29 calls against 26; ``benchmarks/jump_forward.py`` measures what it saves and
+changes per method.
 """
 
 from __future__ import annotations
@@ -207,20 +212,37 @@ MAX_JUMP = 64
 
 class Probe:
     """What :meth:`CheckFirstSampler.plan` needs of the model: a token for each printable ASCII
-    character (and tab and newline) that the tokenizer writes as one token, an end-of-generation
-    token, and the tokenizer."""
+    character, tab and newline, each written by the tokenizer as exactly that character, an
+    end-of-generation token, and the tokenizer. :meth:`of` gives None for a tokenizer that lacks one
+    of them (a SentencePiece vocabulary writes "a" as "▁a"): a character that cannot be probed could
+    be the second choice that makes a text not forced, so such a model never jumps."""
 
-    def __init__(self, llama: Any) -> None:
+    def __init__(self, llama: Any, ids: list[int], chars: list[str]) -> None:
         self.tokenize = lambda text: llama.tokenize(text.encode("utf-8"), add_bos=False, special=False)
-        self.ids: list[int] = []
-        self.chars: list[str] = []
+        self.ids, self.chars = ids, chars
+
+    @classmethod
+    def of(cls, llama: Any) -> Probe | None:
+        ids, chars = [], []
         for code in (9, 10, *range(32, 127)):
             char = chr(code)
-            tokens = self.tokenize(char)
-            if len(tokens) == 1 and llama.detokenize(tokens).decode("utf-8", "replace") == char:
-                self.ids.append(tokens[0])
-                self.chars.append(char)
-        self.ids.append(int(llama.token_eos()))  # last: allowed only where the reply may end
+            tokens = llama.tokenize(char.encode("utf-8"), add_bos=False, special=False)
+            if len(tokens) != 1 or llama.detokenize(tokens).decode("utf-8", "replace") != char:
+                return None
+            ids.append(tokens[0])
+            chars.append(char)
+        eos = int(llama.token_eos())
+        if eos < 0:
+            return None
+        return cls(llama, [*ids, eos], chars)  # the end last: allowed only where the reply may end
+
+
+def jump_safe(schema: dict[str, Any]) -> bool:
+    """Whether a schema's forced text can be found by probing ASCII characters: not where it names a
+    non-ASCII character (an enum value, a property name or a constant that differs from another only
+    there would look forced) or a ``pattern`` (its classes are not probed)."""
+    text = json.dumps(schema, ensure_ascii=False)
+    return text.isascii() and '"pattern"' not in text
 
 
 def _allowed_by(grammar: Any, tokens: list[int]) -> list[bool]:
@@ -259,21 +281,31 @@ class CheckFirstSampler:
 
         if self.probe is None or self.forced:
             return []
-        probe, text = self.probe, list[str]()
+        probe = self.probe
+        # applying a grammar to candidates changes nothing in it: the first look needs no copy (after
+        # most tokens, inside free text, it finds several characters and ends here)
+        hits = [i for i, ok in enumerate(_allowed_by(self.check.sampler, probe.ids)) if ok]
+        if len(hits) != 1 or hits[0] == len(probe.ids) - 1:
+            return []
+        text = list[str]()
         grammar = llama_cpp.llama_sampler_clone(self.check.sampler)
+        if not grammar:
+            return []
         try:
             while len(text) < MAX_JUMP:
-                hits = [i for i, ok in enumerate(_allowed_by(grammar, probe.ids)) if ok]
                 if len(hits) != 1 or hits[0] == len(probe.ids) - 1:
                     break
                 llama_cpp.llama_sampler_accept(grammar, probe.ids[hits[0]])
                 text.append(probe.chars[hits[0]])
+                hits = [i for i, ok in enumerate(_allowed_by(grammar, probe.ids)) if ok]
         finally:
             llama_cpp.llama_sampler_free(grammar)
-        tokens = probe.tokenize("".join(text))[:-1] if text else []
+        tokens = probe.tokenize("".join(text))[:-1]
         if not tokens:
             return []
         grammar = llama_cpp.llama_sampler_clone(self.check.sampler)
+        if not grammar:
+            return []
         try:  # the text was forced character by character; its tokens are checked all the same
             kept = 0
             for token in tokens:
@@ -330,7 +362,7 @@ def check_first_llama_class() -> type:
     class CheckFirstLlama(Llama):
         last_sampler: CheckFirstSampler | None = None
         jump_forward = False  # set per call by the backend (never while logprobs are read)
-        _probe: Probe | None = None
+        _probe: Probe | None = None  # found once; None again for a tokenizer that cannot be probed
 
         def _init_sampler(self, **kwargs: Any) -> Any:  # type: ignore[override]  # called with keywords only
             grammar = kwargs.get("grammar")
@@ -341,7 +373,7 @@ def check_first_llama_class() -> type:
             check = internals.LlamaSampler()
             check.add_grammar(self._model, grammar)
             if self.jump_forward and self._probe is None:
-                self._probe = Probe(self)
+                self._probe = Probe.of(self)
             self.last_sampler = CheckFirstSampler(free, full, check, greedy=kwargs.get("temp", 0.8) == 0.0,
                                                   n_vocab=self._n_vocab,
                                                   probe=self._probe if self.jump_forward else None)

@@ -48,7 +48,7 @@ from assay.core.errors import AssayError, BackendError, ConfigError
 from assay.core.types import Completion, GenerateConfig, Message, TokenLogprob, Usage
 from assay.judge.backends._base import Capabilities, JudgeBackend
 from assay.judge.backends._child import CallCancelled, ChildProcess
-from assay.judge.backends._fastgrammar import ForcedDraft, json_schema_grammar
+from assay.judge.backends._fastgrammar import ForcedDraft, json_schema_grammar, jump_safe
 from assay.judge.model import MODEL_SHA256, SMOLLM_SHA256, resolve_model, smollm_path
 
 
@@ -112,9 +112,11 @@ class LlamaCppBackend(JudgeBackend):
 
     def identity(self) -> dict[str, Any]:
         self._resolve()
-        identity = {"backend": "llamacpp", "model": self.model, "model_sha256": self._sha}
+        identity: dict[str, Any] = {"backend": "llamacpp", "model": self.model, "model_sha256": self._sha}
         if self.grammar_sampling != "check-first":  # the default is left out: keys stay stable
             identity["grammar_sampling"] = self.grammar_sampling
+        if self.jump_forward:  # its replies can differ (float rounding of a batch): never served for the default's
+            identity["jump_forward"] = True
         return identity
 
     def load(self) -> Any:
@@ -274,7 +276,7 @@ class LlamaCppBackend(JudgeBackend):
             self._reading = _LogprobReader(max(1, config.top_logprobs)) if config.logprobs else None
             # forced text in one step, only where no logprob is read (a forced token has none)
             jump = self.jump_forward and config.json_schema is not None and not config.logprobs \
-                and self.grammar_sampling == "check-first"
+                and self.grammar_sampling == "check-first" and jump_safe(config.json_schema)
             llama.last_sampler, llama.jump_forward = None, jump
             llama.draft_model = ForcedDraft(llama) if jump else None
             try:
