@@ -46,9 +46,11 @@ def run(items: list[Any], method: str, jump: bool, folder: Path, tag: str) -> di
                             judge_options={"prefix_cache": False, "jump_forward": jump}, **OPTIONS.get(method, {}))
     wall = time.perf_counter() - start
     with sqlite3.connect(path) as con:
-        rows = con.execute("SELECT key, prompt_tokens, completion_tokens, latency_s, completion FROM judge_calls "
+        rows = con.execute("SELECT request, prompt_tokens, completion_tokens, latency_s, completion FROM judge_calls "
                            "WHERE backend NOT LIKE 'scripted%'").fetchall()
-    texts = {key: json.loads(completion).get("text") for key, _, _, _, completion in rows}
+    # by messages and settings, not by key: the option is part of the judge's identity in the key
+    texts = {json.dumps({k: v for k, v in json.loads(request).items() if k != "judge"}, sort_keys=True):
+             json.loads(completion).get("text") for request, _, _, _, completion in rows}
     records = result.records()
     field = SCORES.get(method)
     scores = {(r["id"], r.get("system")): r.get(field) for r in records} if field else {}
