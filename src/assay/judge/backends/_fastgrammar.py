@@ -281,42 +281,28 @@ class CheckFirstSampler:
 
         if self.probe is None or self.forced:
             return []
-        probe = self.probe
-        # applying a grammar to candidates changes nothing in it: the first look needs no copy (after
-        # most tokens, inside free text, it finds several characters and ends here)
-        hits = [i for i, ok in enumerate(_allowed_by(self.check.sampler, probe.ids)) if ok]
-        if len(hits) != 1 or hits[0] == len(probe.ids) - 1:
-            return []
-        text = list[str]()
-        grammar = llama_cpp.llama_sampler_clone(self.check.sampler)
-        if not grammar:
-            return []
+        probe, end = self.probe, len(self.probe.ids) - 1
+        # applying a grammar to candidates changes nothing in it, accepting does: the grammar is copied
+        # only once a character is forced (after most tokens, inside free text, several are allowed)
+        grammar, copy, text = self.check.sampler, None, list[str]()
         try:
             while len(text) < MAX_JUMP:
-                if len(hits) != 1 or hits[0] == len(probe.ids) - 1:
+                hits = [i for i, ok in enumerate(_allowed_by(grammar, probe.ids)) if ok]
+                if len(hits) != 1 or hits[0] == end:
                     break
+                if copy is None:
+                    copy = grammar = llama_cpp.llama_sampler_clone(self.check.sampler)
+                    if not copy:
+                        return []
                 llama_cpp.llama_sampler_accept(grammar, probe.ids[hits[0]])
                 text.append(probe.chars[hits[0]])
-                hits = [i for i, ok in enumerate(_allowed_by(grammar, probe.ids)) if ok]
         finally:
-            llama_cpp.llama_sampler_free(grammar)
-        tokens = probe.tokenize("".join(text))[:-1]
-        if not tokens:
-            return []
-        grammar = llama_cpp.llama_sampler_clone(self.check.sampler)
-        if not grammar:
-            return []
-        try:  # the text was forced character by character; its tokens are checked all the same
-            kept = 0
-            for token in tokens:
-                if not _allowed_by(grammar, [token])[0]:
-                    break
-                llama_cpp.llama_sampler_accept(grammar, token)
-                kept += 1
-        finally:
-            llama_cpp.llama_sampler_free(grammar)
-        self.forced.extend(tokens[:kept])
-        return tokens[:kept]
+            if copy:
+                llama_cpp.llama_sampler_free(copy)
+        # the grammar took these characters one after another, so it takes the tokens that spell them
+        tokens = probe.tokenize("".join(text))[:-1] if text else []
+        self.forced.extend(tokens)
+        return tokens
 
     def _choose(self, ctx: Any, idx: int) -> int | None:
         """The first choice, before the full-vocabulary fallback; accepted by nothing yet."""
