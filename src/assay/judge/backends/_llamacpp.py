@@ -49,7 +49,7 @@ from assay.core.types import Completion, GenerateConfig, Message, TokenLogprob, 
 from assay.judge.backends._base import Capabilities, JudgeBackend
 from assay.judge.backends._child import CallCancelled, ChildProcess
 from assay.judge.backends._fastgrammar import ForcedDraft, json_schema_grammar, jump_safe
-from assay.judge.model import MODEL_SHA256, SMOLLM_SHA256, resolve_model, smollm_path
+from assay.judge.model import MODEL_SHA256, resolve_model, smollm_model
 
 
 class LlamaCppBackend(JudgeBackend):
@@ -103,7 +103,7 @@ class LlamaCppBackend(JudgeBackend):
             if self.model == "default":
                 self._path, self._sha = resolve_model(self._explicit_path).path, MODEL_SHA256
             elif self.model == "smollm2":
-                self._path, self._sha = smollm_path(), SMOLLM_SHA256
+                self._path, self._sha = smollm_model()
             else:
                 path = check_model_name(self.model, self._explicit_path)
                 self._path = path
