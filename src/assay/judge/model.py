@@ -14,14 +14,18 @@ A file whose sha256 is not the published one is refused.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
+import io
 import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from assay.core.errors import ModelError
 
@@ -205,8 +209,9 @@ def smollm_model() -> tuple[Path, str]:
     try:
         data = json.loads(stamp.read_text())
         st = target.stat()
-        if (data.get("source_sha256") == SMOLLM_SHA256 and data.get("size") == st.st_size
-                and data.get("mtime_ns") == st.st_mtime_ns and isinstance(data.get("sha256"), str)):
+        if (data.get("source_sha256") == SMOLLM_SHA256 and data.get("quantization") == "Q8_0"
+                and data.get("size") == st.st_size and data.get("mtime_ns") == st.st_mtime_ns
+                and data.get("inode") == st.st_ino and isinstance(data.get("sha256"), str)):
             return target, data["sha256"]
     except (OSError, ValueError):
         pass
@@ -222,31 +227,51 @@ def smollm_model() -> tuple[Path, str]:
     params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0
     params.allow_requantize = True
     params.nthread = 2
-    log = tempfile.TemporaryFile()
-    saved = os.dup(2)
-    try:  # llama.cpp writes a line per tensor to the process's stderr: kept, shown only on failure
-        sys.stderr.flush()
-        os.dup2(log.fileno(), 2)
-        status = llama_cpp.llama_model_quantize(str(source).encode(), str(tmp).encode(), ctypes.byref(params))
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-    if status != 0 or not tmp.is_file():
-        tmp.unlink(missing_ok=True)
-        log.seek(0)
-        last = log.read().decode(errors="replace").strip().splitlines()[-1:] or [""]
-        raise ModelError(f"could not requantize SmolLM2 {source} to Q8_0 in {target.parent} "
-                         f"(llama.cpp status {status}: {last[0][:200]})")
-    log.close()
-    digest = sha256_of(tmp)
-    os.replace(tmp, target)  # two processes making it at once write the same bytes; the last rename wins
-    st = target.stat()
     try:
-        stamp.write_text(json.dumps({"sha256": digest, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-                                     "source_sha256": SMOLLM_SHA256, "quantization": "Q8_0"}))
+        with tempfile.TemporaryFile() as log:
+            # llama.cpp logs a line per tensor, through llama-cpp-python's callback (Python's
+            # sys.stderr) and on the process's stderr: both kept aside, shown only on a failure
+            status = _quietly(log, lambda: llama_cpp.llama_model_quantize(
+                str(source).encode(), str(tmp).encode(), ctypes.byref(params)))
+            if status != 0 or not tmp.is_file():
+                log.seek(0)
+                last = log.read().decode(errors="replace").strip().splitlines()[-1:] or [""]
+                raise ModelError(f"could not requantize SmolLM2 {source} to Q8_0 in {target.parent} "
+                                 f"(llama.cpp status {status}: {last[0][:200]})")
+        digest = sha256_of(tmp)
+        st = tmp.stat()  # a rename keeps the inode, size and mtime: the stamp names these bytes
+        os.replace(tmp, target)  # processes making it at once write the same bytes; the last rename wins
+    finally:
+        tmp.unlink(missing_ok=True)  # an interrupted or failed run leaves no partial file
+    record = stamp.with_name(f"{stamp.name}.{os.getpid()}.partial")
+    try:  # the stamp too is replaced in one step: another process never reads half of it
+        record.write_text(json.dumps({"sha256": digest, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+                                      "inode": st.st_ino, "source_sha256": SMOLLM_SHA256,
+                                      "quantization": "Q8_0"}))
+        os.replace(record, stamp)
     except OSError:
-        pass  # a read-only stamp: made again next time
+        record.unlink(missing_ok=True)  # a read-only folder: made again next time
     return target, digest
+
+
+def _quietly(log: IO[bytes], call: Callable[[], int]) -> int:
+    """``call()`` with Python's ``sys.stderr`` and the process's stderr (fd 2) written to ``log``."""
+    text = io.TextIOWrapper(log, encoding="utf-8", errors="replace", write_through=True)
+    try:
+        saved = os.dup(2)
+    except OSError:  # no stderr to keep quiet
+        saved = None
+    try:
+        sys.stderr.flush()
+        if saved is not None:
+            os.dup2(log.fileno(), 2)
+        with contextlib.redirect_stderr(text):
+            return call()
+    finally:
+        if saved is not None:
+            os.dup2(saved, 2)
+            os.close(saved)
+        text.detach()  # the caller's file stays open
 
 
 def smollm_path() -> Path:

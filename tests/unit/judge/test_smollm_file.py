@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from assay.core.errors import ModelError
 from assay.judge.backends._llamacpp import LlamaCppBackend
 from assay.judge.model import SMOLLM_FILENAME, sha256_of, smollm_model, smollm_source
 
@@ -28,3 +29,17 @@ def test_smollm2_is_made_once_from_the_package_file_and_again_when_touched(
     assert again == path and sha_again == sha == sha256_of(path)  # the same bytes, made again
     assert sorted(p.name for p in (tmp_path / "models").iterdir()) == [
         SMOLLM_FILENAME, SMOLLM_FILENAME + ".verified.json"]  # no partial file left behind
+
+
+def test_a_source_llama_cpp_cannot_read_is_one_error_and_leaves_no_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import assay.judge.model as model
+
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + b"\0" * 64)
+    monkeypatch.setenv("ASSAY_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(model, "smollm_source", lambda: broken)
+    with pytest.raises(ModelError, match=r"could not requantize SmolLM2 .*broken\.gguf to Q8_0") as failed:
+        smollm_model()
+    assert "\n" not in str(failed.value)
+    assert list((tmp_path / "cache" / "models").iterdir()) == []  # no partial file, no stamp
