@@ -56,9 +56,16 @@ def _scored_or_says_why(row: dict) -> bool:
 
 def test_dece_direct_gives_every_criterion_and_element_a_probability(tmp_path: Path) -> None:
     """Two criteria and two elements: each verdict is its own call, so two of each show that every
-    one gets its probability."""
+    one gets its probability. The criteria come from a criteria file (as an expert's edited ones do):
+    SmolLM2's own criteria for this answer are a loop of digits to its token limit on the portable
+    build, unparseable three times, so the item would be partial and no verdict asked; extraction by
+    a real model is the soft-verdict tests' (test_soft_verdicts_embedded.py) and the server's."""
     _one_answer(tmp_path)
-    proc = _run(tmp_path, "eval", "dece", "items.jsonl", "--verdicts", "direct", "--max-criteria", "2",
+    (tmp_path / "criteria.jsonl").write_text(json.dumps({
+        "id": "legal-sol-ny", "criteria": ["A negligence claim must be filed within three years of the injury.",
+                                           "A claim against a municipality needs a notice of claim within 90 days."],
+        "original": None}) + "\n")
+    proc = _run(tmp_path, "eval", "dece", "items.jsonl", "--verdicts", "direct", "--criteria", "criteria.jsonl",
                 "--max-elements", "2", *JUDGE, "--store", "d.db", "--no-progress")
     assert proc.returncode == 0, proc.stderr
     (row,) = _export(tmp_path, "d.db")
