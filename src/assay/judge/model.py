@@ -243,14 +243,15 @@ def smollm_model() -> tuple[Path, str]:
         os.replace(tmp, target)  # processes making it at once write the same bytes; the last rename wins
     finally:
         tmp.unlink(missing_ok=True)  # an interrupted or failed run leaves no partial file
-    record = stamp.with_name(f"{stamp.name}.{os.getpid()}.partial")
+    from assay.core._files import atomic_write_text
+    from assay.core.errors import ConfigError
+
     try:  # the stamp too is replaced in one step: another process never reads half of it
-        record.write_text(json.dumps({"sha256": digest, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
-                                      "inode": st.st_ino, "source_sha256": SMOLLM_SHA256,
-                                      "quantization": "Q8_0"}))
-        os.replace(record, stamp)
-    except OSError:
-        record.unlink(missing_ok=True)  # a read-only folder: made again next time
+        atomic_write_text(stamp, json.dumps({"sha256": digest, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+                                             "inode": st.st_ino, "source_sha256": SMOLLM_SHA256,
+                                             "quantization": "Q8_0"}))
+    except (ConfigError, OSError):
+        pass  # a read-only folder: made again next time
     return target, digest
 
 
