@@ -1,6 +1,7 @@
 """The embedded judge runs in a child process: a crash in native code ends the run with exit 4 and
 one line, the store intact and resumable; `assay doctor` proves the model runs here; the installed
-llama.cpp holds no AMX instruction. Real executable, real model (SmolLM2 for speed)."""
+llama.cpp holds no AMX instruction; a user's script without a main guard (or read from stdin) starts the
+judge's child process. Real executable, real model (SmolLM2 for speed)."""
 
 from __future__ import annotations
 
@@ -114,3 +115,27 @@ def test_the_installed_llama_cpp_holds_no_amx_instruction() -> None:
                               check=True).stdout
         found = [m for m in mnemonics if f"\t{m}" in text or f" {m} " in text]
         assert not found, f"{library.name} contains AMX instructions: {found}"
+
+
+SCRIPT = """import assay
+from assay.judge.backends import get_backend
+
+items = [assay.Item(id="q1", query="How long is the notice period?", response="Thirty days.",
+                    reference="The tenant gives thirty days of written notice.")]
+judge = get_backend("llamacpp/smollm2", n_ctx=1024)
+result = assay.evaluate(items, "claims", judge, verdicts="direct")
+print("status:", result.records()[0]["status"])
+"""
+
+
+@pytest.mark.parametrize("how", ["file", "stdin"])
+def test_a_script_without_a_main_guard_runs_the_embedded_judge(tmp_path: Path, how: str) -> None:
+    # the judge's child process is spawned: it must not run the user's script again (it did, and died
+    # with exit status 1 before loading the model), nor look for a script read from stdin
+    script = tmp_path / "score.py"
+    script.write_text(SCRIPT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")} | {"ASSAY_PROGRESS": "0"}
+    args, stdin = ([sys.executable, str(script)], None) if how == "file" else ([sys.executable, "-"], SCRIPT)
+    done = subprocess.run(args, input=stdin, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "status: scored", done.stdout + done.stderr

@@ -15,10 +15,14 @@ a new one.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import signal
+import sys
 import threading
 import time
+import types
+from collections.abc import Iterator
 from typing import Any
 
 from assay.core.errors import AssayError, BackendError, JudgeCrashed
@@ -42,6 +46,26 @@ def signal_text(exitcode: int | None) -> str:
         described = signal.strsignal(number) or name
         return f"signal {number}, {described.lower()}"
     return f"exit status {exitcode}"
+
+
+@contextlib.contextmanager
+def _main_hidden() -> Iterator[None]:
+    """Start a spawned child without the parent's main module. Spawn runs the parent's main script
+    again in the child (as ``__mp_main__``) unless its ``__main__`` names neither a file nor a module:
+    a user's script that calls ``assay.evaluate`` without an ``if __name__ == "__main__":`` guard
+    would start its evaluation again there, and the child died (exit status 1) before it loaded the
+    model; a script read from stdin could not be found at all. The child needs nothing from it: its
+    target is assay's own function and its options are plain values. ``start()`` writes what the
+    child needs before it returns, so the stand-in is seen only by that."""
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is None:
+            del sys.modules["__main__"]
+        else:
+            sys.modules["__main__"] = main
 
 
 class CallCancelled(Exception):
@@ -69,7 +93,8 @@ class ChildProcess:
         self._cancel = self._context.Event()
         process = self._context.Process(target=self.target, args=(child, self._cancel, self.options),
                                         name=f"assay-{self.name}", daemon=True)
-        process.start()
+        with _main_hidden():
+            process.start()
         child.close()
         self._process, self._conn = process, parent
 
