@@ -1,6 +1,9 @@
-"""DICE on the real embedded model: with --verdicts analysis both stages run and the decision's label
-probabilities come from real logprobs (the Qwen tokenizer splits "Tie"); the installed `assay pairwise`
-command runs at its default, which on this judge (label probabilities) is the direct decision."""
+"""DICE on a real model in llama.cpp: with --verdicts analysis both stages run and the decision's label
+probabilities come from real logprobs ("Tie" is two tokens in both SmolLM2's and the 1.5B judge's
+tokenizer, so its probability comes through its first token); the installed `assay pairwise` command
+runs at its default, which on a judge with label probabilities is the direct decision. SmolLM2-135M:
+the model's quality is not what is tested (the 1.5B judge took 15-22 s for the first test, SmolLM2 6 s,
+and gave "Tie" some probability where the 1.5B gave it none)."""
 
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ QUIET = RunnerConfig(progress=False)
 
 def test_a_pair_on_the_embedded_judge_gets_logprob_probabilities() -> None:
     answers = [i for i in read_jsonl(examples_path()) if i.id == "med-amox-dose" and i.system in ("good", "omission")]
-    judge = LlamaCppBackend("default", n_ctx=4096, logits_all=True)
+    judge = LlamaCppBackend("smollm2", n_ctx=4096, logits_all=True)
     row = assay.evaluate(answers, "dice", judge, runner=QUIET, domain="medical", max_analysis_chars=80,
                          swap=False, verdicts="analysis").records()[0]  # one order: the test's time
     print({k: row.get(k) for k in ("system_a", "system_b", "p_a", "p_b", "p_tie", "margin", "decision", "verdict",
