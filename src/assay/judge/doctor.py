@@ -210,6 +210,28 @@ def speed_file(model: str) -> Path:
     return cache_dir() / f"speed-{model.replace('/', '_')}.json"
 
 
+def speed_basis(model: str) -> dict[str, str]:
+    """What a speed measured for ``model`` holds for, known without loading or hashing anything: the
+    file assay reads for that name (the embedded judge's sha256, the name of the file SmolLM2 is made
+    into, or the path given) and the installed llama.cpp CPU library (its size and modification
+    time: installing another build replaces it). A record of another basis — an earlier SmolLM2 file,
+    the other build — is not this machine's speed for the judge that would run, and is not used."""
+    import importlib.util
+
+    from assay.judge.model import MODEL_SHA256, SMOLLM_FILENAME
+
+    basis = {"model_file": {"default": MODEL_SHA256, "smollm2": SMOLLM_FILENAME}.get(model, model)}
+    try:
+        spec = importlib.util.find_spec("llama_cpp")  # where it is, without importing it
+        origin = spec.origin if spec is not None else None
+        library = Path(origin).parent / "lib" / "libggml-cpu.so" if origin else None
+        info = library.stat() if library is not None else None
+    except (ImportError, OSError, ValueError):
+        info = None
+    basis["llama_cpp_cpu_library"] = f"{info.st_size}:{info.st_mtime_ns}" if info is not None else "none"
+    return basis
+
+
 def record_speed(model: str, check: SelfCheck) -> None:
     """Keep this machine's measured speed for ``--dry-run``'s estimates (the cache folder; a failure
     to write is not an error: the estimate then says the speed was not measured)."""
@@ -220,7 +242,8 @@ def record_speed(model: str, check: SelfCheck) -> None:
     record = {"model": model, "prompt_tokens_per_s": round(check.tokens_per_s, 2),
               "generated_tokens_per_s": round(check.generated_per_s, 2), "cpu": cpu_model(),
               "llama_cpp": LLAMA_CPP_VERSION, "measured_at": time.time(),
-              "cpu_busy_before": None if check.busy_before is None else round(check.busy_before, 3)}
+              "cpu_busy_before": None if check.busy_before is None else round(check.busy_before, 3),
+              "basis": speed_basis(model)}
     try:
         path = speed_file(model)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -238,6 +261,8 @@ def measured_speed(model: str) -> tuple[float, float, str] | None:
         record = json.loads(speed_file(model).read_text(encoding="utf-8"))
         prompt, generated = float(record["prompt_tokens_per_s"]), float(record["generated_tokens_per_s"])
     except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if record.get("basis") != speed_basis(model):  # another model file or llama.cpp build: not this one's speed
         return None
     if not (math.isfinite(prompt) and math.isfinite(generated) and prompt > 0 and generated > 0):
         return None

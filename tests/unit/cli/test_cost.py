@@ -84,6 +84,34 @@ def test_the_dry_run_of_the_embedded_judge_gives_the_time_with_its_instructions_
     assert off.returncode == 0 and "earlier run" not in line_of(off.stdout, "dry run:"), off.stdout + off.stderr
 
 
+@pytest.mark.parametrize("basis", ["same", "earlier file", "none"])
+def test_the_dry_run_uses_a_measured_speed_only_for_the_file_and_build_it_was_measured_with(
+        tmp_path: Path, basis: str) -> None:
+    """`assay doctor` keeps the speed it measured per judge name; a record made with another model file
+    (SmolLM2 was loaded as Q4_1 before) or another llama.cpp build, or by a version that did not say,
+    is not this judge's speed, and the estimate says it assumed one instead."""
+    from assay.judge import doctor
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    record: dict[str, Any] = {"model": "smollm2", "prompt_tokens_per_s": 1234.0, "generated_tokens_per_s": 321.0,
+                              "cpu": "Test CPU"}
+    if basis != "none":
+        record["basis"] = {**doctor.speed_basis("smollm2")}
+    if basis == "earlier file":
+        record["basis"]["model_file"] = "smollm2-135m-instruct-q4_1.gguf"
+    (cache / "speed-smollm2.json").write_text(json.dumps(record))
+    write_jsonl(tmp_path / "items.jsonl", [ITEM])
+    proc = run("eval", "dece", "items.jsonl", "--judge", "llamacpp/smollm2", "--verdicts", "direct", "--dry-run",
+               cwd=tmp_path, env={"ASSAY_CACHE_DIR": str(cache)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    line = line_of(proc.stdout, "dry run:")
+    if basis == "same":
+        assert "at 1234 prompt and 321 generated tokens/s, measured here by assay doctor (Test CPU)" in line
+    else:
+        assert "1234" not in line and "the slowest 2-core CPU we measured; `assay doctor` times this machine" in line
+
+
 def test_the_dry_run_of_short_prompts_caches_nothing_and_a_given_cached_price_is_used(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "items.jsonl", [ITEM])
     proc = run("eval", "dece", "items.jsonl", "--judge", "openai/m@http://127.0.0.1:9/v1", "--dry-run",
