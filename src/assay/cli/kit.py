@@ -611,16 +611,35 @@ def settle_for_judge(method: str, options: dict[str, Any], judge: str) -> dict[s
     return {**options, "verdicts": verdicts} if verdicts else options
 
 
-def embedded_seconds(est: Any, judge: str) -> tuple[float, str]:
-    """How long a local judge takes for ``est``, and at what speed (measured here, or assumed)."""
-    from assay.judge.doctor import measured_speed
+def embedded_seconds(est: Any, judge: str) -> tuple[float, str] | None:
+    """How long a local judge takes for ``est``, and at what speed: measured here by `assay doctor`
+    (for this model file and llama.cpp build), else, for the embedded judge, the slowest machine's
+    speed; None for another model never measured here (no speed of ours holds for it: SmolLM2 reads
+    prompts 15-20x faster than the embedded judge)."""
+    from assay.judge.doctor import measured_speed, stale_speed
 
     model = judge.split("/", 1)[1].split("@", 1)[0] if "/" in judge else "default"
+    model = model or "default"
     measured = measured_speed(model)
+    if measured is None and model != "default":
+        return None
+    stale = " (its last measurement here was of another model file or llama.cpp build)" if stale_speed(model) else ""
     prompt_tps, generated_tps, source = measured or (
-        *EMBEDDED_SPEED, "the slowest 2-core CPU we measured; `assay doctor` times this machine")
+        *EMBEDDED_SPEED, f"the slowest 2-core CPU we measured; `assay doctor` times this machine{stale}")
     seconds = est.read_tokens / prompt_tps + est.completion_tokens / generated_tps + est.calls * CALL_OVERHEAD_S
     return seconds, f"{prompt_tps:.0f} prompt and {generated_tps:.0f} generated tokens/s, {source}"
+
+
+def counted_units(items: list, method: str, options: dict[str, Any]) -> int:
+    """What the run's summary will count as its items: its units where they are all known before it
+    starts (a pairwise run's pairs, not the two answers of each), else the items read."""
+    from assay.core.method import Method
+    from assay.core.registry import build_method
+
+    built = build_method(method, **options)
+    if type(built).next_units is not Method.next_units:  # a scheduler (a tournament's rounds): not known yet
+        return len(items)
+    return len(built.units(items))
 
 
 def dry_run(items: list, method: str, options: dict[str, Any], price_in: float | None, price_out: float | None,
@@ -630,13 +649,16 @@ def dry_run(items: list, method: str, options: dict[str, Any], price_in: float |
         check_judge(judge)
     options = settle_for_judge(method, options, judge)
     est = estimate(items, method, **options)
-    line = (f"dry run: {len(items)} item(s) → ≈{est.calls} judge calls, ≈{est.prompt_tokens} prompt + "
+    counted = counted_units(items, method, options)
+    line = (f"dry run: {counted} item(s) → ≈{est.calls} judge calls, ≈{est.prompt_tokens} prompt + "
             f"≈{est.completion_tokens} completion tokens")
     if est.calls == 0:
-        console.print(f"dry run: {len(items)} item(s) → no judge call (this method needs no judge)", soft_wrap=True)
+        console.print(f"dry run: {counted} item(s) → no judge call (this method needs no judge)", soft_wrap=True)
         return
     if options.get("verdicts"):
         line += f", {options['verdicts']} verdicts"
+    if est.assumes:
+        line += f", assuming {est.assumes}"
     given = given_price(price_in, price_cached, price_out)
     known = list_price(judge)
     if given is not None or known is not None:
@@ -659,20 +681,28 @@ def dry_run(items: list, method: str, options: dict[str, Any], price_in: float |
         else:
             line += "; no prompt cache assumed for this judge"
     elif judge.startswith("llamacpp/"):
-        seconds, speed = embedded_seconds(est, judge)
-        shown = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
-        line += (f" → no cost (a local judge); ≈{shown} reading ≈{est.read_tokens} new prompt tokens "
-                 f"(calls of one answer share their start) at {speed}")
-        from assay.judge.backends._registry import parse_judge_options
+        timed = embedded_seconds(est, judge)
+        if timed is None:
+            model = judge.split("/", 1)[1].split("@", 1)[0]
+            line += (f" → no cost (a local judge); ≈{est.read_tokens} new prompt tokens to read (calls of one answer "
+                     f"share their start); time not estimated: no speed of this model was measured here "
+                     f"(`assay doctor --model {model}` measures it)")
+        else:
+            seconds, speed = timed
+            shown = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+            line += (f" → no cost (a local judge); ≈{shown} reading ≈{est.read_tokens} new prompt tokens "
+                     f"(calls of one answer share their start) at {speed}")
+            from assay.judge.backends._registry import parse_judge_options
 
-        # typed as the run reads them ("off", "no", "0" ... are False): with the store off no later run loads anything
-        kept_off = parse_judge_options(judge, judge_options).get("prefix_cache") is False
-        if est.instruction_tokens and not kept_off:
-            kept = est.model_copy(update={"evaluated_tokens": est.read_tokens - est.instruction_tokens})
-            later, _ = embedded_seconds(kept, judge)
-            line += (f"; ≈{later:.0f} s " if later < 120 else f"; ≈{later / 60:.1f} min ") + \
-                (f"where an earlier run on this machine kept the ≈{est.instruction_tokens} tokens of instructions "
-                 "(the embedded judge keeps them on disk unless --judge-opt prefix_cache=false)")
+            # typed as the run reads them ("off", "no", "0" ... are False): with the store off no later run loads
+            # anything
+            kept_off = parse_judge_options(judge, judge_options).get("prefix_cache") is False
+            if est.instruction_tokens and not kept_off:
+                kept = est.model_copy(update={"evaluated_tokens": est.read_tokens - est.instruction_tokens})
+                later, _ = embedded_seconds(kept, judge) or (seconds, speed)
+                line += (f"; ≈{later:.0f} s " if later < 120 else f"; ≈{later / 60:.1f} min ") + \
+                    (f"where an earlier run on this machine kept the ≈{est.instruction_tokens} tokens of "
+                     "instructions (the embedded judge keeps them on disk unless --judge-opt prefix_cache=false)")
     else:
         line += (" → no price known for this judge: give --price-in, --price-out and, where the provider "
                  "bills a repeated prompt start less, --price-cached (USD per 1M tokens)")

@@ -79,6 +79,9 @@ class CallEstimate(BaseModel):
     """Prompt tokens OpenAI's automatic prompt cache would bill as cached (:func:`openai_cached`
     of each call's start shared with recent calls). None: the estimate does not say which calls
     share a start (counted as none)."""
+    assumes: str | None = None
+    """What the estimate assumes that only the judge decides (DeCE: how many criteria and elements
+    it extracts), shown beside the figures. None: nothing of the kind."""
 
     def __add__(self, other: CallEstimate) -> CallEstimate:
         evaluated = (None if self.evaluated_tokens is None and other.evaluated_tokens is None else
@@ -90,7 +93,8 @@ class CallEstimate(BaseModel):
         return CallEstimate(calls=self.calls + other.calls,
                             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
                             completion_tokens=self.completion_tokens + other.completion_tokens,
-                            evaluated_tokens=evaluated, cached_tokens=cached, instruction_tokens=instructions)
+                            evaluated_tokens=evaluated, cached_tokens=cached, instruction_tokens=instructions,
+                            assumes=self.assumes or other.assumes)
 
     @property
     def read_tokens(self) -> int:

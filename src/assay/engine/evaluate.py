@@ -331,6 +331,34 @@ class Outcome:
         return result
 
 
+def checked_call_arguments(judge: Any, runner: Any, store: Any) -> RunnerConfig | None:
+    """The judge (None: only for a method that asks none), runner and store of a call from code,
+    checked before anything runs: one
+    :class:`ConfigError` naming the argument (a number as the judge failed deep in the judge
+    registry, a dict as the runner in the call runner, and an int as the store made a file named
+    after it). A runner given as a dict of its fields is read as a :class:`RunnerConfig`."""
+    from pydantic import ValidationError
+
+    if judge is not None and not isinstance(judge, str | JudgeBackend):
+        raise ConfigError(f"judge must be a judge's name such as 'llamacpp/default' or 'openai/gpt-4o-mini', or a "
+                          f"JudgeBackend object, not {type(judge).__name__}")
+    if store is not None and not isinstance(store, str | Path | Store):
+        raise ConfigError(f"store must be a path (str or pathlib.Path) or an assay Store, not {type(store).__name__}")
+    if runner is None or isinstance(runner, RunnerConfig):
+        return runner
+    if not isinstance(runner, dict):
+        raise ConfigError("runner must be an assay.RunnerConfig (or a dict of its fields), not "
+                          f"{type(runner).__name__}")
+    try:
+        return RunnerConfig.model_validate(runner)
+    except ValidationError as exc:
+        fields = ", ".join(RunnerConfig.model_fields)
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'runner'}: "
+                             + (f"no such field (its fields: {fields})" if e["type"] == "extra_forbidden" else e["msg"])
+                             for e in exc.errors())
+        raise ConfigError(f"runner: {problems}") from None
+
+
 async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method,
                     judge: str | JudgeBackend = "llamacpp/default", *, store: Store | str | Path | None = None,
                     runner: RunnerConfig | None = None, resume: bool = True, fresh: bool = False,
@@ -363,11 +391,15 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
         raise ConfigError(f"workers must be at least 1, got {workers}")
     if units_in_flight is not None and units_in_flight < 1:
         raise ConfigError(f"units_in_flight must be at least 1, got {units_in_flight}")
+    runner = checked_call_arguments(judge, runner, store)
     item_list = [i if isinstance(i, Item) else Item.model_validate(i) for i in items]
     method_obj = method if isinstance(method, Method) else build_method(method, **method_options)
     item_list = prepare(item_list, method_obj, guard=guard, data_source=data_source)
     if not method_obj.needs_judge:
         judge = NoJudge()
+    elif judge is None:
+        raise ConfigError(f"{method_obj.name} asks a judge: give one, such as 'llamacpp/default' or "
+                          "'openai/gpt-4o-mini'")
     ray = {"workers": workers, "address": ray_address, "judge": judge, "judge_options": judge_options or {}} \
         if executor == "ray" else None
     run = Run("evaluate", method_obj.name, store=store if store is not None else ":memory:", judge=judge,

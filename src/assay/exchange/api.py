@@ -142,6 +142,9 @@ async def aevaluate(data: Any, method: str | Any = "dece", judge: Any = "llamacp
     """The async twin of :func:`evaluate`, for code (a notebook) that already runs an event loop."""
     steps = {"export": export, "alignment": alignment, "otel": otel, "phoenix": phoenix, "gate": gate}
     if methods is not None:
+        if isinstance(methods, str):
+            raise ConfigError(f"methods must be a list of method names, not the string {methods!r} (one method: "
+                              f"method={methods!r})")
         if not methods or not all(isinstance(m, str) for m in methods):
             raise ConfigError("methods must be a non-empty list of method names")
         if len(set(methods)) != len(methods):

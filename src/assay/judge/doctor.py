@@ -273,6 +273,18 @@ def measured_speed(model: str) -> tuple[float, float, str] | None:
     return prompt, generated, where
 
 
+def stale_speed(model: str) -> bool:
+    """Whether `assay doctor` left a speed for ``model`` here that holds for another model file or
+    llama.cpp build (or does not say which: made by an earlier assay)."""
+    import json
+
+    try:
+        record = json.loads(speed_file(model).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return not isinstance(record, dict) or record.get("basis") != speed_basis(model)
+
+
 def crash_advice(check: SelfCheck, flags: set[str] | None) -> str:
     """One line: what happened and the command that rebuilds llama.cpp so that it runs here."""
     missing = [f for f in REQUIRED_FLAGS if flags is not None and f not in flags]

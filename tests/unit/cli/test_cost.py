@@ -60,7 +60,8 @@ def test_the_dry_run_prices_a_long_shared_start_as_cached(tmp_path: Path) -> Non
     full, cached = price.cost(est.prompt_tokens, est.completion_tokens), \
         price.cost(est.prompt_tokens, est.completion_tokens, est.cached_tokens)
     assert cached < full
-    assert (f"≈{est.prompt_tokens} prompt + ≈{est.completion_tokens} completion tokens, direct verdicts → "
+    assert (f"≈{est.prompt_tokens} prompt + ≈{est.completion_tokens} completion tokens, direct verdicts, assuming 4 "
+            "criteria and 4 elements an answer (the judge's extraction decides; calls and tokens grow with them) → "
             f"≈${full:.4f} at openai/gpt-4o-mini's list price ($0.15/1M in, $0.075/1M cached in, $0.6/1M out); "
             f"≈${cached:.4f} with ≈{est.cached_tokens} prompt tokens billed as cached (OpenAI's rule assumed: of "
             "a prompt of ≥1,024 tokens, the start it shares with a recent call, in 128-token steps)") in line
@@ -68,9 +69,10 @@ def test_the_dry_run_prices_a_long_shared_start_as_cached(tmp_path: Path) -> Non
 
 def test_the_dry_run_of_the_embedded_judge_gives_the_time_with_its_instructions_kept(tmp_path: Path) -> None:
     """A local judge: the time of a machine's first run, and of a later one that loads the
-    instructions the first kept (SmolLM2's file ships with the dev install; nothing is loaded)."""
+    instructions the first kept (nothing is loaded; with no speed measured here, the embedded judge's
+    on the slowest machine)."""
     write_jsonl(tmp_path / "items.jsonl", [ITEM])
-    proc = run("eval", "dece", "items.jsonl", "--judge", "llamacpp/smollm2", "--verdicts", "direct", "--dry-run",
+    proc = run("eval", "dece", "items.jsonl", "--judge", "llamacpp/default", "--verdicts", "direct", "--dry-run",
                cwd=tmp_path, env={"ASSAY_CACHE_DIR": str(tmp_path / "cache")})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     line = line_of(proc.stdout, "dry run:")
@@ -78,38 +80,69 @@ def test_the_dry_run_of_the_embedded_judge_gives_the_time_with_its_instructions_
     assert f"reading ≈{est.read_tokens} new prompt tokens" in line
     assert (f"where an earlier run on this machine kept the ≈{est.instruction_tokens} tokens of instructions "
             "(the embedded judge keeps them on disk unless --judge-opt prefix_cache=false)") in line
+    assert "at 20 prompt and 5 generated tokens/s, the slowest 2-core CPU we measured" in line
     assert not (tmp_path / "cache").exists()  # a dry run keeps nothing
-    off = run("eval", "dece", "items.jsonl", "--judge", "llamacpp/smollm2", "--verdicts", "direct", "--dry-run",
+    off = run("eval", "dece", "items.jsonl", "--judge", "llamacpp/default", "--verdicts", "direct", "--dry-run",
               "--judge-opt", "prefix_cache=false", cwd=tmp_path)
     assert off.returncode == 0 and "earlier run" not in line_of(off.stdout, "dry run:"), off.stdout + off.stderr
 
 
-@pytest.mark.parametrize("basis", ["same", "earlier file", "none"])
+@pytest.mark.parametrize("model", ["smollm2", "default"])
+@pytest.mark.parametrize("basis", ["same", "earlier file", "none", "no record"])
 def test_the_dry_run_uses_a_measured_speed_only_for_the_file_and_build_it_was_measured_with(
-        tmp_path: Path, basis: str) -> None:
+        tmp_path: Path, basis: str, model: str) -> None:
     """`assay doctor` keeps the speed it measured per judge name; a record made with another model file
     (SmolLM2 was loaded as Q4_1 before) or another llama.cpp build, or by a version that did not say,
-    is not this judge's speed, and the estimate says it assumed one instead."""
+    is not this judge's speed. The embedded judge then gets the slowest machine's speed, said to be
+    that; another model (15-20x faster than the embedded judge) gets no time at all, and the command
+    that measures it."""
     from assay.judge import doctor
 
     cache = tmp_path / "cache"
     cache.mkdir()
-    record: dict[str, Any] = {"model": "smollm2", "prompt_tokens_per_s": 1234.0, "generated_tokens_per_s": 321.0,
+    record: dict[str, Any] = {"model": model, "prompt_tokens_per_s": 1234.0, "generated_tokens_per_s": 321.0,
                               "cpu": "Test CPU"}
-    if basis != "none":
-        record["basis"] = {**doctor.speed_basis("smollm2")}
+    if basis in ("same", "earlier file"):
+        record["basis"] = {**doctor.speed_basis(model)}
     if basis == "earlier file":
         record["basis"]["model_file"] = "smollm2-135m-instruct-q4_1.gguf"
-    (cache / "speed-smollm2.json").write_text(json.dumps(record))
+    if basis != "no record":
+        (cache / f"speed-{model}.json").write_text(json.dumps(record))
     write_jsonl(tmp_path / "items.jsonl", [ITEM])
-    proc = run("eval", "dece", "items.jsonl", "--judge", "llamacpp/smollm2", "--verdicts", "direct", "--dry-run",
+    proc = run("eval", "dece", "items.jsonl", "--judge", f"llamacpp/{model}", "--verdicts", "direct", "--dry-run",
                cwd=tmp_path, env={"ASSAY_CACHE_DIR": str(cache)})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     line = line_of(proc.stdout, "dry run:")
     if basis == "same":
         assert "at 1234 prompt and 321 generated tokens/s, measured here by assay doctor (Test CPU)" in line
-    else:
-        assert "1234" not in line and "the slowest 2-core CPU we measured; `assay doctor` times this machine" in line
+        return
+    assert "1234" not in line
+    if model == "smollm2":
+        assert ("time not estimated: no speed of this model was measured here (`assay doctor --model smollm2` "
+                "measures it)") in line and " s reading" not in line
+        return
+    assert "at 20 prompt and 5 generated tokens/s, the slowest 2-core CPU we measured" in line
+    stale = "(its last measurement here was of another model file or llama.cpp build)"
+    assert (stale in line) == (basis != "no record")
+
+
+def test_a_pairwise_dry_run_counts_pairs_and_prices_every_call_of_each(tmp_path: Path) -> None:
+    """The dry run counts what the run's summary counts (pairs, not their two answers), and each call's
+    instructions once per call: they were added once per run, so 20 pairs were estimated at ~45 prompt
+    tokens a call (a real call of these pairs reads ~390)."""
+    pair = {"query": "What is the capital of France?", "reference": "Paris.",
+            "a": {"system": "good", "response": "Paris is the capital of France."},
+            "b": {"system": "bad", "response": "The capital of France is Lyon."}}
+    estimates = {}
+    for n in (1, 20):
+        write_jsonl(tmp_path / f"p{n}.jsonl", [{**pair, "id": f"q{i}"} for i in range(n)])
+        proc = run("pairwise", f"p{n}.jsonl", "--judge", "llamacpp/default", "--dry-run", "--no-swap", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        line = line_of(proc.stdout, "dry run:")
+        assert line.startswith(f"dry run: {n} item(s) → ≈{n} judge calls, ≈"), line
+        estimates[n] = int(line.split(" prompt + ")[0].rsplit("≈", 1)[1])
+    assert estimates[20] == pytest.approx(20 * estimates[1], rel=0.02)
+    assert estimates[1] > 300  # the instructions alone are ~350 tokens
 
 
 def test_the_dry_run_of_short_prompts_caches_nothing_and_a_given_cached_price_is_used(tmp_path: Path) -> None:

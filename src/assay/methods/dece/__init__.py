@@ -466,4 +466,9 @@ class DeCE(DeCEPrompts, Method, Presents, MetaEvaluated, HasCommands):
                         follow_up = [*asked, type(asked[-1])(role="assistant", content="yes"),
                                      type(asked[-1])(role="user", content="Which lettered sentence shows this best?")]
                         total += call(follow_up, 0)
+        guessed = (["" if self.frozen is not None else f"{self.GUESS_CRITERIA} criteria",
+                    f"{self.GUESS_ELEMENTS} elements"] if items else [])
+        if guessed:
+            total.assumes = (" and ".join(g for g in guessed if g) + " an answer (the judge's extraction decides; "
+                             "calls and tokens grow with them)")
         return total

@@ -318,11 +318,14 @@ class Dice(Method, Presents, MetaEvaluated, HasCommands):
             bare = [p for p in pairs if p.items[0].reference is None]
             own = CallEstimate(calls=len(bare), prompt_tokens=sum(len(p.items[0].query) // 4 + 120 for p in bare),
                                completion_tokens=150 * len(bare))
+        # every call of a pair shows its question, reference, both answers and their passages, after the
+        # instructions (~350 tokens for the direct question, ~700 for the analysis): per call, not per run
+        text = sum(_shown_chars(p) for p in pairs) // 4
         if self.config.verdicts == "direct":  # one label call per order, nothing generated
-            prompt = sum(len(p.items[0].query) + sum(len(i.response) for i in p.items) for p in pairs) // 4 + 350
+            prompt = text + 350 * len(pairs)
             return own + CallEstimate(calls=len(pairs) * orders, prompt_tokens=prompt * orders, completion_tokens=0)
         per_order = 1 + (self.config.samples if self.config.probabilities == "samples" else 1)
-        prompt = sum(len(p.items[0].query) + sum(len(i.response) for i in p.items) for p in pairs) // 4 + 700
+        prompt = text + 700 * len(pairs)
         return own + CallEstimate(calls=len(pairs) * orders * per_order, prompt_tokens=prompt * orders * per_order,
                                   completion_tokens=len(pairs) * orders * (450 + 8 * per_order))
 
@@ -514,8 +517,12 @@ def summary_lines(rows: list[dict[str, Any]]) -> list[str]:
         median = margins[len(margins) // 2] if len(margins) % 2 else (margins[len(margins) // 2 - 1]
                                                                        + margins[len(margins) // 2]) / 2
         close = sum(1 for m in margins if m < 0.1)
-        lines.append(f"forced choice: margin |P(A) - P(B)| / (P(A) + P(B)) median {median:.2f}, smallest "
-                     f"{margins[0]:.2f}; {close} of {len(margins)} pair(s) under 0.10 (a near coin flip)")
+
+        def shown(m: float) -> str:  # a margin just under 0.10 is not printed as 0.10 beside "under 0.10"
+            return f"{m:.3f}" if m < 0.1 <= round(m, 2) else f"{m:.2f}"
+
+        lines.append(f"forced choice: margin |P(A) - P(B)| / (P(A) + P(B)) median {shown(median)}, smallest "
+                     f"{shown(margins[0])}; {close} of {len(margins)} pair(s) under 0.10 (a near coin flip)")
     return lines
 
 
@@ -555,6 +562,15 @@ def dice_section(rows: list[dict[str, Any]]) -> dict[str, Any]:
         except ValueError:
             context["kappa"] = None
     return context
+
+
+def _shown_chars(pair: Any) -> int:
+    """Characters of a pair that its prompts show: the question, the reference, both answers and their
+    passages."""
+    first = pair.items[0]
+    reference = first.reference.full_text() if first.reference is not None else ""
+    return len(first.query) + len(reference) + sum(len(i.response) + sum(len(c.text) for c in i.contexts)
+                                                   for i in pair.items)
 
 
 def _inner(text: str) -> str:

@@ -30,3 +30,11 @@ def test_one_order_runs_print_no_position_line() -> None:
     rows = [{"verdict": "A", "forced_choice_margin": 0.5, "margin": 0.5}]
     assert [line.split(":")[0] for line in summary_lines(rows)] == ["forced choice"]
     assert summary_lines([]) == []
+
+
+def test_a_margin_just_under_the_line_is_not_printed_as_the_line() -> None:
+    # 0.0971 rounds to 0.10; beside "1 of 1 pair(s) under 0.10" it is printed with its third decimal
+    rows = [{"verdict": "A", "forced_choice_margin": 0.0971, "margin": 0.0971}]
+    assert summary_lines(rows)[0].endswith("median 0.097, smallest 0.097; 1 of 1 pair(s) under 0.10 (a near coin flip)")
+    rows = [{"verdict": "A", "forced_choice_margin": 0.1003, "margin": 0.1003}]
+    assert summary_lines(rows)[0].endswith("median 0.10, smallest 0.10; 0 of 1 pair(s) under 0.10 (a near coin flip)")
