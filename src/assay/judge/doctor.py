@@ -213,9 +213,11 @@ def speed_file(model: str) -> Path:
 def speed_basis(model: str) -> dict[str, str]:
     """What a speed measured for ``model`` holds for, known without loading or hashing anything: the
     file assay reads for that name (the embedded judge's sha256, the name of the file SmolLM2 is made
-    into, or the path given) and the installed llama.cpp CPU library (its size and modification
-    time: installing another build replaces it). A record of another basis — an earlier SmolLM2 file,
-    the other build — is not this machine's speed for the judge that would run, and is not used."""
+    into, or the path given) and the installed llama.cpp CPU library (the sha256 of its ~1.5 MB: another
+    build's differs, the same build installed again does not). A record of another basis — an earlier
+    SmolLM2 file, the other build — is not this machine's speed for the judge that would run, and is
+    not used."""
+    import hashlib
     import importlib.util
 
     from assay.judge.model import MODEL_SHA256, SMOLLM_FILENAME
@@ -225,10 +227,10 @@ def speed_basis(model: str) -> dict[str, str]:
         spec = importlib.util.find_spec("llama_cpp")  # where it is, without importing it
         origin = spec.origin if spec is not None else None
         library = Path(origin).parent / "lib" / "libggml-cpu.so" if origin else None
-        info = library.stat() if library is not None else None
+        digest = hashlib.sha256(library.read_bytes()).hexdigest()[:16] if library is not None else "none"
     except (ImportError, OSError, ValueError):
-        info = None
-    basis["llama_cpp_cpu_library"] = f"{info.st_size}:{info.st_mtime_ns}" if info is not None else "none"
+        digest = "none"
+    basis["llama_cpp_cpu_library"] = digest
     return basis
 
 
