@@ -60,6 +60,11 @@ def test_the_report_shows_direct_verdicts_as_probabilities_and_who_decided(tmp_p
     assert "Direct verdicts:" in html and "P(yes) 0.900" in html and "<th>decided by</th>" in html
     assert '<td class="bad">not met, P(yes) 0.200</td>' in html  # below 0.5 is marked, though the number is truthy
     assert "(P 0.700)" in html  # the evidence pointer's probability
+    # a reference given as a plain string is shown as given (it was "Required: " and nothing)
+    plain = {**ITEM, "id": "q2", "reference": "Three years under CPLR 214(5)."}
+    html = render_report(assay.evaluate([plain], "dece", judge(), runner=QUIET, verdicts="direct",  # type: ignore[arg-type]
+                                        store=tmp_path / "p.db"))
+    assert "<pre>Three years under CPLR 214(5).</pre>" in html
 
 
 def test_a_positive_verdict_on_a_figure_the_text_lacks_counts_zero_and_says_why() -> None:
@@ -154,3 +159,13 @@ def test_claims_direct_counts_p_entailment_and_points_entailed_claims_to_a_sente
     first, second = row["answer_claims"]
     assert first["verdict"] == "entailment" and first["evidence"][0]["sentence"] == 1
     assert second["verdict"] == "contradiction" and second["evidence"] == []  # only an entailed claim is pointed
+
+
+def test_a_probability_just_under_one_half_is_not_printed_as_0_50() -> None:
+    # P(yes) 0.49939 is "not met"; two decimals printed it as 0.50 beside the cross
+    lines = method_class("dece").explain({}, {"criteria": [{"criterion": "c", "satisfied": 0.0, "p_judge": 0.49939}],
+                                              "elements": []})
+    assert lines == ["✗ criterion: c — P(yes) 0.499"]
+    lines = method_class("dece").explain({}, {"criteria": [{"criterion": "c", "satisfied": 0.0, "p_judge": 0.15}],
+                                              "elements": []})
+    assert lines == ["✗ criterion: c — P(yes) 0.15"]

@@ -70,6 +70,11 @@ def test_filters_narrow_the_items(app) -> None:
     assert "1 shown." in page
     assert "0 shown." in client.get(f"/run/{run_id}?metric=precision&min=0.9").text
     assert "0 shown." in client.get(f"/run/{run_id}?status=unscored").text
+    # a bound that is not a number is refused in one line, not ignored (the page said every item was shown)
+    for bad in ("abc", "nan", "inf", "1e999"):
+        refused = client.get(f"/run/{run_id}?metric=correctness&min={bad}")
+        assert refused.status_code == 400 and refused.text == f"the filter's min must be a number, not {bad!r}"
+    assert client.get(f"/run/{run_id}?metric=correctness&max=").status_code == 200  # an empty bound is no bound
 
 
 def test_a_reviewer_splits_merges_retags_and_adds_points(app) -> None:
@@ -155,3 +160,5 @@ def test_pages_say_what_a_run_was_and_show_the_answers_and_contexts(tmp_path: Pa
     assert 'id="distribution"' in page and 'class="hist"' in page
     item = client.get(f"/run/{run.run_id}/item/0").text
     assert "Retrieved contexts (1)" in item and "Refund policy: purchases can be refunded" in item
+    # a reference given as a plain string is shown as given (it was "Required: " and nothing)
+    assert "<pre>Refunds are accepted within 30 days of purchase.</pre>" in item

@@ -30,6 +30,13 @@ def section_context(rows: list[dict[str, Any]]) -> dict[str, Any]:
 ELEMENT_TEXT = {"✗": "not in the reference", "?": "unsure whether the reference says"}
 
 
+def shown_p(p: Any) -> str:
+    """A probability with two decimals, or three where two would print one just under 0.5 as 0.50
+    beside its "not met" (0.49939 is 0.499, not 0.50)."""
+    value = float(p)
+    return f"{value:.3f}" if value < 0.5 <= round(value, 2) else f"{value:.2f}"
+
+
 def explain(details: dict[str, Any]) -> list[str]:
     """A line per criterion the answer misses and per element the reference does not support (or,
     on a calibrated judge, that it cannot tell: shown ?)."""
@@ -44,9 +51,9 @@ def explain(details: dict[str, Any]) -> list[str]:
         # check overruled says so
         parts = [str(entry.get("reasoning") or "").strip()[:140]]
         if entry.get("p_judge") is not None and not parts[0]:
-            parts[0] = f"P(yes) {float(entry['p_judge']):.2f}"
+            parts[0] = f"P(yes) {shown_p(entry['p_judge'])}"
             if entry.get("p_calibrated") is not None:
-                parts[0] = f"P(yes) {float(entry['p_calibrated']):.2f} calibrated, {float(entry['p_judge']):.2f} raw"
+                parts[0] = f"P(yes) {shown_p(entry['p_calibrated'])} calibrated, {shown_p(entry['p_judge'])} raw"
         if entry.get("downgraded"):
             parts.append(f"not counted: {entry['downgraded']}")
         text = "; ".join(p for p in parts if p)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import datetime as dt
 import hmac
 import json
+import math
 import secrets
 from pathlib import Path
 from typing import Any
@@ -253,13 +254,19 @@ def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowe
         if q.get("status"):
             shown = [r for r in shown if r["status"] == q["status"]]
         metric = q.get("metric")
+        bounds: dict[str, float | None] = {}
+        for name in ("min", "max"):  # a bound that is not a number is refused, not ignored (the page said "3 shown")
+            text = (q.get(name) or "").strip()
+            try:
+                bounds[name] = float(text) if text else None
+            except ValueError:
+                bounds[name] = math.nan
+            if bounds[name] is not None and not math.isfinite(bounds[name] or 0.0):
+                return HTMLResponse(f"the filter's {name} must be a number, not {text[:40]!r}", status_code=400)
         if metric in metrics:
+            low, high = bounds["min"], bounds["max"]
+
             def within(value: Any) -> bool:
-                try:
-                    low = float(q["min"]) if q.get("min") else None
-                    high = float(q["max"]) if q.get("max") else None
-                except ValueError:
-                    return True
                 if value is None:
                     return low is None and high is None
                 return (low is None or value >= low) and (high is None or value <= high)
