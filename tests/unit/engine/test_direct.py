@@ -169,3 +169,20 @@ def test_a_probability_just_under_one_half_is_not_printed_as_0_50() -> None:
     lines = method_class("dece").explain({}, {"criteria": [{"criterion": "c", "satisfied": 0.0, "p_judge": 0.15}],
                                               "elements": []})
     assert lines == ["✗ criterion: c — P(yes) 0.15"]
+
+
+def test_the_report_says_its_numbers_are_the_judges_and_lists_reviewer_edits(tmp_path: Path) -> None:
+    # an override in the review UI changed nothing the report showed, and the report did not mention it
+    from assay.store import Store
+    from assay.view.report import render_report
+
+    result = assay.evaluate([ITEM], "dece", judge(), runner=QUIET, verdicts="direct", store=tmp_path / "d.db")
+    assert "Reviewer edits" not in render_report(result)  # type: ignore[arg-type]
+    store = Store(tmp_path / "d.db", create=False)
+    key = store.results(result.run_id)[0].key  # type: ignore[union-attr]
+    store.annotate(result.run_id, key, "recall", 0.9, author="ann", reason="the answer covers both")  # type: ignore[union-attr]
+    store.annotate(result.run_id, key, "human.comment", "fine", author="ann")  # type: ignore[union-attr]
+    html = render_report(result)  # type: ignore[arg-type]
+    assert "1 of 1 answer(s) carry reviewers'\nchanges" in html and "(1 edit(s))" in html
+    assert "The scores, verdicts and means in this report are\nthe judge's" in html
+    assert "recall: 0.550 → <b>0.900</b> by ann — the answer covers both" in html

@@ -84,6 +84,44 @@ def environment() -> Environment:
     return env
 
 
+EDITS_SECTION = """<p class="edits"><b>Reviewer edits:</b> {{ edited }} of {{ total }} answer(s) carry reviewers'
+changes of the judge's scores or verdicts ({{ count }} edit(s)). The scores, verdicts and means in this report are
+the judge's; each answer lists its edits below it (<code>assay export --annotations</code> writes them beside the
+judge's values).</p>"""
+
+EDITS_ITEM = """<p class="edits"><b>Reviewer edits</b> (latest per place; the judge's value stays above):</p>
+<ul class="edits">{% for e in edits %}<li>{{ e.path }}: {{ e.previous }} → <b>{{ e.value }}</b> by {{ e.author }}
+{%- if e.reason %} — {{ e.reason }}{% endif %} ({{ e.when }})</li>{% endfor %}</ul>"""
+
+
+def _reviewer_edits(env: Environment, result: EvalResult, n_rows: int) -> tuple[Markup, list[Markup]]:
+    """What reviewers changed in the UI (their latest edit per address of a judge's score or verdict;
+    grades and comments, under ``human.``, are in the human table): a line at the top saying the
+    report's numbers are the judge's, and each edited answer's edits below it. Without edits, nothing."""
+    from assay.store.human import latest
+
+    none = (Markup(""), [Markup("") for _ in range(n_rows)])
+    records = result.store.results(result.run.run_id)
+    annotations = [a for a in result.store.annotations(result.run.run_id) if not a.adds]
+    if not annotations or len(records) != n_rows:
+        return none
+    by_unit: dict[str, list[Any]] = {}
+    for a in annotations:
+        by_unit.setdefault(a.unit_key, []).append(a)
+    item = env.from_string(EDITS_ITEM)
+    items = []
+    for record in records:
+        edits = sorted(latest(by_unit.get(record.key, [])).values(), key=lambda e: e.path)
+        items.append(Markup(item.render(edits=[
+            {"path": e.path, "previous": _fmt(e.previous) if e.previous is not None else "—",
+             "value": _fmt(e.value) if e.value is not None else "no verdict", "author": e.author, "reason": e.reason,
+             "when": dt.datetime.fromtimestamp(e.created_at, tz=dt.UTC).strftime("%Y-%m-%d %H:%M UTC")}
+            for e in edits])) if edits else Markup(""))
+    edited = sum(1 for record in records if record.key in by_unit)
+    section = Markup(env.from_string(EDITS_SECTION).render(edited=edited, total=n_rows, count=len(annotations)))
+    return section, items
+
+
 def render_report(result: EvalResult, meta: Path | None = None, alignment: dict[str, Any] | None = None) -> str:
     """The report page of a run's result as a string; ``meta`` adds the Table-2-style
     meta-evaluation of an ``assay meta`` result (a pairwise set's labels live there, not on the
@@ -110,6 +148,9 @@ def render_report(result: EvalResult, meta: Path | None = None, alignment: dict[
         aligned, aligned_items = render_alignment(env, alignment, result.store, result.run.run_id, rows)
         section_html = Markup(section_html + aligned)
         item_html = [a + b for a, b in zip(item_html, aligned_items, strict=True)]
+    edits_section, edits_items = _reviewer_edits(env, result, len(rows))
+    section_html = Markup(edits_section + section_html)
+    item_html = [a + b for a, b in zip(item_html, edits_items, strict=True)]
     human = _human_table(rows, result.metrics) if any(r.get("human") for r in rows) else []
     meta_data = read_meta_json(meta) if meta is not None else None
     store_runs = [{"run_id": r.run_id, "method": r.method, "judge": r.manifest.get("judge"), "status": r.status,
