@@ -127,14 +127,14 @@ JUDGE_OPT = typer.Option(None, "--judge-opt", envvar="ASSAY_JUDGE_OPT", rich_hel
 STORE_OPT = typer.Option(Path("assay-run.db"), "--store", envvar=["ASSAY_STORE", "ASSAY_OUT"],
                          rich_help_panel=RUN_PANEL, metavar="FILE.db",
                          help="the run store (SQLite): results and every judge call, cached")
-CONCURRENCY_OPT = typer.Option(None, "--concurrency", envvar="ASSAY_CONCURRENCY", min=1,
+CONCURRENCY_OPT = typer.Option(None, "--concurrency", envvar="ASSAY_CONCURRENCY", min=1, max=4096,
                                rich_help_panel=JUDGE_PANEL,
                                help="judge calls in flight (default: the backend's limit)")
 BUDGET_OPT = typer.Option(None, "--budget", envvar="ASSAY_BUDGET", min=0, rich_help_panel=JUDGE_PANEL,
                           help="stop making judge calls after this many tokens")
 TIMEOUT_OPT = typer.Option(600.0, "--timeout", envvar="ASSAY_TIMEOUT", min=0.001,
                            rich_help_panel=EXPERT, hidden=True, help="seconds a judge call may take")
-RETRIES_OPT = typer.Option(4, "--retries", envvar="ASSAY_RETRIES", min=0,
+RETRIES_OPT = typer.Option(4, "--retries", envvar="ASSAY_RETRIES", min=0, max=100,
                            rich_help_panel=EXPERT, hidden=True,
                            help="times a failed judge call is tried again")
 DRY_RUN_OPT = typer.Option(False, "--dry-run", rich_help_panel=RUN_PANEL,

@@ -38,7 +38,8 @@ class StoreBase:
     def __init__(self, path: str | Path = ":memory:", *, create: bool = True) -> None:
         """Open (and with ``create``, make) a store. A file that is not an assay store — not
         SQLite, or an SQLite database with tables of its own — is refused with a StoreError and
-        left untouched; ``create=False`` also refuses a path that does not exist."""
+        left untouched; ``create=False`` also refuses a path that does not exist, or an empty file
+        (opening it would have made it a store)."""
         self.path = str(path)
         if self.path != ":memory:":
             OPENED_STORES.append(self.path)
@@ -48,6 +49,8 @@ class StoreBase:
             if not file.exists():
                 if not create:
                     raise StoreError(f"no run store at {file}")
+            elif file.stat().st_size == 0 and not create:  # reading it would make it a store, and it holds none
+                raise StoreError(f"{file}: an empty file, not a run store")
             elif file.stat().st_size > 0 and not _is_sqlite(file):
                 raise StoreError(f"{file}: not an assay run store (not an SQLite database)")
             file.parent.mkdir(parents=True, exist_ok=True)

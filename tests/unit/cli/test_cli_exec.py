@@ -125,6 +125,19 @@ BAD: list[tuple[str, list[Callable[[Path], None]], tuple[str, ...], int, str]] =
     ("unknown-command", [], ("evaluate",), 2, "No such command 'evaluate'"),
     ("missing-argument", [], EVAL, 2, "Missing argument 'data'"),
     ("unknown-option", [], (*EVAL, "good.jsonl", "--bogus"), 2, "No such option: --bogus"),
+    # above the runner's own limits: a traceback of its ValidationError before these bounds
+    ("concurrency-too-high", [], (*EVAL, "good.jsonl", *JUDGE, "--concurrency", "5000"), 2,
+     "Input should be less than or equal to 4096"),
+    ("retries-too-high", [], (*EVAL, "good.jsonl", *JUDGE, "--retries", "101"), 2,
+     "Input should be less than or equal to 100"),
+    ("beta-too-high", [], (*EVAL, "good.jsonl", *JUDGE, "--beta", "1e200"), 2,
+     "beta: Input should be less than or equal to 1000"),
+    ("empty-file-as-store", [_write("zero.db", "")], ("export", "zero.db", "-o", "x.csv"), 2,
+     "zero.db: an empty file, not a run store"),  # it was made a store, then refused as holding no run
+    ("meta-infinite-label", [_write("h.jsonl", '{"id": "a", "query": "q", "response": "r", "reference": "r", '
+                                                '"human": {"score": 1e999}}\n')],
+     ("meta", "assay", "h.jsonl", "-m", "rougeL"), 2, "h.jsonl, line 1, field 'human.score': item 'a': label 'score' "
+                                                      "is not a finite number"),
     ("unknown-guard", [], (*EVAL, "good.jsonl", *JUDGE, "--guard", "strip"), 2, "--guard 'strip': redact or flag"),
     ("no-such-file", [], (*EVAL, "missing.jsonl", *JUDGE), 2, "missing.jsonl: no such file"),
     ("data-is-directory", [_write("dir.jsonl/x", "")], (*EVAL, "dir.jsonl", *JUDGE), 2, "dir.jsonl: not a file"),
@@ -280,8 +293,13 @@ def test_budget_stop_exits_3_and_resume_finishes(work: Path) -> None:
     assert "token budget of 0 spent" in stopped.stderr and "Traceback" not in stopped.stderr
     status = sqlite3.connect(work / "new.db").execute("SELECT status FROM runs").fetchone()[0]
     assert status == "incomplete: budget exhausted"
+    # a release gate does not pass a run that did not finish (it passed on the means of what was stored)
+    gated = run("gate", "new.db", "--min", "f_beta=0", cwd=work)
+    assert gated.returncode == 1, gated.stdout + gated.stderr
+    assert "gate failed: the run is incomplete: budget exhausted, with 0 answer(s) stored: finish it" in gated.stderr
     done = run(*EVAL, "good.jsonl", *JUDGE, "--resume", cwd=work)
     assert done.returncode == 0 and "finished" in done.stdout
+    assert run("gate", "new.db", "--min", "f_beta=0", cwd=work).returncode == 0
 
 
 def test_unreachable_judge_exits_4_and_resume_retries_the_failed_items(work: Path) -> None:

@@ -13,6 +13,7 @@ labels), ``haluquestqa`` (HaluQuestQA spans or preferences), and ``assay`` (our 
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,6 +144,9 @@ def read_assay_labelled(path: str | Path) -> MetaSet:
             values = value if isinstance(value, list) else [value]
             if not values or any(not isinstance(v, int | float) or isinstance(v, bool) for v in values):
                 raise InputError(f"item {item.id!r}: label {label!r} must be a number or a list of numbers",
+                                 source=str(path), line=n, field=f"human.{label}")
+            if not all(math.isfinite(v) for v in values):  # 1e999 is read as infinity: no correlation holds
+                raise InputError(f"item {item.id!r}: label {label!r} is not a finite number",
                                  source=str(path), line=n, field=f"human.{label}")
             human[label] = [float(v) for v in values]
             if label not in labels:

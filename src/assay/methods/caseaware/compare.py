@@ -31,6 +31,8 @@ class RunScores:
     conversations: dict[str, dict[str, float]]
     unscored_turns: dict[str, int] = field(default_factory=dict)
     turns: int = 0
+    status: str = "finished"
+    """The run's status in its store: a gate refuses to pass a run that did not finish."""
 
     def metric_means(self) -> dict[str, float | None]:
         out: dict[str, float | None] = {}
@@ -60,7 +62,7 @@ def load_run(path: str | Path, run_id: str | None = None) -> RunScores:
             else:
                 slot.setdefault(metric, []).append(float(value))
     conversations = {c: {m: statistics.fmean(v) for m, v in values.items()} for c, values in grouped.items()}
-    return RunScores(str(path), rid, run.method, metrics, conversations, unscored, len(rows))
+    return RunScores(str(path), rid, run.method, metrics, conversations, unscored, len(rows), status=run.status)
 
 
 def add_readings(run: RunScores, values: dict[str, dict[str, float | None]]) -> RunScores:
@@ -80,7 +82,7 @@ def add_readings(run: RunScores, values: dict[str, dict[str, float | None]]) -> 
     for c, by_name in grouped.items():
         conversations.setdefault(c, {}).update({n: statistics.fmean(v) for n, v in by_name.items()})
     return RunScores(run.path, run.run_id, run.method, [*run.metrics, *names], conversations,
-                     {**run.unscored_turns, **unscored}, run.turns)
+                     {**run.unscored_turns, **unscored}, run.turns, status=run.status)
 
 
 def _paired_values(a: RunScores, b: RunScores, metric: str) -> tuple[list[str], list[float], list[float]]:
@@ -151,6 +153,9 @@ def gate(run: RunScores, *, min_final: float | None = None, minimums: dict[str, 
     if max_drop is not None and baseline is None:
         raise ConfigError("gate: --max-drop needs --baseline (the run to compare against)")
     reasons, checks = [], []
+    if run.status != "finished":  # its means are those of the answers scored so far: not the release's
+        reasons.append(f"the run is {run.status}, with {run.turns} answer(s) stored: finish it (the same command "
+                       "continues it) before gating")
     for metric, threshold in wanted.items():
         value = means.get(metric)
         ok = value is not None and value >= threshold and not run.unscored_turns.get(metric)

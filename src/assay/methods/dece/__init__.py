@@ -95,8 +95,9 @@ class DeCEConfig(BaseModel):
 
     domain: str = "general"
     """Domain pack: general, legal, medical, financial."""
-    beta: float = Field(default=2.0, gt=0, allow_inf_nan=False)
-    """F-beta weight of recall; the paper reports F2."""
+    beta: float = Field(default=2.0, gt=0, le=1000, allow_inf_nan=False)
+    """F-beta weight of recall; the paper reports F2. At most 1000 (recall alone, for any use; above
+    ~1e154 its square overflowed and every F-beta came out unscored as "nan")."""
     seed: int = 0
     """Sampling seed for the T=0.3 extraction steps."""
     extraction_temperature: float = Field(default=0.3, ge=0, le=2)
