@@ -76,7 +76,7 @@ def ui_of(store_path: Path) -> Iterator[str]:
 
 
 def test_review_and_annotate_a_run_in_chromium(served: tuple[str, Path, str], tmp_path: Path) -> None:
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     url, store_path, run_id = served
     base = url.split("/?")[0]
@@ -96,7 +96,8 @@ def test_review_and_annotate_a_run_in_chromium(served: tuple[str, Path, str], tm
             page.goto(url)
             assert page.url == base + "/"  # the token moved into a cookie
             page.click(f"text={run_id}")
-            assert page.locator("#items tr").count() == 3
+            # waits for the page the click opens (count() read it once, mid-load, and saw 0 rows once under load)
+            expect(page.locator("#items tr")).to_have_count(3)
             page.screenshot(path=str(shots / "ui-run.png"), full_page=True)
             # the hostile answer is text, not markup
             page.click("text=c2")
@@ -131,7 +132,7 @@ def test_review_and_annotate_a_run_in_chromium(served: tuple[str, Path, str], tm
             page.fill("#missing-text", "Invoices are payable within 45 days, not 60")
             with page.expect_navigation():
                 page.click("#add-missing")
-            assert page.locator("#history tr").count() == 1 + 4
+            expect(page.locator("#history tr")).to_have_count(1 + 4)
             assert "missing" in page.inner_text("#ldps")
             page.screenshot(path=str(shots / "ui-item-annotated.png"), full_page=True)
             # reviewer bob grades the same answer
@@ -166,7 +167,7 @@ def test_a_rubric_audit_and_a_dece_run_are_reviewed_and_overridden_in_chromium(t
     """One store holds a DeCE run and a rubric audit (made by the installed command): export and
     report cover the audit's criteria, and in Chromium a reviewer overrides a DeCE verdict and
     an audit's design-property verdict; the store keeps both, typed as the verdicts are."""
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     from tests.helpers import ITEM, dece_rules
 
@@ -211,7 +212,7 @@ def test_a_rubric_audit_and_a_dece_run_are_reviewed_and_overridden_in_chromium(t
                 assert audit_id in page.inner_text("body") and dece.run_id in page.inner_text("body")
                 # the audit: a criterion per row; the judge failed "atomic"; the reviewer says it passes
                 page.goto(f"{base}/run/{audit_id}")
-                assert page.locator("#items tr").count() == 3
+                expect(page.locator("#items tr")).to_have_count(3)
                 page.goto(f"{base}/run/{audit_id}/item/0")
                 assert "fail" in page.inner_text("#properties")
                 with page.expect_navigation():

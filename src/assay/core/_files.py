@@ -133,7 +133,26 @@ def check_output(path: Path, *, inputs: Iterable[Path | str | None] = (), force:
         if not force and not written_by_assay(path, recognise):
             raise ConfigError(f"{option} {path}: the file exists and was not written by assay; "
                               "pass --force to replace it")
+    _check_writable(path, option)
     return path
+
+
+def _check_writable(path: Path, option: str) -> None:
+    """Refuse, before any work, an output path that cannot be written: the file is written beside
+    itself and renamed (:func:`atomic_write`), its missing folders made, so the nearest folder that
+    exists must take a new file — tried with an empty temporary file, removed at once. (A read-only
+    folder was found only after the run: the judge called, the store written.)"""
+    folder = path.absolute().parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise ConfigError(f"{option} {path}: cannot write there ({folder} is not a folder)")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".assay-write-check.", dir=folder)
+    except OSError as exc:
+        raise ConfigError(f"{option} {path}: cannot write there ({exc.strerror or exc})") from None
+    os.close(fd)
+    Path(probe).unlink(missing_ok=True)
 
 
 def atomic_write(path: Path, write: Callable[[IO[bytes]], object]) -> Path:

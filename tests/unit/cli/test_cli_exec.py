@@ -132,6 +132,11 @@ BAD: list[tuple[str, list[Callable[[Path], None]], tuple[str, ...], int, str]] =
      "Input should be less than or equal to 100"),
     ("beta-too-high", [], (*EVAL, "good.jsonl", *JUDGE, "--beta", "1e200"), 2,
      "beta: Input should be less than or equal to 1000"),
+    # an output that cannot be written is refused before the run (it was found after: judge called, store written)
+    ("output-under-a-file", [_write("afile.txt", "x")], (*EVAL, "good.jsonl", *JUDGE, "-o", "afile.txt/x.csv"), 2,
+     "--output afile.txt/x.csv: cannot write there ("),
+    ("output-where-nothing-is-written", [], (*EVAL, "good.jsonl", *JUDGE, "-o", "/proc/x.csv"), 2,
+     "--output /proc/x.csv: cannot write there ("),
     ("empty-file-as-store", [_write("zero.db", "")], ("export", "zero.db", "-o", "x.csv"), 2,
      "zero.db: an empty file, not a run store"),  # it was made a store, then refused as holding no run
     ("meta-infinite-label", [_write("h.jsonl", '{"id": "a", "query": "q", "response": "r", "reference": "r", '
