@@ -259,12 +259,12 @@ def measured_speed(model: str) -> tuple[float, float, str] | None:
     import json
     import math
 
+    if stale_speed(model):  # another model file or llama.cpp build: not this one's speed
+        return None
     try:
         record = json.loads(speed_file(model).read_text(encoding="utf-8"))
         prompt, generated = float(record["prompt_tokens_per_s"]), float(record["generated_tokens_per_s"])
     except (OSError, ValueError, KeyError, TypeError):
-        return None
-    if record.get("basis") != speed_basis(model):  # another model file or llama.cpp build: not this one's speed
         return None
     if not (math.isfinite(prompt) and math.isfinite(generated) and prompt > 0 and generated > 0):
         return None

@@ -246,12 +246,12 @@ def smollm_model() -> tuple[Path, str]:
     from assay.core._files import atomic_write_text
     from assay.core.errors import ConfigError
 
-    try:  # the stamp too is replaced in one step: another process never reads half of it
+    # the stamp too is replaced in one step (another process never reads half of it); it only saves hashing
+    # the file next time, so a folder that refuses it (read-only) is not an error: the file is checked again then
+    with contextlib.suppress(ConfigError, OSError):
         atomic_write_text(stamp, json.dumps({"sha256": digest, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
                                              "inode": st.st_ino, "source_sha256": SMOLLM_SHA256,
                                              "quantization": "Q8_0"}))
-    except (ConfigError, OSError):
-        pass  # a read-only folder: made again next time
     return target, digest
 
 
