@@ -373,7 +373,8 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
     details beside its scores, e.g. ``{"dece@soft": ("f_beta_hard",)}``: the greedy verdicts of
     the same calls as a soft run, named ``dece@soft.f_beta_hard`` (a missing or non-numeric value
     is unscored)."""
-    store_obj = store if isinstance(store, Store) else Store(store or ":memory:")
+    if not metaset.items:  # before the store is made: nothing to score leaves no file behind
+        raise InputError("no labelled answers to score", source=f"{metaset.kind}:{metaset.source}")
     all_rows: list[dict[str, Any]] = []
     all_items: list[dict[str, Any]] = []
     manifests: dict[str, Any] = {}
@@ -396,6 +397,7 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
         if not meta_evaluation(obj).splits_units():
             raise InputError(f"{method} scores {obj.unit_kind}s as a whole and does not say which score is each "
                              "answer's, so its scores cannot be compared with labels of answers")
+    store_obj = store if isinstance(store, Store) else Store(store or ":memory:")
     for method in methods:
         method_obj = built[method]
         method_judge = (judge_for or {}).get(method, (judge_for or {}).get(method.split("@", 1)[0], judge))

@@ -238,6 +238,9 @@ def check_config(config: dict[str, Any], source: str) -> None:
             param = options[key]
             if isinstance(value, dict) or (isinstance(value, list) and not param.multiple):
                 raise ConfigError(f"{source}: '{name}' must be a single value, got {type(value).__name__}")
+            if isinstance(value, bool) and not getattr(param, "is_flag", False):  # true read as 1 or "True"
+                raise ConfigError(f"{source}: '{name}' = {str(value).lower()}: a true/false value for an option "
+                                  "that takes a value; give the value itself")
             try:
                 convert_option(param, value)
             except UsageError as exc:

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import typer
 
-from assay.cli.kit import check_phoenix_url, console
+from assay.cli.kit import check_phoenix_url, console, err_console
 from assay.core._files import check_output
+from assay.engine.results import EvalResult
 from assay.exchange.export import default_output, export_run, format_for
 from assay.store import Store
 
@@ -65,3 +66,6 @@ def export(
     check_output(out, inputs=[run, source, alignment], force=force)
     count = export_run(store, rid, out, chosen, compact=compact, annotations=annotations, alignment=fitted)
     console.print(f"wrote {count} row(s) of run {rid} to {out}")
+    unfinished = EvalResult(store, rid).unfinished()
+    if unfinished:
+        err_console.print(f"note: {unfinished}", highlight=False, soft_wrap=True)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from assay.cli.kit import console
+from assay.cli.kit import console, err_console
 from assay.core._files import check_output
 from assay.engine.results import EvalResult
 from assay.store import Store
@@ -36,8 +36,12 @@ def report(
 
         fitted = load_for(alignment, store, rid)
     check_output(output, inputs=[run, meta, source, alignment], force=force)
-    path = write_report(EvalResult(store, rid), output, meta, fitted)
+    result = EvalResult(store, rid)
+    path = write_report(result, output, meta, fitted)
     console.print(f"report written to {path}")
+    unfinished = result.unfinished()
+    if unfinished:
+        err_console.print(f"note: {unfinished}", highlight=False, soft_wrap=True)
     runs = store.list_runs()
     if len(runs) > 1 and run_id is None:
         console.print(f"the store holds {len(runs)} runs; this report is of the latest ({rid}, {runs[-1].method}) and "

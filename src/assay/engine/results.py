@@ -118,6 +118,17 @@ class EvalResult:
         out["judge_calls"] = calls
         return out
 
+    def unfinished(self) -> str | None:
+        """None for a finished run; else one line saying what it is and how much of it is stored
+        (its means are those of the answers stored so far; the command that started it continues it)."""
+        if self.run.status == "finished":
+            return None
+        stored = len(self.rows)
+        given = self.run.manifest.get("items")
+        of = f" of {given}" if isinstance(given, int) and not isinstance(given, bool) else ""
+        return (f"run {self.run_id} did not finish ({self.run.status}): {stored}{of} result(s) stored; its scores "
+                "and means are those of the results stored so far; the command that started it continues it")
+
     def records(self) -> list[dict[str, Any]]:
         from assay.exchange.export import export_rows
         return export_rows(self.store, self.run_id)

@@ -4,6 +4,7 @@ file's extension; ``--format`` is needed only for a name without one it knows.""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import IO, Any
 
@@ -42,9 +43,13 @@ def format_for(path: Path | None, fmt: str | None) -> str:
 def export_rows(store: Store, run_id: str, *, annotations: bool = False,
                 results: list[UnitResult] | None = None) -> list[dict[str, Any]]:
     """One flat record per evaluated unit (:func:`export_row`), in unit order. ``results``
-    limits the rows to those results (e.g. one item's, for a page about it)."""
-    return [export_row(result, annotations=annotations)
-            for result in (store.results(run_id) if results is None else results)]
+    limits the rows to those results (e.g. one item's, for a page about it); which calls are
+    shared is counted over the whole run all the same."""
+    everything = store.results(run_id)
+    uses = Counter(key for result in everything for key in set(result.call_keys))
+    shared = {key for key, n in uses.items() if n > 1}
+    return [export_row(result, annotations=annotations, shared_calls=shared)
+            for result in (everything if results is None else results)]
 
 
 def reference_as_given(reference: Any) -> Any:
@@ -56,12 +61,16 @@ def reference_as_given(reference: Any) -> Any:
     return reference
 
 
-def export_row(result: UnitResult, *, annotations: bool = False) -> dict[str, Any]:
+def export_row(result: UnitResult, *, annotations: bool = False,
+               shared_calls: set[str] | None = None) -> dict[str, Any]:
     """A unit's result as one flat record (the view the exports, the report and the UI read): id,
     system, status, the scores, the evidence lists (for DeCE ``criteria`` and ``elements``, each
     with verdict, quote and reasoning), and each unscored metric with its reason. ``annotations``
     adds the human layer (``assay ui``): ``annotations`` = {reviewer: {address: latest value}},
-    from the result's edit history."""
+    from the result's edit history. ``judge_calls`` counts the calls the unit's scores rest on;
+    ``judge_calls_shared`` how many of them other units of the run rest on too (``shared_calls``:
+    the run's calls used by more than one unit; e.g. one reference's extraction behind several
+    answers, or a cached reply), so the column's sum over the run is not the run's calls."""
     from assay.store.human import latest
 
     item = result.item
@@ -92,7 +101,10 @@ def export_row(result: UnitResult, *, annotations: bool = False) -> dict[str, An
         record["metadata"] = item["metadata"]
     if item.get("human"):
         record["human"] = item["human"]
-    record["judge_calls"] = len(result.call_keys)
+    own = set(result.call_keys)
+    record["judge_calls"] = len(own)
+    if shared_calls is not None:
+        record["judge_calls_shared"] = len(own & shared_calls)
     if annotations:
         mine = result.history
         record["annotations"] = {who: {path: a.value for path, a in latest(mine, who).items()}
@@ -101,7 +113,7 @@ def export_row(result: UnitResult, *, annotations: bool = False) -> dict[str, An
 
 
 RESERVED = frozenset({"unscored", "unscored_reason", "case", "history", "contexts", "document", "metadata", "human",
-                      "judge_calls",
+                      "judge_calls", "judge_calls_shared",
                       "annotations", "run_id", "id", "system", "status", "query", "response", "reference"})
 """Columns of the export that a method's details cannot take."""
 

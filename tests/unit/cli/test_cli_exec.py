@@ -143,6 +143,8 @@ BAD: list[tuple[str, list[Callable[[Path], None]], tuple[str, ...], int, str]] =
                                                 '"human": {"score": 1e999}}\n')],
      ("meta", "assay", "h.jsonl", "-m", "rougeL"), 2, "h.jsonl, line 1, field 'human.score': item 'a': label 'score' "
                                                       "is not a finite number"),
+    ("meta-empty-input", [_write("none.jsonl", "")], ("meta", "assay", "none.jsonl", "-m", "rougeL"), 2,
+     "assay:none.jsonl: no labelled answers to score"),  # it left its meta.db behind
     ("unknown-guard", [], (*EVAL, "good.jsonl", *JUDGE, "--guard", "strip"), 2, "--guard 'strip': redact or flag"),
     ("no-such-file", [], (*EVAL, "missing.jsonl", *JUDGE), 2, "missing.jsonl: no such file"),
     ("data-is-directory", [_write("dir.jsonl/x", "")], (*EVAL, "dir.jsonl", *JUDGE), 2, "dir.jsonl: not a file"),
@@ -247,6 +249,10 @@ BAD: list[tuple[str, list[Callable[[Path], None]], tuple[str, ...], int, str]] =
      "--detail dece.f_beta_hard: expected METHOD.FIELD"),
     ("toml-wrong-type", [_write("assay.toml", '[eval.dece]\nconcurrency = "many"\n')],
      (*EVAL, "good.jsonl", *JUDGE), 2, "assay.toml: 'eval.dece.concurrency' = 'many'"),
+    ("toml-true-for-a-number", [_write("assay.toml", "[eval.dece]\nseed = true\n")],  # it ran with seed 1
+     (*EVAL, "good.jsonl", *JUDGE), 2, "assay.toml: 'eval.dece.seed' = true: a true/false value for an option"),
+    ("toml-true-for-a-name", [_write("assay.toml", "[eval.dece]\njudge = false\n")],  # it ran the judge "False"
+     (*EVAL, "good.jsonl", "--store", "new.db"), 2, "assay.toml: 'eval.dece.judge' = false: a true/false value"),
     ("toml-unknown-key", [_write("assay.toml", "[eval.dece]\nconcurrancy = 4\n")],
      (*EVAL, "good.jsonl", *JUDGE), 2, "assay.toml: [eval.dece] has no option 'concurrancy'"),
     ("toml-unknown-table", [_write("assay.toml", "[evaluate]\njudge = 'x'\n")], ("version",), 2,
@@ -302,9 +308,18 @@ def test_budget_stop_exits_3_and_resume_finishes(work: Path) -> None:
     gated = run("gate", "new.db", "--min", "f_beta=0", cwd=work)
     assert gated.returncode == 1, gated.stdout + gated.stderr
     assert "gate failed: the run is incomplete: budget exhausted, with 0 answer(s) stored: finish it" in gated.stderr
+    # the export and the report of the unfinished run say so (they wrote its partial means without a word)
+    unfinished = "did not finish (incomplete: budget exhausted): 0 of 2 result(s) stored"
+    exported = run("export", "new.db", "-o", "part.jsonl", cwd=work)
+    assert exported.returncode == 0 and unfinished in exported.stderr, exported.stderr
+    reported = run("report", "new.db", "-o", "part.html", cwd=work)
+    assert reported.returncode == 0 and unfinished in reported.stderr, reported.stderr
+    assert unfinished in (work / "part.html").read_text()
     done = run(*EVAL, "good.jsonl", *JUDGE, "--resume", cwd=work)
     assert done.returncode == 0 and "finished" in done.stdout
     assert run("gate", "new.db", "--min", "f_beta=0", cwd=work).returncode == 0
+    finished = run("report", "new.db", "-o", "done.html", cwd=work)
+    assert finished.returncode == 0 and "did not finish" not in finished.stderr + (work / "done.html").read_text()
 
 
 def test_unreachable_judge_exits_4_and_resume_retries_the_failed_items(work: Path) -> None:
@@ -324,7 +339,14 @@ def test_csv_export_neutralises_formulas_and_jsonl_keeps_them(work: Path) -> Non
     assert rows[1]["response"].startswith("'=HYPERLINK")
     assert float(rows[0]["recall"]) == 0.5  # numbers stay numbers
     assert run("export", "run.db", "-o", "out.jsonl", cwd=work).returncode == 0
-    assert json.loads((work / "out.jsonl").read_text().splitlines()[1])["response"].startswith("=HYPERLINK")
+    lines = [json.loads(line) for line in (work / "out.jsonl").read_text().splitlines()]
+    assert lines[1]["response"].startswith("=HYPERLINK")
+    # both answers rest on the one extraction of their shared reference's criteria and on the one check
+    # of an element both gave ("three years"): counted in each row's judge_calls and said to be shared,
+    # so the column's sum is not read as the run's calls
+    made = sqlite3.connect(work / "run.db").execute("SELECT COUNT(*) FROM judge_calls").fetchone()[0]
+    assert [row["judge_calls_shared"] for row in lines] == [2, 2]
+    assert sum(row["judge_calls"] - row["judge_calls_shared"] for row in lines) + 2 == made
 
 
 def test_default_export_name_cannot_be_the_input(work: Path) -> None:

@@ -19,6 +19,17 @@ OLD = Path(__file__).parents[2] / "data" / "store-0.1.0"
 ASSAY = shutil.which("assay", path=str(Path(sys.executable).parent))
 
 
+ADDED_COLUMNS = ("judge_calls_shared",)
+"""Export columns added after the fixtures' exports were written (0.2.1: the calls a row shares
+with other rows); every other column of the old store's export is unchanged."""
+
+
+def as_then(rows: list[dict]) -> list[dict]:
+    """The export's rows without the columns added since the fixture (each row has them)."""
+    assert all(set(ADDED_COLUMNS) <= set(row) for row in rows)
+    return [{k: v for k, v in row.items() if k not in ADDED_COLUMNS} for row in rows]
+
+
 def restore(fixture: Path, folder: Path) -> Path:
     """A copy of a fixture store's folder with its store restored from the SQL text. Stores are kept
     as their ``sqlite3`` iterdump, so no binary store is tracked in git; restoring one gives the same
@@ -43,7 +54,7 @@ def test_an_old_store_migrates_and_exports_unchanged(old: Path) -> None:
     assert [r.method for r in runs] == ["dece", "caseaware", "rougeL"]
     for run in runs:
         expected = [json.loads(line) for line in (old / f"export-{run.run_id}.jsonl").read_text().splitlines()]
-        assert export_rows(store, run.run_id) == expected
+        assert as_then(export_rows(store, run.run_id)) == expected
         assert [u.kind for u in store.units(run.run_id)] == ["item", "item"]
 
 
@@ -97,7 +108,7 @@ def test_annotations_of_an_older_store_become_the_results_edit_history(annotated
     assert [r[0] for r in store.db.execute("SELECT name FROM migrations")] == [n for n, _ in MIGRATIONS]
     run_id = store.resolve_run(None)
     expected = [json.loads(line) for line in (annotated / f"export-{run_id}.jsonl").read_text().splitlines()]
-    assert export_rows(store, run_id, annotations=True) == expected  # the human layer reads the same
+    assert as_then(export_rows(store, run_id, annotations=True)) == expected  # the human layer reads the same
     s1 = store.result(run_id, "q1::s1")
     # from what to what, in order: alice's correction of her own override starts from her first edit
     assert [(e.author, e.path, e.previous, e.value) for e in s1.history] == [

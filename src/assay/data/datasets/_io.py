@@ -112,7 +112,8 @@ PEER_FIELDS = frozenset({"reference_contexts", "multi_responses", "rubrics", "re
                          "reasoning"})
 """Fields RAGAS and DeepEval write that assay does not use: kept, never taken for a misspelling."""
 
-RESULT_COLUMNS = frozenset({"run_id", "status", "unscored", "unscored_reason", "judge_calls", "annotations", "unit",
+RESULT_COLUMNS = frozenset({"run_id", "status", "unscored", "unscored_reason", "judge_calls", "judge_calls_shared",
+                            "annotations", "unit",
                             "round"})
 """Columns assay's export adds to an item's fields (never an input field of the peers' formats)."""
 
