@@ -109,3 +109,13 @@ def test_a_pairwise_record_reads_as_two_answers_in_order(tmp_path: Path) -> None
     path.write_text(json.dumps({"id": "q", "query": "Q", "a": {"response": "x"}, "b": {"answer": "y"}}) + "\n")
     with pytest.raises(InputError, match=r"field 'b\.answer'"):
         read_items(path)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_a_non_finite_id_in_a_python_record_is_refused(bad: float) -> None:
+    # str() made it the id "nan"; a missing id (None) was already refused the same way
+    from assay.data.items import load_items
+
+    with pytest.raises(InputError, match=r"data, line 2, field 'id': -?(nan|inf) is not an id"):
+        load_items([{**ITEM, "id": 7}, {**ITEM, "id": bad}])
+    assert [i.id for i in load_items([{**ITEM, "id": 7}]).items] == ["7"]

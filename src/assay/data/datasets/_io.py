@@ -11,6 +11,7 @@ import csv
 import difflib
 import io
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -183,6 +184,9 @@ def _normalise(data: dict[str, Any], source: str, line: int) -> dict[str, Any]:
         out["id"] = f"row{line}"
         notes.add("gave rows without an id the id rowN (N: their line or position)")
     elif "id" in out and isinstance(out["id"], int | float) and not isinstance(out["id"], bool):
+        if not math.isfinite(out["id"]):  # str() would make it the id "nan" or "inf"
+            raise InputError(f"{out['id']} is not an id (give a string or a whole number)", source=source, line=line,
+                             field="id")
         out["id"] = str(out["id"])
     return out
 
