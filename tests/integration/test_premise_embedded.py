@@ -1,9 +1,13 @@
 """PReMISE on a real model (SmolLM2-135M on llama.cpp: plumbing, not quality) through the installed
 `assay`: discovery from one
 HaluQuestQA-style preference pair writes a rubric, a second discovery over the same store makes
-no judge call (every stage part is stored), the discovered rubric is audited for reliability,
-preference fit (accuracy, applicability, score anatomy) and adversarial robustness (one attack
-per criterion), and the preference-rank repair re-uses the audit's calls. What the 1.5B judge's
+no judge call (every stage part is stored), the discovered rubric is audited for reliability and
+preference fit (accuracy, applicability, score anatomy), and the preference-rank repair re-uses the
+audit's calls. The adversarial axis on a real model (attacks, their scores, the verifier) is the
+second test's: VFR refinement measures it with the audit's own code; its line in `assay rubric
+audit`'s output is checked with a scripted judge (tests/unit/methods/premise/test_rubric_audit.py).
+It ran here too until 2026-11-29 and took half this test's time: SmolLM2's attacks are its
+longest replies. What the 1.5B judge's
 rubric says is not asserted; that it runs, parses and resumes is. The rubric is cut to two
 criteria (the audit's calls grow with each criterion; two still give a score anatomy and a
 preference fit over several criteria) after one round of consolidation (one round already
@@ -53,8 +57,7 @@ def test_discover_resume_and_audit_on_the_embedded_judge(tmp_path: Path) -> None
                            timeout=600)
     assert again.returncode == 0 and "0 judge call(s) made" in again.stdout, again.stdout + again.stderr
     audit = subprocess.run([exe, "rubric", "audit", "rubric.yaml", "--pairs", "pairs.jsonl", "--axes",
-                            "reliability,fit,adversarial", "--runs", "2", "--paraphrases", "1", "--votes", "1",
-                            "--attacks", "1", "--store", "p.db",
+                            "reliability,fit", "--runs", "2", "--paraphrases", "1", "--votes", "1", "--store", "p.db",
                             "--output", "audit.json", "--judge", "llamacpp/smollm2", "--judge-opt", "n_ctx=4096"],
                            cwd=tmp_path, capture_output=True, text=True, env=env, timeout=1800)
     assert audit.returncode == 0, audit.stderr
@@ -64,7 +67,7 @@ def test_discover_resume_and_audit_on_the_embedded_judge(tmp_path: Path) -> None
     assert summary["flip_rate"] is None or 0.0 <= summary["flip_rate"] <= 1.0
     assert summary["alpha"] is None  # one judge: no agreement, said so
     assert 0.0 <= summary["app_in"] <= 1.0 and "EffDim" in audit.stdout
-    assert "adversarial: VFR" in audit.stdout and (summary["vfr"] is None or 0.0 <= summary["vfr"] <= 1.0)
+    assert "adversarial: VFR" not in audit.stdout  # not asked for (the VFR test below runs that axis)
     repair = subprocess.run([exe, "rubric", "repair", "rubric.yaml", "--pairs", "pairs.jsonl", "--eta", "0.5",
                              "-o", "fixed.yaml", "--store", "p.db", "--judge", "llamacpp/smollm2", "--judge-opt",
                              "n_ctx=4096"],

@@ -202,6 +202,31 @@ class RedTeam(JudgeBackend):
         return Completion(text=json.dumps({"analysis": "a", "verdict": verdict, "exploit_type": "x"}))
 
 
+def test_the_adversarial_axis_through_the_executable(tmp_path: Path) -> None:
+    # the audit's adversarial line as a user reads it (the real-model path of this axis is the VFR
+    # refinement test in tests/integration/test_premise_embedded.py); every attack scores 9 of 10
+    # and is verified as exploiting the criterion: VFR 1
+    exe = shutil.which("assay", path=str(Path(sys.executable).parent))
+    assert exe is not None
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    (tmp_path / "r.yaml").write_text("criteria:\n  - {id: backs, description: Backs its claims with sources.}\n")
+    rows = [{"prompt": f"Q{n}?", "chosen": "GOOD answer", "rejected": "bad answer"} for n in range(2)]
+    (tmp_path / "pairs.jsonl").write_text("\n".join(map(json.dumps, rows)) + "\n")
+    verdict = '{"analysis": "a", "verdict": "EXPLOITING", "exploit_type": "x"}'
+    script = {"rules": [{"match": r"<answer>[\s\S]*<reference>", "responses": [verdict], "repeat": True},  # F.8
+                        {"match": "<answer>", "responses": ['{"reasoning": "r", "score": 9}'], "repeat": True},
+                        {"match": "<reference>", "responses": ["ATTACK: cites made-up studies"], "repeat": True}]}
+    (tmp_path / "judge.json").write_text(json.dumps(script))
+    proc = subprocess.run([exe, "rubric", "audit", "r.yaml", "--pairs", "pairs.jsonl", "--axes", "adversarial",
+                           "--attacks", "2", "--judge", "scripted/judge.json", "--store", "s.db", "--output",
+                           "audit.json", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "adversarial: VFR 1.000 (2 attack(s) per criterion, τ 7; attacker scripted/judge, verifier " \
+           "scripted/judge)" in " ".join(proc.stdout.split())
+    assert json.loads((tmp_path / "audit.json").read_text())["summary"]["vfr"] == 1.0
+
+
 def test_adversarial_verified_fool_rate(tmp_path: Path) -> None:
     rubric = RubricSet(criteria=[Criterion(id="c1", description="Backs claims."),
                                  Criterion(id="c2", description="Is clear.")])
