@@ -6,8 +6,7 @@ preference fit (accuracy, applicability, score anatomy), and the preference-rank
 audit's calls. The adversarial axis on a real model (attacks, their scores, the verifier) is the
 second test's: VFR refinement measures it with the audit's own code; its line in `assay rubric
 audit`'s output is checked with a scripted judge (tests/unit/methods/premise/test_rubric_audit.py).
-It ran here too until 2026-11-29 and took half this test's time: SmolLM2's attacks are its
-longest replies. What the 1.5B judge's
+It ran here too and took half this test's time: SmolLM2's attacks are its longest replies. What the judge's
 rubric says is not asserted; that it runs, parses and resumes is. The rubric is cut to two
 criteria (the audit's calls grow with each criterion; two still give a score anatomy and a
 preference fit over several criteria) after one round of consolidation (one round already
@@ -80,7 +79,7 @@ def test_discover_resume_and_audit_on_the_embedded_judge(tmp_path: Path) -> None
 
 def test_vfr_refinement_on_the_embedded_judge(tmp_path: Path) -> None:
     """Algorithm 2 on a hand-written one-criterion rubric: two pairs (one calibration, one held
-    out), two attacks per measurement, the do-not-reward operator only. Whether the 1.5B judge is
+    out), two attacks per measurement, the do-not-reward operator only. Whether the judge is
     fooled, and whether its edit helps, is not asserted; that the search runs, writes a rubric
     whose every revision is within the budget, reports every candidate, and resumes is."""
     exe = shutil.which("assay", path=str(Path(sys.executable).parent))

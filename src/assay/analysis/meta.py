@@ -374,7 +374,7 @@ async def ameta(metaset: MetaSet, methods: list[str], judge: str | JudgeBackend 
     the same calls as a soft run, named ``dece@soft.f_beta_hard`` (a missing or non-numeric value
     is unscored)."""
     if not metaset.items:  # before the store is made: nothing to score leaves no file behind
-        raise InputError("no labelled answers to score", source=f"{metaset.kind}:{metaset.source}")
+        raise InputError(f"no labelled answers to score (read as {metaset.kind} data)", source=metaset.source)
     all_rows: list[dict[str, Any]] = []
     all_items: list[dict[str, Any]] = []
     manifests: dict[str, Any] = {}

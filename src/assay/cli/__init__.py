@@ -238,9 +238,13 @@ def check_config(config: dict[str, Any], source: str) -> None:
             param = options[key]
             if isinstance(value, dict) or (isinstance(value, list) and not param.multiple):
                 raise ConfigError(f"{source}: '{name}' must be a single value, got {type(value).__name__}")
-            if isinstance(value, bool) and not getattr(param, "is_flag", False):  # true read as 1 or "True"
-                raise ConfigError(f"{source}: '{name}' = {str(value).lower()}: a true/false value for an option "
-                                  "that takes a value; give the value itself")
+            values = value if isinstance(value, list) else [value]
+            if not getattr(param, "is_flag", False) and any(isinstance(v, bool) for v in values):
+                shown = str(value).lower() if not isinstance(value, list) else \
+                    "[" + ", ".join(str(v).lower() if isinstance(v, bool) else repr(v) for v in value) + "]"
+                # true was read as 1, or as the text "True"
+                raise ConfigError(f"{source}: '{name}' = {shown}: a true/false value for an option that takes a "
+                                  "value; give the value itself")
             try:
                 convert_option(param, value)
             except UsageError as exc:

@@ -119,15 +119,25 @@ class EvalResult:
         return out
 
     def unfinished(self) -> str | None:
-        """None for a finished run; else one line saying what it is and how much of it is stored
-        (its means are those of the answers stored so far; the command that started it continues it)."""
-        if self.run.status == "finished":
+        """None for a finished run; else one line saying what it is, how much of it is stored (a
+        result whose judge calls failed is not counted: a resume asks them again) and what
+        continues it — for the exports and the report, whose means are then those of a part."""
+        status = self.run.status
+        if status == "finished":
             return None
-        stored = len(self.rows)
-        given = self.run.manifest.get("items")
-        of = f" of {given}" if isinstance(given, int) and not isinstance(given, bool) else ""
-        return (f"run {self.run_id} did not finish ({self.run.status}): {stored}{of} result(s) stored; its scores "
-                "and means are those of the results stored so far; the command that started it continues it")
+        units = len(self.store.items(self.run_id))
+        kept = len(self.store.done_indices(self.run_id, retry_failed_calls=True))
+        failed = len(self.store.done_indices(self.run_id)) - kept
+        stored = (f"{kept} of {units} result(s) stored"
+                  + (f", {failed} more whose judge calls failed" if failed else "")
+                  + ("; its scores and means are those of the results stored so far" if kept else ""))
+        if status == "running":
+            return (f"run {self.run_id} has not finished (status running: still in progress, or its process "
+                    f"ended without saying so, e.g. killed with -9): {stored}; once no process runs it, the same "
+                    "evaluation on this store continues it")
+        again = ("the same evaluation with a larger budget (--budget) continues it" if status.startswith("incomplete")
+                 else "the same evaluation on this store continues it")
+        return f"run {self.run_id} did not finish ({status}): {stored}; {again}"
 
     def records(self) -> list[dict[str, Any]]:
         from assay.exchange.export import export_rows

@@ -4,7 +4,6 @@ file's extension; ``--format`` is needed only for a name without one it knows.""
 from __future__ import annotations
 
 import json
-from collections import Counter
 from pathlib import Path
 from typing import IO, Any
 
@@ -45,11 +44,9 @@ def export_rows(store: Store, run_id: str, *, annotations: bool = False,
     """One flat record per evaluated unit (:func:`export_row`), in unit order. ``results``
     limits the rows to those results (e.g. one item's, for a page about it); which calls are
     shared is counted over the whole run all the same."""
-    everything = store.results(run_id)
-    uses = Counter(key for result in everything for key in set(result.call_keys))
-    shared = {key for key, n in uses.items() if n > 1}
+    shared = store.shared_call_keys(run_id)
     return [export_row(result, annotations=annotations, shared_calls=shared)
-            for result in (everything if results is None else results)]
+            for result in (store.results(run_id) if results is None else results)]
 
 
 def reference_as_given(reference: Any) -> Any:

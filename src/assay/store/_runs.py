@@ -131,6 +131,16 @@ class Runs(StoreBase):
         return {r[0] for r in rows
                 if not any(CALL_FAILED in str(u.get("reason", "")) for u in json.loads(r[1]))}
 
+    def shared_call_keys(self, run_id: str) -> set[str]:
+        """The judge calls more than one stored result of the run rests on (one reference's
+        extraction behind several answers, a question two answers asked alike): read from the
+        results' call keys alone, without building the results."""
+        uses: dict[str, int] = {}
+        for (keys,) in self.db.execute("SELECT call_keys FROM results WHERE run_id = ?", (run_id,)):
+            for key in set(json.loads(keys)):
+                uses[key] = uses.get(key, 0) + 1
+        return {key for key, n in uses.items() if n > 1}
+
     def put_result(self, run_id: str, idx: int, unit_key: str, result: Any) -> None:
         """Store one unit's result: a method's ``ItemResult`` (status, scores, unscored,
         details, call_keys), the one shape every reader gets back as a :class:`UnitResult`."""

@@ -144,7 +144,7 @@ BAD: list[tuple[str, list[Callable[[Path], None]], tuple[str, ...], int, str]] =
      ("meta", "assay", "h.jsonl", "-m", "rougeL"), 2, "h.jsonl, line 1, field 'human.score': item 'a': label 'score' "
                                                       "is not a finite number"),
     ("meta-empty-input", [_write("none.jsonl", "")], ("meta", "assay", "none.jsonl", "-m", "rougeL"), 2,
-     "assay:none.jsonl: no labelled answers to score"),  # it left its meta.db behind
+     "none.jsonl: no labelled answers to score (read as assay data)"),  # it left its meta.db behind
     ("unknown-guard", [], (*EVAL, "good.jsonl", *JUDGE, "--guard", "strip"), 2, "--guard 'strip': redact or flag"),
     ("no-such-file", [], (*EVAL, "missing.jsonl", *JUDGE), 2, "missing.jsonl: no such file"),
     ("data-is-directory", [_write("dir.jsonl/x", "")], (*EVAL, "dir.jsonl", *JUDGE), 2, "dir.jsonl: not a file"),
@@ -253,6 +253,8 @@ BAD: list[tuple[str, list[Callable[[Path], None]], tuple[str, ...], int, str]] =
      (*EVAL, "good.jsonl", *JUDGE), 2, "assay.toml: 'eval.dece.seed' = true: a true/false value for an option"),
     ("toml-true-for-a-name", [_write("assay.toml", "[eval.dece]\njudge = false\n")],  # it ran the judge "False"
      (*EVAL, "good.jsonl", "--store", "new.db"), 2, "assay.toml: 'eval.dece.judge' = false: a true/false value"),
+    ("toml-true-in-a-list", [_write("assay.toml", "[eval.dece]\njudge_opt = [true]\n")],
+     (*EVAL, "good.jsonl", *JUDGE), 2, "assay.toml: 'eval.dece.judge_opt' = [true]: a true/false value"),
     ("toml-unknown-key", [_write("assay.toml", "[eval.dece]\nconcurrancy = 4\n")],
      (*EVAL, "good.jsonl", *JUDGE), 2, "assay.toml: [eval.dece] has no option 'concurrancy'"),
     ("toml-unknown-table", [_write("assay.toml", "[evaluate]\njudge = 'x'\n")], ("version",), 2,
@@ -330,6 +332,11 @@ def test_unreachable_judge_exits_4_and_resume_retries_the_failed_items(work: Pat
     db = sqlite3.connect(work / "new.db")
     assert db.execute("SELECT status FROM runs").fetchone()[0] == "failed: judge unreachable"
     db.close()
+    # the results of failed calls are not counted as stored: a resume asks them again
+    exported = run("export", "new.db", "-o", "down.jsonl", cwd=work)
+    assert exported.returncode == 0, exported.stderr
+    assert ("did not finish (failed: judge unreachable): 0 of 2 result(s) stored, 2 more whose judge calls failed; "
+            "the same evaluation on this store continues it") in " ".join(exported.stderr.split())
 
 
 def test_csv_export_neutralises_formulas_and_jsonl_keeps_them(work: Path) -> None:
