@@ -119,3 +119,12 @@ def test_a_non_finite_id_in_a_python_record_is_refused(bad: float) -> None:
     with pytest.raises(InputError, match=r"data, line 2, field 'id': -?(nan|inf) is not an id"):
         load_items([{**ITEM, "id": 7}, {**ITEM, "id": bad}])
     assert [i.id for i in load_items([{**ITEM, "id": 7}]).items] == ["7"]
+
+
+def test_numpy_numbers_are_ids_as_python_numbers_are() -> None:
+    import numpy as np
+
+    from assay.data.items import load_items
+
+    rows = [{**ITEM, "id": np.int64(3)}, {**ITEM, "id": np.float64(4.5)}, {**ITEM, "id": 5}]
+    assert [i.id for i in load_items(rows).items] == ["3", "4.5", "5"]  # np.int64 was refused as not a string

@@ -12,6 +12,7 @@ import difflib
 import io
 import json
 import math
+import numbers
 from pathlib import Path
 from typing import Any
 
@@ -183,11 +184,14 @@ def _normalise(data: dict[str, Any], source: str, line: int) -> dict[str, Any]:
     if "id" not in out:
         out["id"] = f"row{line}"
         notes.add("gave rows without an id the id rowN (N: their line or position)")
-    elif "id" in out and isinstance(out["id"], int | float) and not isinstance(out["id"], bool):
-        if not math.isfinite(out["id"]):  # str() would make it the id "nan" or "inf"
+    elif "id" in out and isinstance(out["id"], numbers.Real) and not isinstance(out["id"], bool):
+        if isinstance(out["id"], numbers.Integral):  # numpy's integers too (3, not "np.int64(3)")
+            out["id"] = str(int(out["id"]))
+        elif not math.isfinite(out["id"]):  # str() would make it the id "nan" or "inf"
             raise InputError(f"{out['id']} is not an id (give a string or a whole number)", source=source, line=line,
                              field="id")
-        out["id"] = str(out["id"])
+        else:
+            out["id"] = str(out["id"])
     return out
 
 
