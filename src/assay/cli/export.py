@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
 
 from assay.cli.kit import check_phoenix_url, console, err_console
 from assay.core._files import check_output
+from assay.core.errors import ConfigError
 from assay.engine.results import EvalResult
 from assay.exchange.export import default_output, export_run, format_for
 from assay.store import Store
@@ -17,9 +19,9 @@ def export(
     run: Path = typer.Argument(..., help="run store (.db) written by `assay eval`"),
     fmt: str | None = typer.Option(None, "--format", "-f", help="jsonl, json, csv or parquet (default: from the "
                                                                 "--output file's extension; jsonl without -o)"),
-    output: Path | None = typer.Option(None, "--output", "-o", help="the file to write, e.g. scores.csv (default: "
-                                                                    "the store's name, the run id and the format, "
-                                                                    "beside the store)"),
+    output: Path | None = typer.Option(None, "--output", "-o", help="the file to write, e.g. scores.csv, or - for "
+                                                                    "standard output (default: the store's name, "
+                                                                    "the run id and the format, beside the store)"),
     run_id: str | None = typer.Option(None, "--run",
                                       help="which run of the store (an id or its prefix; default: the latest)"),
     compact: bool = typer.Option(False, "--compact", help="only case fields, query, response, contexts and the "
@@ -43,6 +45,15 @@ def export(
                                                "above MIN (repeatable)"),
 ) -> None:
     """Export one run's results, with the evidence behind every score."""
+    to_stdout = output is not None and str(output) == "-"
+    if to_stdout:  # -o -: the rows on standard output (jsonl unless --format says json or csv)
+        output = None
+        if otel or phoenix:
+            raise ConfigError("-o - with --otel or --phoenix: what they sent is said on standard output too; write "
+                              "the export to a file (-o scores.jsonl)")
+        if fmt == "parquet":
+            raise ConfigError("-o -: parquet is binary and goes to a file (-o scores.parquet); on standard output "
+                              "give --format jsonl, json or csv")
     if output is not None:
         check_output(output, inputs=[run], force=True)  # a store (or a directory) is refused before its name is read
     chosen = format_for(output, fmt)
@@ -59,13 +70,18 @@ def export(
 
         if not send_run(store, run, rid, otel=otel, phoenix=phoenix, gate=gate):
             raise typer.Exit(1)
-        if output is None:
+        if output is None and not to_stdout:
             return
-    out = output or default_output(run, rid, chosen)
-    source = store.run(rid).manifest.get("data_source")
-    check_output(out, inputs=[run, source, alignment], force=force)
-    count = export_run(store, rid, out, chosen, compact=compact, annotations=annotations, alignment=fitted)
-    console.print(f"wrote {count} row(s) of run {rid} to {out}")
-    unfinished = EvalResult(store, rid).unfinished()
-    if unfinished:
-        err_console.print(f"note: {unfinished}", highlight=False, soft_wrap=True)
+    if to_stdout:
+        count = export_run(store, rid, sys.stdout.buffer, chosen, compact=compact, annotations=annotations,
+                           alignment=fitted)
+        err_console.print(f"wrote {count} row(s) of run {rid} to standard output", highlight=False)
+    else:
+        out = output or default_output(run, rid, chosen)
+        source = store.run(rid).manifest.get("data_source")
+        check_output(out, inputs=[run, source, alignment], force=force)
+        count = export_run(store, rid, out, chosen, compact=compact, annotations=annotations, alignment=fitted)
+        console.print(f"wrote {count} row(s) of run {rid} to {out}")
+    caveat = EvalResult(store, rid).caveat()
+    if caveat:
+        err_console.print(f"note: {caveat}", highlight=False, soft_wrap=True)

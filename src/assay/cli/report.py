@@ -39,9 +39,9 @@ def report(
     result = EvalResult(store, rid)
     path = write_report(result, output, meta, fitted)
     console.print(f"report written to {path}")
-    unfinished = result.unfinished()
-    if unfinished:
-        err_console.print(f"note: {unfinished}", highlight=False, soft_wrap=True)
+    caveat = result.caveat()
+    if caveat:
+        err_console.print(f"note: {caveat}", highlight=False, soft_wrap=True)
     runs = store.list_runs()
     if len(runs) > 1 and run_id is None:
         console.print(f"the store holds {len(runs)} runs; this report is of the latest ({rid}, {runs[-1].method}) and "

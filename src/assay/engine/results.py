@@ -118,16 +118,20 @@ class EvalResult:
         out["judge_calls"] = calls
         return out
 
-    def unfinished(self) -> str | None:
+    def caveat(self) -> str | None:
         """None for a finished run; else one line saying what it is, how much of it is stored (a
         result whose judge calls failed is not counted: a resume asks them again) and what
-        continues it — for the exports and the report, whose means are then those of a part."""
+        continues it — for the exports and the report, whose means are then those of a part. A
+        finished run some of whose results rest on failed judge calls (unscored for that reason)
+        gets a line too: the same evaluation asks those calls again."""
         status = self.run.status
-        if status == "finished":
-            return None
-        units = len(self.store.items(self.run_id))
         kept = len(self.store.done_indices(self.run_id, retry_failed_calls=True))
         failed = len(self.store.done_indices(self.run_id)) - kept
+        if status == "finished":
+            return None if not failed else (
+                f"run {self.run_id} finished with {failed} result(s) whose judge calls failed (unscored for that "
+                "reason, not for what the judge said); the same evaluation on this store asks them again")
+        units = len(self.store.items(self.run_id))
         stored = (f"{kept} of {units} result(s) stored"
                   + (f", {failed} more whose judge calls failed" if failed else "")
                   + ("; its scores and means are those of the results stored so far" if kept else ""))

@@ -150,7 +150,7 @@ def default_output(run: Path, run_id: str, fmt: str) -> Path:
     return run.with_name(f"{run.stem}-{run_id[:8]}.{fmt}")
 
 
-def export_run(store: Store, run_id: str, out: Path, fmt: str, compact: bool = False,
+def export_run(store: Store, run_id: str, out: Path | IO[bytes], fmt: str, compact: bool = False,
                annotations: bool = False, alignment: dict[str, Any] | None = None) -> int:
     """Write the run to ``out``; returns the number of rows. Written atomically
     (:func:`assay.core._files.atomic_write`): a failed export leaves nothing half-written. CSV cells
@@ -192,5 +192,9 @@ def export_run(store: Store, run_id: str, out: Path, fmt: str, compact: bool = F
         else:
             frame.to_parquet(handle, index=False)
 
-    atomic_write(out, write)
+    if isinstance(out, Path):
+        atomic_write(out, write)
+    else:  # a stream (standard output for `-o -`)
+        write(out)
+        out.flush()
     return len(rows)

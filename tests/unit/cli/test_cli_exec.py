@@ -220,6 +220,9 @@ BAD: list[tuple[str, list[Callable[[Path], None]], tuple[str, ...], int, str]] =
     ("export-onto-data", [], ("export", "run.db", "-o", "good.jsonl"), 2, "input of this command (good.jsonl)"),
     ("export-onto-foreign-file", [_write("notes.txt", "my notes\n")], ("export", "run.db", "-o", "notes.txt"), 2,
      "not written by assay; pass --force"),
+    ("export-parquet-to-stdout", [], ("export", "run.db", "-o", "-", "-f", "parquet"), 2,
+     "-o -: parquet is binary and goes to a file"),
+    ("export-stdout-with-otel", [], ("export", "run.db", "-o", "-", "--otel"), 2, "-o - with --otel or --phoenix"),
     ("export-bad-format", [], ("export", "run.db", "-f", "xml"), 2, "--format 'xml'"),
     ("export-bad-run-id", [], ("export", "run.db", "--run-id", "zzzz"), 2, "no single run matches 'zzzz'"),
     ("export-format-contradicts-name", [], ("export", "run.db", "-o", "s.csv", "--format", "parquet"), 2,
@@ -339,6 +342,23 @@ def test_unreachable_judge_exits_4_and_resume_retries_the_failed_items(work: Pat
             "the same evaluation on this store continues it") in " ".join(exported.stderr.split())
 
 
+def test_a_finished_run_with_failed_calls_is_exported_with_a_note(work: Path) -> None:
+    # the second answer's calls fail (HTTP 400, not retried): the run finishes, that answer is unscored
+    # for a failed call, and the export and report say the same evaluation asks those calls again
+    rules = json.loads((work / "judge.json").read_text())["rules"]
+    faulty = {"rules": [{"match": "HYPERLINK", "responses": [{"fault": "bad_request"}], "repeat": True}, *rules]}
+    (work / "faulty.json").write_text(json.dumps(faulty))
+    made = run(*EVAL, "good.jsonl", "--judge", "scripted/faulty.json", "--store", "f.db", "--no-progress",
+               "--retries", "0", cwd=work)
+    assert sqlite3.connect(work / "f.db").execute("SELECT status FROM runs").fetchone()[0] == "finished", \
+        made.stdout + made.stderr
+    said = "finished with 1 result(s) whose judge calls failed (unscored for that reason, not for what the judge said)"
+    exported = run("export", "f.db", "-o", "f.jsonl", cwd=work)
+    assert exported.returncode == 0 and said in " ".join(exported.stderr.split()), exported.stderr
+    reported = run("report", "f.db", "-o", "f.html", cwd=work)
+    assert reported.returncode == 0 and said in " ".join((work / "f.html").read_text().split())
+
+
 def test_csv_export_neutralises_formulas_and_jsonl_keeps_them(work: Path) -> None:
     assert run("export", "run.db", "-f", "csv", "-o", "out.csv", cwd=work).returncode == 0
     import csv
@@ -354,6 +374,18 @@ def test_csv_export_neutralises_formulas_and_jsonl_keeps_them(work: Path) -> Non
     made = sqlite3.connect(work / "run.db").execute("SELECT COUNT(*) FROM judge_calls").fetchone()[0]
     assert [row["judge_calls_shared"] for row in lines] == [2, 2]
     assert sum(row["judge_calls"] - row["judge_calls_shared"] for row in lines) + 2 == made
+
+
+def test_export_to_standard_output(work: Path) -> None:
+    # -o - wrote a file named "-"; the rows now go to standard output, the count to standard error
+    before = snapshot(work)
+    rows = run("export", "run.db", "-o", "-", cwd=work)
+    assert rows.returncode == 0, rows.stderr
+    assert [json.loads(line)["id"] for line in rows.stdout.splitlines()] == ["q1", "q1"]
+    assert "wrote 2 row(s) of run" in rows.stderr and "to standard output" in rows.stderr
+    table = run("export", "run.db", "-o", "-", "--format", "csv", "--compact", cwd=work)
+    assert table.returncode == 0 and table.stdout.splitlines()[0].startswith("run_id,id,system,status,")
+    assert snapshot(work) == before  # no file written
 
 
 def test_default_export_name_cannot_be_the_input(work: Path) -> None:

@@ -159,7 +159,7 @@ def render_report(result: EvalResult, meta: Path | None = None, alignment: dict[
                   for r in result.store.list_runs()]
     return template.render(run=run, created=created, summary=result.summary(), rows=rows, store_runs=store_runs,
                            metrics=result.metrics, section_html=section_html, item_html=item_html, human=human,
-                           meta=meta_data, unfinished=result.unfinished(),
+                           meta=meta_data, caveat=result.caveat(),
                            meta_source=meta.name if meta is not None else None, version=__version__)
 
 
