@@ -32,7 +32,8 @@ __all__ = ["COMPARE", "EVALUATE", "EXIT_CODES", "INSPECT", "PANELS", "RUBRICS", 
 EXIT_CODES = ("Exit status: 0 ok · 1 a gate or check failed · 2 bad input, option or configuration (one line on "
               "stderr names the file, line and field) · 3 the token budget stopped the run (resume with a larger "
               "--budget) · 4 the judge is unreachable or every judge call failed · 130 interrupted (Ctrl-C) · "
-              "143 terminated (SIGTERM). An interrupted run is marked so in its store; the same command continues it. "
+              "143 terminated (SIGTERM) · 141 standard output closed early (assay export -o - | head). "
+              "An interrupted run is marked so in its store; the same command continues it. "
               "Add --debug (before the command) to see a traceback.")
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUDGET, EXIT_JUDGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 3, 4, 130, 143

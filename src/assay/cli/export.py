@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import sys
+import io
+import os
 from pathlib import Path
 
 import typer
@@ -14,14 +15,18 @@ from assay.engine.results import EvalResult
 from assay.exchange.export import default_output, export_run, format_for
 from assay.store import Store
 
+EXIT_PIPE = 141
+"""Exit status when the reader of ``-o -`` closed the pipe early (128 + SIGPIPE, as a shell reports it)."""
+
 
 def export(
     run: Path = typer.Argument(..., help="run store (.db) written by `assay eval`"),
     fmt: str | None = typer.Option(None, "--format", "-f", help="jsonl, json, csv or parquet (default: from the "
                                                                 "--output file's extension; jsonl without -o)"),
-    output: Path | None = typer.Option(None, "--output", "-o", help="the file to write, e.g. scores.csv, or - for "
-                                                                    "standard output (default: the store's name, "
-                                                                    "the run id and the format, beside the store)"),
+    output: str | None = typer.Option(None, "--output", "-o", metavar="FILE",
+                                      help="the file to write, e.g. scores.csv, or - for standard output (./- is a "
+                                           "file named -; default: the store's name, the run id and the format, "
+                                           "beside the store)"),
     run_id: str | None = typer.Option(None, "--run",
                                       help="which run of the store (an id or its prefix; default: the latest)"),
     compact: bool = typer.Option(False, "--compact", help="only case fields, query, response, contexts and the "
@@ -45,18 +50,19 @@ def export(
                                                "above MIN (repeatable)"),
 ) -> None:
     """Export one run's results, with the evidence behind every score."""
-    to_stdout = output is not None and str(output) == "-"
+    to_stdout = output == "-"  # the option's own text: ./- names a file
+    output_path = Path(output) if output is not None and not to_stdout else None
     if to_stdout:  # -o -: the rows on standard output (jsonl unless --format says json or csv)
-        output = None
         if otel or phoenix:
             raise ConfigError("-o - with --otel or --phoenix: what they sent is said on standard output too; write "
                               "the export to a file (-o scores.jsonl)")
         if fmt == "parquet":
             raise ConfigError("-o -: parquet is binary and goes to a file (-o scores.parquet); on standard output "
                               "give --format jsonl, json or csv")
-    if output is not None:
-        check_output(output, inputs=[run], force=True)  # a store (or a directory) is refused before its name is read
-    chosen = format_for(output, fmt)
+    if output_path is not None:
+        # a store (or a directory) is refused before its name is read
+        check_output(output_path, inputs=[run], force=True)
+    chosen = format_for(output_path, fmt)
     check_phoenix_url(phoenix)  # options first, then the store
     store = Store(run, create=False)
     rid = store.resolve_run(run_id)
@@ -70,14 +76,15 @@ def export(
 
         if not send_run(store, run, rid, otel=otel, phoenix=phoenix, gate=gate):
             raise typer.Exit(1)
-        if output is None and not to_stdout:
+        if output_path is None and not to_stdout:
             return
     if to_stdout:
-        count = export_run(store, rid, sys.stdout.buffer, chosen, compact=compact, annotations=annotations,
-                           alignment=fitted)
-        err_console.print(f"wrote {count} row(s) of run {rid} to standard output", highlight=False)
+        rows = io.BytesIO()
+        count = export_run(store, rid, rows, chosen, compact=compact, annotations=annotations, alignment=fitted)
+        write_stdout(rows.getvalue())
+        err_console.print(f"wrote {count} row(s) of run {rid} to standard output", highlight=False, soft_wrap=True)
     else:
-        out = output or default_output(run, rid, chosen)
+        out = output_path or default_output(run, rid, chosen)
         source = store.run(rid).manifest.get("data_source")
         check_output(out, inputs=[run, source, alignment], force=force)
         count = export_run(store, rid, out, chosen, compact=compact, annotations=annotations, alignment=fitted)
@@ -85,3 +92,18 @@ def export(
     caveat = EvalResult(store, rid).caveat()
     if caveat:
         err_console.print(f"note: {caveat}", highlight=False, soft_wrap=True)
+
+
+def write_stdout(data: bytes) -> None:
+    """All of ``data`` on standard output, or: a reader that closed the pipe early (``| head``)
+    ends the command with 141 (128 + SIGPIPE, what a shell reports for a killed writer) and no
+    "wrote" line; an output that cannot be written (closed, full) is one line, exit 2."""
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(1, view):]
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # nothing left for Python to flush into the closed pipe
+        raise typer.Exit(EXIT_PIPE) from None
+    except OSError as exc:
+        raise ConfigError(f"-o -: cannot write to standard output ({exc.strerror or exc})") from None

@@ -152,8 +152,9 @@ def default_output(run: Path, run_id: str, fmt: str) -> Path:
 
 def export_run(store: Store, run_id: str, out: Path | IO[bytes], fmt: str, compact: bool = False,
                annotations: bool = False, alignment: dict[str, Any] | None = None) -> int:
-    """Write the run to ``out``; returns the number of rows. Written atomically
-    (:func:`assay.core._files.atomic_write`): a failed export leaves nothing half-written. CSV cells
+    """Write the run to ``out``, a file or a binary stream; returns the number of rows. A file is
+    written atomically (:func:`assay.core._files.atomic_write`): a failed export leaves nothing
+    half-written. CSV cells
     that would run as spreadsheet formulas are neutralised (:func:`neutralise_formula`).
     ``compact`` keeps only :data:`COMPACT`; ``annotations`` adds the reviewers' layer;
     ``alignment`` (from ``assay align``) adds ``aligned_score``, ``aligned_verdict`` and each

@@ -388,6 +388,25 @@ def test_export_to_standard_output(work: Path) -> None:
     assert snapshot(work) == before  # no file written
 
 
+def test_export_to_a_pipe_closed_early_and_to_a_file_named_dash(work: Path) -> None:
+    rows = [{**ITEM, "id": f"q{n}", "response": "three years " * 40} for n in range(300)]  # ~300 KB exported
+    (work / "many.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    made = run("eval", "rougeL", "many.jsonl", "--store", "many.db", "--no-progress", cwd=work)
+    assert made.returncode == 0, made.stderr
+    assert ASSAY is not None
+    reader = subprocess.Popen([ASSAY, "export", "many.db", "-o", "-"], cwd=work, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, env={k: v for k, v in os.environ.items()
+                                                           if not k.startswith("ASSAY_")})
+    assert reader.stdout is not None and reader.stderr is not None
+    first = reader.stdout.readline()  # what `| head -1` reads, then it closes the pipe
+    reader.stdout.close()
+    code, said = reader.wait(timeout=60), reader.stderr.read().decode()
+    assert json.loads(first)["id"] == "q0"
+    assert code == 141 and "Traceback" not in said and "wrote" not in said, (code, said)  # no "wrote 300 row(s)"
+    named = run("export", "run.db", "-o", "./-", cwd=work)  # the usual way to name a file "-"
+    assert named.returncode == 0 and named.stdout.count("\n") < 3 and (work / "-").is_file(), named.stdout
+
+
 def test_default_export_name_cannot_be_the_input(work: Path) -> None:
     shutil.copy(work / "good.jsonl", work / "mydata.jsonl")
     made = run("eval", "rougeL", "mydata.jsonl", "--store", "mydata.db", "--no-progress", cwd=work)
