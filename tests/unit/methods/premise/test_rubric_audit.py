@@ -142,10 +142,15 @@ def test_preference_rank_selection_keeps_a_reordered_strict_subset(tmp_path: Pat
     assert [c.id for c in repaired.criteria] == ["length", "contrary"]  # re-ordered by share
 
 
-def test_repair_through_the_executable(tmp_path: Path) -> None:
+def _assay(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """The installed `assay` in a subprocess, as a user starts it (no ASSAY_ variables of this shell)."""
     exe = shutil.which("assay", path=str(Path(sys.executable).parent))
     assert exe is not None
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    return subprocess.run([exe, *args], cwd=cwd, capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_repair_through_the_executable(tmp_path: Path) -> None:
     (tmp_path / "r.yaml").write_text(
         "criteria:\n  - {id: keep_me, description: Gives the full answer.}\n"
         "  - {id: drop_me, description: Stays short.}\n")
@@ -158,16 +163,14 @@ def test_repair_through_the_executable(tmp_path: Path) -> None:
                         {"match": r"drop_me.*<answer_a>\s*bad", "responses": [good], "repeat": True},
                         {"match": "Criterion", "responses": ['{"relevant": "yes"}'], "repeat": True}]}
     (tmp_path / "judge.json").write_text(json.dumps(script))
-    base = [exe, "rubric", "repair", "r.yaml", "--pairs", "pairs.jsonl", "--judge", "scripted/judge.json",
+    base = ["rubric", "repair", "r.yaml", "--pairs", "pairs.jsonl", "--judge", "scripted/judge.json",
             "--store", "s.db"]
-    proc = subprocess.run([*base, "-o", "fixed.yaml", "--report", "why.json"], cwd=tmp_path, capture_output=True,
-                          text=True, env=env, timeout=120)
+    proc = _assay(*base, "-o", "fixed.yaml", "--report", "why.json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "kept 1 of 2 on 5 pair(s)" in proc.stdout and "dropped drop_me" in proc.stdout
     assert [c.id for c in load_rubric(tmp_path / "fixed.yaml").criteria] == ["keep_me"]
     assert json.loads((tmp_path / "why.json").read_text())["decisions"][1]["share"] == 0.0
-    bad_op = subprocess.run([*base, "-o", "v.yaml", "--mode", "vfr", "--operators", "gate,make_it_better"],
-                            cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+    bad_op = _assay(*base, "-o", "v.yaml", "--mode", "vfr", "--operators", "gate,make_it_better", cwd=tmp_path)
     assert bad_op.returncode == 2 and "make_it_better" in bad_op.stderr and "Table 8" in bad_op.stderr
     assert not (tmp_path / "v.yaml").exists()
 
@@ -206,9 +209,6 @@ def test_the_adversarial_axis_through_the_executable(tmp_path: Path) -> None:
     # the audit's adversarial line as a user reads it (the real-model path of this axis is the VFR
     # refinement test in tests/integration/test_premise_embedded.py); every attack scores 9 of 10
     # and is verified as exploiting the criterion: VFR 1
-    exe = shutil.which("assay", path=str(Path(sys.executable).parent))
-    assert exe is not None
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
     (tmp_path / "r.yaml").write_text("criteria:\n  - {id: backs, description: Backs its claims with sources.}\n")
     rows = [{"prompt": f"Q{n}?", "chosen": "GOOD answer", "rejected": "bad answer"} for n in range(2)]
     (tmp_path / "pairs.jsonl").write_text("\n".join(map(json.dumps, rows)) + "\n")
@@ -217,10 +217,9 @@ def test_the_adversarial_axis_through_the_executable(tmp_path: Path) -> None:
                         {"match": "<answer>", "responses": ['{"reasoning": "r", "score": 9}'], "repeat": True},
                         {"match": "<reference>", "responses": ["ATTACK: cites made-up studies"], "repeat": True}]}
     (tmp_path / "judge.json").write_text(json.dumps(script))
-    proc = subprocess.run([exe, "rubric", "audit", "r.yaml", "--pairs", "pairs.jsonl", "--axes", "adversarial",
-                           "--attacks", "2", "--judge", "scripted/judge.json", "--store", "s.db", "--output",
-                           "audit.json", "--no-progress"], cwd=tmp_path, capture_output=True, text=True, env=env,
-                          timeout=120)
+    proc = _assay("rubric", "audit", "r.yaml", "--pairs", "pairs.jsonl", "--axes", "adversarial", "--attacks", "2",
+                  "--judge", "scripted/judge.json", "--store", "s.db", "--output", "audit.json", "--no-progress",
+                  cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "adversarial: VFR 1.000 (2 attack(s) per criterion, τ 7; attacker scripted/judge, verifier " \
            "scripted/judge)" in " ".join(proc.stdout.split())
