@@ -23,6 +23,20 @@ _DURATIONS = os.path.abspath(os.environ["SUITE_DURATIONS"]) if os.environ.get("S
 # (absolute: some tests change the working directory)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """With SUITE_PIN_WORKERS set (`make test`'s tests that run a model), each pytest-xdist worker
+    keeps to its own share of the CPUs, and so do the processes it starts: llama.cpp takes one thread
+    per CPU it may use (assay.judge.cpu_build.usable_cpus), so two workers on two cores run a model
+    each on one core instead of four spinning threads taking turns on two."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    if not (os.environ.get("SUITE_PIN_WORKERS") and worker and count > 1 and hasattr(os, "sched_setaffinity")):
+        return
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) >= count:
+        os.sched_setaffinity(0, cpus[int(worker.removeprefix("gw")) % count::count])
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if os.environ.get("PYTEST_XDIST_WORKER"):  # the controller receives every worker's report too
         return

@@ -15,7 +15,7 @@ __all__ = ["free_port"]
 
 
 @contextmanager
-def _server(directory: Path, threads: int = 2, module: str = "llama_cpp.server",
+def _server(directory: Path, threads: int | None = None, module: str = "llama_cpp.server",
             env: dict[str, str] | None = None) -> Iterator[str]:
     """A real llama-cpp-python server on 127.0.0.1 serving SmolLM2-135M; yields its base URL and
     stops it afterwards. ``module`` "assay.judge.serve" is that server with assay's fast paths."""

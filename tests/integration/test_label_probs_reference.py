@@ -27,6 +27,7 @@ import pytest
 
 from assay.core.types import GenerateConfig, Message
 from assay.judge.backends._llamacpp import LlamaCppBackend
+from assay.judge.cpu_build import usable_cpus
 from assay.judge.model import smollm_path
 
 pytestmark = pytest.mark.integration
@@ -53,7 +54,7 @@ def reference_probs(path: str, backend: LlamaCppBackend, messages: list[Message]
     cache's two steps)."""
     from llama_cpp import Llama
 
-    fresh = Llama(model_path=path, n_ctx=2048, logits_all=True, verbose=False, n_threads=2)
+    fresh = Llama(model_path=path, n_ctx=2048, logits_all=True, verbose=False, n_threads=usable_cpus())
     try:
         prompt = backend._chat_prompt(fresh, messages)
         tokens = fresh.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
@@ -164,7 +165,8 @@ def test_generated_token_logprobs_equal_a_fresh_evaluation() -> None:
     # logprobs below come from each step's last output
     assert llama._logits_all is False
     asyncio.run(backend.aclose())
-    fresh = Llama(model_path=str(smollm_path()), n_ctx=2048, logits_all=True, verbose=False, n_threads=2)
+    fresh = Llama(model_path=str(smollm_path()), n_ctx=2048, logits_all=True, verbose=False,
+                  n_threads=usable_cpus())
     try:
         for messages, done in zip(PROMPTS[:2] + PROMPTS[:2], outputs, strict=True):
             assert done.logprobs, done

@@ -70,13 +70,15 @@ def test_assay_serve_gives_the_stock_servers_output_and_logprobs(llama_server: s
 def test_a_completion_cut_by_max_tokens_keeps_its_last_tokens_logprob() -> None:
     from llama_cpp import Llama
 
+    from assay.judge.cpu_build import usable_cpus
     from assay.judge.model import smollm_path
     from assay.judge.serve import fast_llama_class
 
     messages = [{"role": "user", "content": "Say hello in JSON."}]
     seen = []
     for cls in (Llama, fast_llama_class()):
-        llama = cls(model_path=str(smollm_path()), n_ctx=512, logits_all=True, verbose=False, n_threads=2)
+        llama = cls(model_path=str(smollm_path()), n_ctx=512, logits_all=True, verbose=False,
+                    n_threads=usable_cpus())
         choice = llama.create_chat_completion(messages=messages, max_tokens=5, temperature=0, logprobs=True,
                                               top_logprobs=2, repeat_penalty=1.0)["choices"][0]
         llama.close()

@@ -70,6 +70,17 @@ MEASURED = {"avx512": [("an AVX-512 Xeon", 1.52, 1.12, "benchmarks/results/llama
 speed ratio, the result file). tests/unit/judge/test_build_flags.py checks each against its file."""
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on: its affinity set (``taskset``, a container's cpuset, a test
+    worker given one core), not every core of the machine. llama.cpp's default thread count: with more
+    threads than usable CPUs its threads, which spin while they wait for each other, take turns on one
+    core and a call runs several times slower."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 2
+
+
 def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str] | None:
     """The CPU's feature flags as the kernel lists them; None where there is no /proc/cpuinfo."""
     try:

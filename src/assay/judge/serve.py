@@ -150,18 +150,23 @@ def free_port() -> int:
 
 
 @contextmanager
-def running(model: str | Path, log: Path, *, module: str = "assay.judge.serve", alias: str = "judge", threads: int = 2,
-            n_ctx: int = 4096, logits_all: bool = True, start_timeout_s: float = 180.0,
+def running(model: str | Path, log: Path, *, module: str = "assay.judge.serve", alias: str = "judge",
+            threads: int | None = None, n_ctx: int = 4096, logits_all: bool = True, start_timeout_s: float = 180.0,
             env: dict[str, str] | None = None) -> Iterator[str]:
     """A server (``assay.judge.serve`` or the stock ``llama_cpp.server``) on a free port of 127.0.0.1,
     its output in ``log``; yields its base URL (``http://127.0.0.1:PORT/v1``) and stops it after.
-    ``env``: variables added to the server's environment."""
+    ``env``: variables added to the server's environment; ``threads``: default the CPUs this process may
+    run on (:func:`assay.judge.cpu_build.usable_cpus`)."""
     import httpx
 
+    from assay.judge.cpu_build import usable_cpus
+
     port = free_port()
+    threads = threads or usable_cpus()
     handle = log.open("w")
     proc = subprocess.Popen([sys.executable, "-m", module, "--model", str(model), "--host", "127.0.0.1",
-                             "--port", str(port), "--n_ctx", str(n_ctx), "--n_threads", str(threads),
+                             "--port", str(port), "--n_ctx", str(n_ctx),
+                             "--n_threads", str(threads), "--n_threads_batch", str(threads),
                              "--logits_all", "true" if logits_all else "false", "--model_alias", alias],
                             stdout=handle, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
     base = f"http://127.0.0.1:{port}/v1"

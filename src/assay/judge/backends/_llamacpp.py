@@ -49,6 +49,7 @@ from assay.core.types import Completion, GenerateConfig, Message, TokenLogprob, 
 from assay.judge.backends._base import Capabilities, JudgeBackend
 from assay.judge.backends._child import CallCancelled, ChildProcess
 from assay.judge.backends._fastgrammar import ForcedDraft, json_schema_grammar, jump_safe
+from assay.judge.cpu_build import usable_cpus
 from assay.judge.model import MODEL_SHA256, resolve_model, smollm_model
 
 
@@ -75,7 +76,7 @@ class LlamaCppBackend(JudgeBackend):
         self.name = f"llamacpp/{model}"
         self.max_concurrency = 1
         self.n_ctx = n_ctx
-        self.n_threads = n_threads or os.cpu_count() or 2
+        self.n_threads = n_threads or usable_cpus()
         self.logits_all = logits_all
         self.capabilities = Capabilities(json_schema=True, grammar=True, logprobs=logits_all,
                                          seed=True, max_context=n_ctx, label_probs=True)
@@ -133,8 +134,10 @@ class LlamaCppBackend(JudgeBackend):
                     factory = check_first_llama_class()
                 # never llama.cpp's own logits_all: the logprobs of generated tokens are read from the
                 # last output of each step (below), so the prompt's other tokens get no output row
-                llama = factory(model_path=str(self._resolve()), n_ctx=self.n_ctx,
-                                n_threads=self.n_threads, logits_all=False, verbose=False)
+                # n_threads_batch too: llama-cpp-python reads prompts with every core of the machine
+                # otherwise, whatever n_threads says or the process may use
+                llama = factory(model_path=str(self._resolve()), n_ctx=self.n_ctx, n_threads=self.n_threads,
+                                n_threads_batch=self.n_threads, logits_all=False, verbose=False)
                 step = llama.eval
 
                 def eval_unless_cancelled(tokens: Any) -> None:
