@@ -124,9 +124,9 @@ docs: setup
 ## with the llama.cpp wheel cached. Unit tests run on both cores (pytest-xdist), with the integration tests that
 ## load no model (Phoenix, Ray, Chromium: marked no_model) one after another on one of the two workers; the
 ## tests that load a model or start a model server run after them: where the two CPUs are separate cores
-## (tests/model_workers.py), a test file at a time on each of two workers, each worker and what it starts kept
-## to its own core (SUITE_PIN_WORKERS: tests/conftest.py), where llama.cpp then runs one thread; elsewhere
-## one test at a time on both. Measured on a 2-core Xeon: 263 s against 302 s one at a time; 473 s against 559 s
+## that compute at full speed side by side (tests/model_workers.py probes it), a test file at a time on each
+## of two workers, each worker and what it starts kept to its own core (SUITE_PIN_WORKERS: tests/conftest.py),
+## where llama.cpp then runs one thread; elsewhere one test at a time on both. Measured on a 2-core Xeon: 263 s against 302 s one at a time; 473 s against 559 s
 ## with the cores held to one CPU's worth of time (machine A imitated).
 ## Ends with the wall time and the 25 slowest tests.
 SUITE_START := $(shell date +%s)

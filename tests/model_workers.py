@@ -1,19 +1,45 @@
-"""How many pytest-xdist workers `make test` gives the tests that load a model: one per physical core
-this process may use, at most two (each worker and what it starts kept to its own core: tests/conftest.py).
+"""How many pytest-xdist workers `make test` gives the tests that load a model: two where two of the CPUs
+this process may use are separate cores that each compute at full speed while the other does, else one
+(each worker and what it starts is then kept to its own CPU: tests/conftest.py).
 
-Two workers only where the CPUs are separate cores: two one-thread llama.cpp processes on SMT siblings
-(two logical CPUs of one core) share that core's execution units. On a 2-core AMD EPYC (machine B of
-docs/development.md; its topology was not recorded) a second thread added little to one process (73 ->
-77 prompt tokens/s) and two one-thread processes at once read 29 tokens/s each: two workers would lose
-there. On a 2-core Xeon whose CPUs are separate cores the tests that run a model took 263 s on two
-workers against 302 s one at a time. A topology that cannot be read counts as one core.
+Why it asks: two one-thread llama.cpp processes on two CPUs that share one core's execution units (SMT
+siblings, or a VM whose second virtual CPU is one) slow each other down. On a 2-core AMD EPYC (machine B
+of docs/development.md) a second thread added little to one process (73 -> 77 prompt tokens/s) and two
+one-thread processes at once read 29 tokens/s each: two workers would lose there. On a 2-core Xeon whose
+CPUs are separate cores the tests that run a model took 263 s on two workers against 302 s one at a time.
+So: the topology must name two cores (/sys/devices/system/cpu/cpuN/topology), and a probe must see it —
+a float32 matrix product (the kind of work llama.cpp does) timed on one CPU alone, then on both at once,
+each process kept to its CPU; each must keep 80% of the lone rate. A topology that cannot be read, a
+probe that fails, or a machine busy with other work gives one worker. The decision and its figures are
+printed on stderr.
 
 Usage: python tests/model_workers.py   (prints 1 or 2)"""
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
+
+KEEP = 0.8
+"""The share of its lone rate each CPU must keep while the other computes."""
+
+_PROBE = """
+import os, sys, time
+os.sched_setaffinity(0, {int(sys.argv[1])})
+import numpy as np
+a = np.random.default_rng(0).standard_normal((192, 192), dtype=np.float32)
+start = float(sys.argv[2])
+while time.time() < start:
+    a @ a
+count, end = 0, start + float(sys.argv[3])
+while time.time() < end:
+    a @ a
+    count += 1
+print(count)
+"""
 
 
 def physical_cores(cpus: list[int], root: Path = Path("/sys/devices/system/cpu")) -> int:
@@ -29,13 +55,37 @@ def physical_cores(cpus: list[int], root: Path = Path("/sys/devices/system/cpu")
     return max(1, len(cores))
 
 
-def main() -> None:
+def probe(cpus: list[int], seconds: float = 1.0) -> list[int]:
+    """Matrix products done in ``seconds`` by one process per CPU of ``cpus``, all at once."""
+    start = time.time() + 1.0  # every process imported numpy and warmed up by then
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    procs = [subprocess.Popen([sys.executable, "-c", _PROBE, str(cpu), repr(start), repr(seconds)],
+                              stdout=subprocess.PIPE, text=True, env=env) for cpu in cpus]
+    return [int(proc.communicate(timeout=60)[0]) for proc in procs]
+
+
+def decide() -> tuple[int, str]:
     try:
         cpus = sorted(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        print(1)
-        return
-    print(min(2, physical_cores(cpus)))
+        return 1, "no CPU affinity on this platform"
+    if physical_cores(cpus) < 2:
+        return 1, f"{len(cpus)} usable CPU(s) on fewer than two cores, or a topology that cannot be read"
+    pair = cpus[:1] + [cpu for cpu in cpus if physical_cores([cpus[0], cpu]) == 2][:1]
+    try:
+        alone = probe(pair[:1])[0]
+        both = probe(pair)
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        return 1, f"the probe failed ({exc})"
+    kept = min(both) / alone if alone else 0.0
+    figures = f"matrix products alone {alone}, both at once {both[0]} and {both[1]}: {kept:.0%} kept"
+    return (2, figures) if kept >= KEEP else (1, f"{figures}, under {KEEP:.0%}")
+
+
+def main() -> None:
+    workers, why = decide()
+    print(f"tests that run a model: {workers} worker(s) ({why})", file=sys.stderr)
+    print(workers)
 
 
 if __name__ == "__main__":

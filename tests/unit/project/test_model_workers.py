@@ -1,5 +1,6 @@
 """`make test` runs the tests that load a model on two workers only where two of the usable CPUs are
-separate physical cores (tests/model_workers.py); SMT siblings and an unreadable topology give one."""
+separate physical cores (tests/model_workers.py), and a probe sees both compute at once at full speed;
+SMT siblings and an unreadable topology give one."""
 
 from __future__ import annotations
 
@@ -33,3 +34,9 @@ def test_an_unreadable_topology_is_one_core(tmp_path: Path) -> None:
     _topology(tmp_path, 0, 0, 0)
     assert model_workers.physical_cores([0, 1], tmp_path) == 1
     assert model_workers.physical_cores([], tmp_path) == 1
+
+
+def test_the_probe_counts_matrix_products_on_the_cpu_it_is_given() -> None:
+    cpu = sorted(__import__("os").sched_getaffinity(0))[0]
+    (count,) = model_workers.probe([cpu], seconds=0.1)
+    assert count > 0
