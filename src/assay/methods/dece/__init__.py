@@ -414,8 +414,6 @@ class DeCE(DeCEPrompts, Method, Presents, MetaEvaluated, HasCommands):
         prompt does not share with the recent calls whose state it keeps. The same shared start is
         what OpenAI's prompt cache would bill as cached, by its rule (:func:`openai_cached`). "auto"
         stands for hard here; ``assay eval --dry-run`` settles it for the judge first, as a run does."""
-        import os
-
         def text(messages: list[Any]) -> str:
             return "\n".join(m.content for m in messages)
 
@@ -432,7 +430,7 @@ class DeCE(DeCEPrompts, Method, Presents, MetaEvaluated, HasCommands):
 
         def call(messages: list[Any], completion: int) -> CallEstimate:
             prompt = text(messages)
-            shared = max((len(os.path.commonprefix([p, prompt])) for p in previous), default=0)  # noqa: RUF071
+            shared = max((_shared_start(p, prompt) for p in previous), default=0)
             previous[:] = [*previous[-7:], prompt]
             prompt_tokens, evaluated = tokens(len(prompt), len(messages)), tokens(len(prompt) - shared, 0)
             instructions = 0
@@ -473,3 +471,19 @@ class DeCE(DeCEPrompts, Method, Presents, MetaEvaluated, HasCommands):
             total.assumes = (" and ".join(g for g in guessed if g) + " an answer (the judge's extraction decides; "
                              "calls and tokens grow with them)")
         return total
+
+
+def _shared_start(a: str, b: str) -> int:
+    """The length of the start ``a`` and ``b`` share, found by halving with slice comparisons (done in C):
+    os.path.commonprefix compares character by character in Python, which was 85% of a 1,000-answer
+    dry run's 5.4 s."""
+    low, high = 0, min(len(a), len(b))
+    if a[:high] == b[:high]:
+        return high
+    while high - low > 1:  # a[:low] == b[:low] and a[:high] != b[:high]
+        middle = (low + high) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle
+    return low

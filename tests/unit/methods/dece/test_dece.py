@@ -3,6 +3,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import assay
 from assay.analysis.stats import f_beta
@@ -363,3 +365,13 @@ def test_brief_verdicts_ask_for_no_reasoning() -> None:
         "criteria_satisfaction"]
     assert brief.manifest()["prompt_sha256"]["criteria_extraction"] == full.manifest()["prompt_sha256"][
         "criteria_extraction"]
+
+
+@given(st.text(alphabet="ab\u00e9\n", max_size=40), st.text(alphabet="ab\u00e9\n", max_size=40))
+def test_the_estimates_shared_start_is_the_common_prefix(a: str, b: str) -> None:
+    import os
+
+    from assay.methods.dece import _shared_start
+
+    assert _shared_start(a, b) == len(os.path.commonprefix([a, b])) == _shared_start(b, a)  # noqa: RUF071 (characters, as meant)
+    assert _shared_start(a, a + b) == len(a)
