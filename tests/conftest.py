@@ -16,9 +16,9 @@ def _no_network_keys(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # `make test` runs the suite in two parts (unit tests on both cores with pytest-xdist, the integration
-# tests marked no_model beside them, then the tests that load a model or start a model server one at a
-# time); each test's time is appended to the file named
-# by SUITE_DURATIONS so that tests/slowest.py can print the 25 slowest of the whole suite.
+# tests marked no_model beside them, then the tests that load a model or start a model server: two
+# workers of one CPU each, or one test at a time: tests/model_workers.py); each test's time is appended
+# to the file named by SUITE_DURATIONS so that tests/slowest.py can print the 25 slowest of the whole suite.
 _DURATIONS = os.path.abspath(os.environ["SUITE_DURATIONS"]) if os.environ.get("SUITE_DURATIONS") else None
 # (absolute: some tests change the working directory)
 
@@ -32,9 +32,9 @@ def pytest_configure(config: pytest.Config) -> None:
     count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
     if not (os.environ.get("SUITE_PIN_WORKERS") and worker and count > 1 and hasattr(os, "sched_setaffinity")):
         return
-    cpus = sorted(os.sched_getaffinity(0))
-    if len(cpus) >= count:
-        os.sched_setaffinity(0, cpus[int(worker.removeprefix("gw")) % count::count])
+    cpus, index = sorted(os.sched_getaffinity(0)), int(worker.removeprefix("gw"))
+    if len(cpus) >= count and index < count:  # a worker started again after a crash (gw2, ...) stays unpinned
+        os.sched_setaffinity(0, cpus[index::count])
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

@@ -13,7 +13,7 @@ from assay.judge.backends import JudgeBackend
 
 # An integration test that loads no model and starts no model server (Phoenix, Ray, Chromium, scripted
 # judges): `make test` runs these beside the unit tests, one after another on one pytest-xdist worker
-# (their own group), not in the serial part that keeps both cores for the model. A test that loads a
+# (their own group), not in the part that keeps the cores for the models. A test that loads a
 # model must not carry it: it would share the cores with the unit tests.
 NO_MODEL = (pytest.mark.no_model, pytest.mark.xdist_group("no_model"))
 

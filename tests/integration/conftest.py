@@ -37,7 +37,8 @@ def two_llama_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tupl
     for a test that keeps both busy at once. Measured on a 2-core Xeon, the same three calls: the
     session's two-thread server beside a one-thread one 26.6 s, both passive 12.8 s; two one-thread
     servers 24.4 s, both passive 11.9 s (spinning OpenMP threads took the cores from each other and
-    from the test's own client)."""
+    from the test's own client). Under `make test`'s two workers of one CPU each (tests/model_workers.py)
+    both servers share that CPU, so the test takes about twice as long there; it asks three calls."""
     passive = {"OMP_WAIT_POLICY": "PASSIVE"}
     with _server(Path(tmp_path_factory.mktemp("server2")), threads=1, env=passive) as first, \
             _server(Path(tmp_path_factory.mktemp("server3")), threads=1, env=passive) as second:

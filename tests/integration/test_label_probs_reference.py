@@ -54,7 +54,8 @@ def reference_probs(path: str, backend: LlamaCppBackend, messages: list[Message]
     cache's two steps)."""
     from llama_cpp import Llama
 
-    fresh = Llama(model_path=path, n_ctx=2048, logits_all=True, verbose=False, n_threads=usable_cpus())
+    fresh = Llama(model_path=path, n_ctx=2048, logits_all=True, verbose=False, n_threads=usable_cpus(),
+                  n_threads_batch=usable_cpus())
     try:
         prompt = backend._chat_prompt(fresh, messages)
         tokens = fresh.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
@@ -166,7 +167,7 @@ def test_generated_token_logprobs_equal_a_fresh_evaluation() -> None:
     assert llama._logits_all is False
     asyncio.run(backend.aclose())
     fresh = Llama(model_path=str(smollm_path()), n_ctx=2048, logits_all=True, verbose=False,
-                  n_threads=usable_cpus())
+                  n_threads=usable_cpus(), n_threads_batch=usable_cpus())
     try:
         for messages, done in zip(PROMPTS[:2] + PROMPTS[:2], outputs, strict=True):
             assert done.logprobs, done

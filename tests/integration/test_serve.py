@@ -78,7 +78,7 @@ def test_a_completion_cut_by_max_tokens_keeps_its_last_tokens_logprob() -> None:
     seen = []
     for cls in (Llama, fast_llama_class()):
         llama = cls(model_path=str(smollm_path()), n_ctx=512, logits_all=True, verbose=False,
-                    n_threads=usable_cpus())
+                    n_threads=usable_cpus(), n_threads_batch=usable_cpus())
         choice = llama.create_chat_completion(messages=messages, max_tokens=5, temperature=0, logprobs=True,
                                               top_logprobs=2, repeat_penalty=1.0)["choices"][0]
         llama.close()

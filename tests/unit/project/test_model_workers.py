@@ -36,7 +36,7 @@ def test_an_unreadable_topology_is_one_core(tmp_path: Path) -> None:
     assert model_workers.physical_cores([], tmp_path) == 1
 
 
-def test_the_probe_counts_matrix_products_on_the_cpu_it_is_given() -> None:
+def test_the_probe_times_matrix_products_on_the_cpu_it_is_given() -> None:
     cpu = sorted(__import__("os").sched_getaffinity(0))[0]
-    (count,) = model_workers.probe([cpu], seconds=0.1)
-    assert count > 0
+    (rate,) = model_workers.probe([cpu], seconds=0.1)
+    assert rate > 0
