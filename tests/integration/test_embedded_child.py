@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from assay.judge.cpu_build import usable_cpus
+
 pytestmark = pytest.mark.integration
 
 ASSAY = str(Path(sys.executable).with_name("assay"))
@@ -62,6 +64,11 @@ def test_doctor_runs_a_forward_pass_and_reports_the_build(tmp_path: Path) -> Non
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "llama-cpp-python 0.3.36" in out and "cpu " in out
+    cpu_line = next(line for line in out.splitlines() if line.startswith("cpu "))
+    if usable_cpus() == os.cpu_count():
+        assert cpu_line.endswith(f"· {usable_cpus()} CPUs, the judge's threads"), cpu_line
+    else:  # a pytest worker kept to its own CPU (make test): the executable inherits it
+        assert f"· {usable_cpus()} of the machine's {os.cpu_count()} CPUs usable here" in cpu_line, cpu_line
     assert "forward" in out and "ok" in out
     lines = {line.split()[0]: line for line in out.splitlines() if line.strip() and not line.startswith(" ")}
     # (the build line may speak of what another build "generated": the figures are read from their own lines)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
 
@@ -29,7 +30,10 @@ def doctor(
                       f"{' '.join(build['features']) or 'no listed CPU features'}", soft_wrap=True)
     flags = doc.cpu_flags()
     listed = " ".join(f for f in doc.WATCHED_FLAGS if flags and f in flags) or "unknown"
-    console.print(f"cpu        {doc.cpu_model()} · {listed}", soft_wrap=True)
+    usable, machine = cpu_build.usable_cpus(), os.cpu_count() or 0
+    threads = (f"{usable} CPUs, the judge's threads" if usable == machine else
+               f"{usable} of the machine's {machine} CPUs usable here (taskset, a cpuset): the judge's threads")
+    console.print(f"cpu        {doc.cpu_model()} · {listed} · {threads}", soft_wrap=True)
     try:
         choice = cpu_build.choose(flags=flags)
     except ValueError as exc:
