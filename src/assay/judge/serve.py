@@ -223,7 +223,7 @@ def thread_defaults(args: list[str]) -> list[str]:
     environment = {key.lower() for key in os.environ}  # the stock settings also read N_THREADS, ...
     added = [f"--{name}={usable_cpus()}" for name in ("n_threads", "n_threads_batch")
              if f"--{name}" not in given and name not in environment]
-    return [*args, *added]
+    return [*added, *args]  # first: a value the user gives, even as an abbreviation (--n_threads_b 3), wins
 
 
 if __name__ == "__main__":

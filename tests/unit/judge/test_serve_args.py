@@ -28,9 +28,9 @@ def test_the_threads_default_to_the_usable_cpus_unless_given(monkeypatch: pytest
     monkeypatch.delenv("N_THREADS_BATCH", raising=False)
     monkeypatch.delenv("CONFIG_FILE", raising=False)
     n = usable_cpus()
-    assert thread_defaults(["--model", "m.gguf"]) == ["--model", "m.gguf", f"--n_threads={n}", f"--n_threads_batch={n}"]
-    assert thread_defaults(["--n_threads", "1"]) == ["--n_threads", "1", f"--n_threads_batch={n}"]
-    assert thread_defaults(["--n_threads_batch=3"]) == ["--n_threads_batch=3", f"--n_threads={n}"]
+    assert thread_defaults(["--model", "m.gguf"]) == [f"--n_threads={n}", f"--n_threads_batch={n}", "--model", "m.gguf"]
+    assert thread_defaults(["--n_threads", "1"]) == [f"--n_threads_batch={n}", "--n_threads", "1"]
+    assert thread_defaults(["--n_threads_batch=3"]) == [f"--n_threads={n}", "--n_threads_batch=3"]
     assert thread_defaults(["--config_file", "c.json"]) == ["--config_file", "c.json"]  # the file says
     monkeypatch.setenv("N_THREADS", "1")  # the stock settings read it
     assert thread_defaults([]) == [f"--n_threads_batch={n}"]
@@ -48,3 +48,5 @@ def test_the_stock_parser_reads_the_added_thread_options() -> None:
     add_args_from_model(parser, Settings)
     args = parser.parse_args(thread_defaults(["--model", "m.gguf", "--n_threads", "1"]))
     assert args.n_threads == 1 and args.n_threads_batch >= 1 and args.model == "m.gguf"
+    # an abbreviation the stock parser accepts is the user's value, not overridden by the default
+    assert parser.parse_args(thread_defaults(["--model", "m.gguf", "--n_threads_b", "3"])).n_threads_batch == 3
