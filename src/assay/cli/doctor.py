@@ -31,7 +31,8 @@ def doctor(
     flags = doc.cpu_flags()
     listed = " ".join(f for f in doc.WATCHED_FLAGS if flags and f in flags) or "unknown"
     usable, machine = cpu_build.usable_cpus(), os.cpu_count() or 0
-    threads = (f"{usable} of the machine's {machine} CPUs usable here (taskset, a cpuset): the judge's threads"
+    threads = (f"{usable} of the machine's {machine} CPUs usable here (taskset, a cpuset, a CPU quota): "
+               "the judge's threads"
                if 0 < usable < machine else f"{usable} CPU{'s' if usable != 1 else ''}, the judge's threads")
     console.print(f"cpu        {doc.cpu_model()} · {listed} · {threads}", soft_wrap=True)
     try:

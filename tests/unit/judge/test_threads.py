@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -25,3 +26,44 @@ def test_the_default_follows_the_affinity_set() -> None:
 
 def test_an_explicit_thread_count_is_kept() -> None:
     assert LlamaCppBackend("smollm2", n_threads=3, process="inline").n_threads == 3
+
+
+def _tree(tmp: Path, mount_line: str, cgroup_lines: str, files: dict[str, str]) -> tuple[Path, Path]:
+    for name, text in files.items():
+        target = tmp / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    (tmp / "mountinfo").write_text(mount_line.replace("TMP", str(tmp)) + "\n")
+    (tmp / "cgroup").write_text(cgroup_lines)
+    return tmp / "mountinfo", tmp / "cgroup"
+
+
+def test_a_cgroup_v2_quota_is_read_along_the_path(tmp_path: Path) -> None:
+    from assay.judge.cpu_build import cpu_quota
+
+    mount = "30 23 0:26 / TMP/fs rw,nosuid - cgroup2 cgroup2 rw,nsdelegate"
+    paths = _tree(tmp_path, mount, "0::/app/job\n", {"fs/cpu.max": "max 100000\n", "fs/app/cpu.max": "150000 100000\n",
+                                                        "fs/app/job/cpu.max": "max 100000\n"})
+    assert cpu_quota(*paths) == 1.5  # the parent's limit holds for the child
+    (tmp_path / "fs/app/cpu.max").write_text("max 100000\n")
+    assert cpu_quota(*paths) is None
+
+
+def test_a_cgroup_v1_quota_and_a_mount_rooted_in_a_cgroup(tmp_path: Path) -> None:
+    from assay.judge.cpu_build import cpu_quota
+
+    # a container: its cgroup is the mount's root, so its path maps to the mount point itself
+    mount = "40 30 0:33 /docker/abc TMP/cpu rw,nosuid - cgroup cgroup rw,cpu,cpuacct"
+    paths = _tree(tmp_path, mount, "3:cpu,cpuacct:/docker/abc\n2:memory:/docker/abc\n",
+                  {"cpu/cpu.cfs_quota_us": "100000\n", "cpu/cpu.cfs_period_us": "100000\n"})
+    assert cpu_quota(*paths) == 1.0
+    (tmp_path / "cpu/cpu.cfs_quota_us").write_text("-1\n")  # no limit
+    assert cpu_quota(*paths) is None
+
+
+def test_no_cgroup_files_is_no_quota(tmp_path: Path) -> None:
+    from assay.judge.cpu_build import cpu_quota
+
+    assert cpu_quota(tmp_path / "missing", tmp_path / "missing") is None
+    paths = _tree(tmp_path, "garbage line", "not:a\n", {})
+    assert cpu_quota(*paths) is None

@@ -86,7 +86,7 @@ class LlamaCppOptions(BackendOptions):
     n_ctx: int = Field(default=8192, ge=256, le=1_048_576)
     """Context window in tokens."""
     n_threads: int | None = Field(default=None, ge=1, le=1024)
-    """CPU threads; default the CPUs assay may run on (every core unless taskset or a cpuset limits it)."""
+    """CPU threads; default the CPUs assay may use (every core unless taskset, a cpuset or a CPU quota limits it)."""
     logits_all: bool = False
     """Give the logprobs of generated tokens (--verdicts soft, G-Eval's weights, DICE's analysis); they are
     read from each step's last output, so prompts are read as fast as without."""
