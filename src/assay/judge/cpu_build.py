@@ -92,8 +92,9 @@ def cpu_quota(mountinfo: Path = Path("/proc/self/mountinfo"),
     ``cpu.max``, v1's ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``): the smallest along the path; None
     when there is none or it cannot be read."""
     try:
-        mounts = [line.split() for line in mountinfo.read_text().splitlines()]
-        memberships = [line.split(":", 2) for line in cgroups.read_text().splitlines()]
+        # the kernel writes paths as bytes (a mount point may not be UTF-8), spaces as \040
+        mounts = [line.split() for line in mountinfo.read_text(errors="surrogateescape").splitlines()]
+        memberships = [line.split(":", 2) for line in cgroups.read_text(errors="surrogateescape").splitlines()]
     except OSError:
         return None
     limits: list[float] = []
@@ -101,8 +102,10 @@ def cpu_quota(mountinfo: Path = Path("/proc/self/mountinfo"),
         if "-" not in fields or len(fields) < 5:
             continue
         tail = fields[fields.index("-") + 1:]
-        fstype, options = tail[0], (tail[2].split(",") if len(tail) > 2 else [])
-        root, mountpoint = fields[3], Path(fields[4])
+        if len(tail) < 3:
+            continue
+        fstype, options = tail[0], tail[2].split(",")
+        root, mountpoint = _unescape(fields[3]), Path(_unescape(fields[4]))
         for member in memberships:
             if len(member) != 3:
                 continue
@@ -115,9 +118,16 @@ def cpu_quota(mountinfo: Path = Path("/proc/self/mountinfo"),
 
 
 def _limits(mountpoint: Path, root: str, path: str, read: Any) -> list[float]:
-    # the cgroup's folder under the mount (whose root may itself be a cgroup, as in a container)
-    relative = path[len(root):] if root != "/" and (path == root or path.startswith(root + "/")) else path
-    folder = mountpoint.joinpath(*[part for part in relative.split("/") if part])
+    # the cgroup's folder under the mount (whose root may itself be a cgroup, as in a container); a
+    # cgroup outside the mount's root, or seen from outside its namespace (..), has no folder here
+    if root != "/":
+        if not (path == root or path.startswith(root + "/")):
+            return []
+        path = path[len(root):]
+    parts = [part for part in path.split("/") if part]
+    if ".." in parts:
+        return []
+    folder = mountpoint.joinpath(*parts)
     found = []
     while True:
         limit = read(folder)
@@ -126,6 +136,13 @@ def _limits(mountpoint: Path, root: str, path: str, read: Any) -> list[float]:
         if folder == mountpoint or mountpoint not in folder.parents:
             return found
         folder = folder.parent
+
+
+def _unescape(field: str) -> str:
+    """A mountinfo path field with its octal escapes (``\\040`` for a space) decoded."""
+    import re
+
+    return re.sub(r"\\([0-7]{3})", lambda match: chr(int(match[1], 8)), field)
 
 
 def _v2_limit(folder: Path) -> float | None:

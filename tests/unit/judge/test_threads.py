@@ -67,3 +67,29 @@ def test_no_cgroup_files_is_no_quota(tmp_path: Path) -> None:
     assert cpu_quota(tmp_path / "missing", tmp_path / "missing") is None
     paths = _tree(tmp_path, "garbage line", "not:a\n", {})
     assert cpu_quota(*paths) is None
+
+
+def test_a_cgroup_outside_the_mounts_root_and_a_quota_under_one_cpu(tmp_path: Path) -> None:
+    from assay.judge.cpu_build import cpu_quota
+
+    mount = "40 30 0:33 /docker/other TMP/cpu rw,nosuid - cgroup cgroup rw,cpu,cpuacct"
+    paths = _tree(tmp_path, mount, "3:cpu,cpuacct:/docker/abc\n",
+                  {"cpu/cpu.cfs_quota_us": "50000\n", "cpu/cpu.cfs_period_us": "100000\n"})
+    assert cpu_quota(*paths) is None  # another cgroup's limit is not ours
+    (tmp_path / "cgroup").write_text("3:cpu,cpuacct:/docker/other\n")
+    assert cpu_quota(*paths) == 0.5  # half a CPU: one thread (usable_cpus never gives 0)
+
+
+def test_escaped_and_undecodable_mount_paths(tmp_path: Path) -> None:
+    from assay.judge.cpu_build import cpu_quota
+
+    (tmp_path / "my cg").mkdir()
+    (tmp_path / "my cg" / "cpu.max").write_text("200000 100000\n")
+    escaped = str(tmp_path).replace(" ", "\\040") + "/my\\040cg"
+    (tmp_path / "mountinfo").write_bytes(
+        b"1 0 0:1 / /media/\xe9t\xe9 rw - ext4 /dev/sda1 rw\n"
+        + f"30 23 0:26 / {escaped} rw - cgroup2 cgroup2 rw\n".encode())
+    (tmp_path / "cgroup").write_text("0::/\n")
+    assert cpu_quota(tmp_path / "mountinfo", tmp_path / "cgroup") == 2.0
+    (tmp_path / "mountinfo").write_bytes(b"1 0 0:1 / /x rw -\n")  # cut short: skipped, not a crash
+    assert cpu_quota(tmp_path / "mountinfo", tmp_path / "cgroup") is None
