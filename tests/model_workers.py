@@ -12,7 +12,7 @@ a float32 matrix product (the kind of work llama.cpp does) timed on the first CP
 at once, each process kept to its CPU; the slower of the two at once must keep 80% of the lone rate.
 Tried on machines of exactly two usable CPUs (each worker is kept to one; more CPUs: one worker, as
 before). A topology that cannot be read, a probe that fails, or a machine busy with other work gives
-one worker. The decision and its figures are printed on stderr.
+one worker; a probe under 80% is tried once more. The decision and its figures are printed on stderr.
 
 Usage: python tests/model_workers.py   (prints 1 or 2)"""
 
@@ -26,6 +26,9 @@ from pathlib import Path
 
 KEEP = 0.8
 """The share of its lone rate each CPU must keep while the other computes."""
+ATTEMPTS = 2
+"""Probes before one worker is chosen: on a 2-core Xeon VM one probe in eight saw 66% kept (two, then one,
+in the same hour's runs), the others 88-126%."""
 
 _PROBE = """
 import os, sys, time
@@ -82,15 +85,19 @@ def decide() -> tuple[int, str]:
         return 1, f"{len(cpus)} usable CPU(s); two workers are tried on machines of two"
     if physical_cores(cpus) < 2:
         return 1, "two CPUs of one core, or a topology that cannot be read"
-    try:
-        alone = probe(cpus[:1])[0]
-        both = probe(cpus)
-    except (OSError, ValueError, subprocess.SubprocessError) as exc:
-        return 1, f"the probe failed ({type(exc).__name__})"
-    kept = min(both) / alone if alone else 0.0
-    figures = (f"matrix products a second: {alone:.0f} on CPU {cpus[0]} alone, {both[0]:.0f} and {both[1]:.0f} "
-               f"on both at once: {kept:.0%} kept")
-    return (2, figures) if kept >= KEEP else (1, f"{figures}, under {KEEP:.0%}")
+    tries = []
+    for _ in range(ATTEMPTS):  # a VM's CPU can be slowed for a moment from outside: one more try
+        try:
+            alone = probe(cpus[:1])[0]
+            both = probe(cpus)
+        except (OSError, ValueError, subprocess.SubprocessError) as exc:
+            return 1, f"the probe failed ({type(exc).__name__})"
+        kept = min(both) / alone if alone else 0.0
+        tries.append(f"{alone:.0f} on CPU {cpus[0]} alone, {both[0]:.0f} and {both[1]:.0f} on both at once: "
+                     f"{kept:.0%} kept")
+        if kept >= KEEP:
+            return 2, "matrix products a second: " + "; then ".join(tries)
+    return 1, "matrix products a second: " + "; then ".join(tries) + f", under {KEEP:.0%}"
 
 
 def main() -> None:
