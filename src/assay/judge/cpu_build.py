@@ -41,10 +41,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 LLAMA_CPP_VERSION = "0.3.36"
 
@@ -117,7 +118,7 @@ def cpu_quota(mountinfo: Path = Path("/proc/self/mountinfo"),
     return min(limits) if limits else None
 
 
-def _limits(mountpoint: Path, root: str, path: str, read: Any) -> list[float]:
+def _limits(mountpoint: Path, root: str, path: str, read: Callable[[Path], float | None]) -> list[float]:
     # the cgroup's folder under the mount (whose root may itself be a cgroup, as in a container); a
     # cgroup outside the mount's root, or seen from outside its namespace (..), has no folder here
     if root != "/":
@@ -140,8 +141,6 @@ def _limits(mountpoint: Path, root: str, path: str, read: Any) -> list[float]:
 
 def _unescape(field: str) -> str:
     """A mountinfo path field with its octal escapes (``\\040`` for a space) decoded."""
-    import re
-
     return re.sub(r"\\([0-7]{3})", lambda match: chr(int(match[1], 8)), field)
 
 

@@ -3,6 +3,7 @@ a test worker kept to one core), not every core of the machine; prompts are read
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from assay.judge.backends._llamacpp import LlamaCppBackend
-from assay.judge.cpu_build import usable_cpus
+from assay.judge.cpu_build import cpu_quota, usable_cpus
 
 
 def test_the_default_follows_the_affinity_set() -> None:
-    if not hasattr(__import__("os"), "sched_setaffinity"):
+    if not hasattr(os, "sched_setaffinity"):
         pytest.skip("no CPU affinity on this platform")
     code = ("import os; os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]}); "
             "from assay.judge.backends._llamacpp import LlamaCppBackend; "
@@ -39,8 +40,6 @@ def _tree(tmp: Path, mount_line: str, cgroup_lines: str, files: dict[str, str]) 
 
 
 def test_a_cgroup_v2_quota_is_read_along_the_path(tmp_path: Path) -> None:
-    from assay.judge.cpu_build import cpu_quota
-
     mount = "30 23 0:26 / TMP/fs rw,nosuid - cgroup2 cgroup2 rw,nsdelegate"
     paths = _tree(tmp_path, mount, "0::/app/job\n", {"fs/cpu.max": "max 100000\n", "fs/app/cpu.max": "150000 100000\n",
                                                         "fs/app/job/cpu.max": "max 100000\n"})
@@ -50,8 +49,6 @@ def test_a_cgroup_v2_quota_is_read_along_the_path(tmp_path: Path) -> None:
 
 
 def test_a_cgroup_v1_quota_and_a_mount_rooted_in_a_cgroup(tmp_path: Path) -> None:
-    from assay.judge.cpu_build import cpu_quota
-
     # a container: its cgroup is the mount's root, so its path maps to the mount point itself
     mount = "40 30 0:33 /docker/abc TMP/cpu rw,nosuid - cgroup cgroup rw,cpu,cpuacct"
     paths = _tree(tmp_path, mount, "3:cpu,cpuacct:/docker/abc\n2:memory:/docker/abc\n",
@@ -62,16 +59,12 @@ def test_a_cgroup_v1_quota_and_a_mount_rooted_in_a_cgroup(tmp_path: Path) -> Non
 
 
 def test_no_cgroup_files_is_no_quota(tmp_path: Path) -> None:
-    from assay.judge.cpu_build import cpu_quota
-
     assert cpu_quota(tmp_path / "missing", tmp_path / "missing") is None
     paths = _tree(tmp_path, "garbage line", "not:a\n", {})
     assert cpu_quota(*paths) is None
 
 
 def test_a_cgroup_outside_the_mounts_root_and_a_quota_under_one_cpu(tmp_path: Path) -> None:
-    from assay.judge.cpu_build import cpu_quota
-
     mount = "40 30 0:33 /docker/other TMP/cpu rw,nosuid - cgroup cgroup rw,cpu,cpuacct"
     paths = _tree(tmp_path, mount, "3:cpu,cpuacct:/docker/abc\n",
                   {"cpu/cpu.cfs_quota_us": "50000\n", "cpu/cpu.cfs_period_us": "100000\n"})
@@ -81,8 +74,6 @@ def test_a_cgroup_outside_the_mounts_root_and_a_quota_under_one_cpu(tmp_path: Pa
 
 
 def test_escaped_and_undecodable_mount_paths(tmp_path: Path) -> None:
-    from assay.judge.cpu_build import cpu_quota
-
     (tmp_path / "my cg").mkdir()
     (tmp_path / "my cg" / "cpu.max").write_text("200000 100000\n")
     escaped = str(tmp_path).replace(" ", "\\040") + "/my\\040cg"

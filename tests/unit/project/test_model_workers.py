@@ -5,6 +5,7 @@ SMT siblings and an unreadable topology give one."""
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -37,6 +38,6 @@ def test_an_unreadable_topology_is_one_core(tmp_path: Path) -> None:
 
 
 def test_the_probe_times_matrix_products_on_the_cpu_it_is_given() -> None:
-    cpu = sorted(__import__("os").sched_getaffinity(0))[0]
+    cpu = sorted(os.sched_getaffinity(0))[0]
     (rate,) = model_workers.probe([cpu], seconds=0.1)
     assert rate > 0
