@@ -30,8 +30,14 @@ LLAMA_VERSION := 0.3.36
 # (--no-cache-dir): it keeps a compiled wheel under the generic tag linux_x86_64 whatever flags built
 # it, so a natively compiled wheel could be taken instead of this build. A wheel built with other
 # flags sits in another folder and is never picked up; a folder is used only once its build finished.
+# The compile also leaves out llama.cpp's `common` library, which llama-cpp-python forces on and never loads
+# (src/assay/judge/llama_without_common.cmake says how; a third of the compile): the key names that file by
+# its content, so every checkout on a machine shares one cached wheel.
 ASSAY_WHEELS   ?= $(HOME)/.cache/assay/wheels
-LLAMA_KEY      := $(shell printf '%s %s' '$(LLAMA_VERSION)' '$(LLAMA_CMAKE_ARGS)' | sha256sum | cut -c1-16)
+LLAMA_WITHOUT_COMMON := src/assay/judge/llama_without_common.cmake
+LLAMA_COMPILE_ARGS    = $(LLAMA_CMAKE_ARGS) -DCMAKE_PROJECT_llama.cpp_INCLUDE=$(abspath $(LLAMA_WITHOUT_COMMON))
+LLAMA_KEY      := $(shell printf '%s %s without-common:%s' '$(LLAMA_VERSION)' '$(LLAMA_CMAKE_ARGS)' \
+                    "$$(sha256sum < $(LLAMA_WITHOUT_COMMON) | cut -c1-16)" | sha256sum | cut -c1-16)
 LLAMA_WHEELDIR := $(ASSAY_WHEELS)/$(LLAMA_VERSION)-$(LLAMA_KEY)
 LLAMA_WHEEL    := $(LLAMA_WHEELDIR)/.complete
 # --only-binary: PyPI has only the source of llama-cpp-python, so the wheel can come only from our cache.
@@ -79,7 +85,7 @@ $(STAMP): pyproject.toml tools/uv_pip.py
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/assay --help >/dev/null
 	touch $(STAMP)
 
-## llama-wheel: compile llama-cpp-python once for the chosen build's flags (portable: ~6.5 min on 2 cores)
+## llama-wheel: compile llama-cpp-python once for the chosen build's flags (portable: ~2.5 min on 2 cores)
 ## into the keyed cache (LLAMA_BUILD=portable|avx512|auto)
 llama-wheel: $(LLAMA_WHEEL)
 
@@ -87,9 +93,9 @@ $(LLAMA_WHEEL):
 	@$(CPU_BUILD) explain --build '$(LLAMA_BUILD)'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	rm -rf '$(LLAMA_WHEELDIR).part' && mkdir -p '$(LLAMA_WHEELDIR).part'
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip wheel --quiet --no-cache-dir --no-deps --no-binary llama-cpp-python \
+	CMAKE_ARGS="$(LLAMA_COMPILE_ARGS)" $(BIN)/pip wheel --quiet --no-cache-dir --no-deps --no-binary llama-cpp-python \
 		-w '$(LLAMA_WHEELDIR).part' 'llama-cpp-python==$(LLAMA_VERSION)'
-	printf '%s\n' '$(LLAMA_CMAKE_ARGS)' > '$(LLAMA_WHEELDIR).part/CMAKE_ARGS'
+	printf '%s\n' '$(LLAMA_COMPILE_ARGS)' > '$(LLAMA_WHEELDIR).part/CMAKE_ARGS'
 	touch '$(LLAMA_WHEELDIR).part/.complete'
 	rm -rf '$(LLAMA_WHEELDIR)' && mv '$(LLAMA_WHEELDIR).part' '$(LLAMA_WHEELDIR)'
 

@@ -10,7 +10,15 @@ from pathlib import Path
 
 from assay.judge import cpu_build
 from assay.judge.backends._child import signal_text
-from assay.judge.cpu_build import AVX512_CMAKE_ARGS, AVX512_NEEDS, PORTABLE_CMAKE_ARGS, choose, wheel_key
+from assay.judge.cpu_build import (
+    AVX512_CMAKE_ARGS,
+    AVX512_NEEDS,
+    PORTABLE_CMAKE_ARGS,
+    WITHOUT_COMMON,
+    choose,
+    wheel_key,
+    without_common_args,
+)
 from assay.judge.doctor import rebuild_command
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -38,8 +46,9 @@ def test_the_avx512_build_adds_avx512_and_nothing_else() -> None:
 def test_makefile_and_readme_use_the_same_flags(tmp_path: Path) -> None:
     for build, args in cpu_build.BUILDS.items():
         planned = _planned(tmp_path, f"LLAMA_BUILD={build}")
-        assert f'CMAKE_ARGS="{args}" ' in planned  # the flags the wheel is compiled with
-        assert f"printf '%s\\n' '{args}'" in planned  # and the record beside it
+        compiled = f"{args} {without_common_args()}"  # the Makefile's compile also leaves out `common`
+        assert f'CMAKE_ARGS="{compiled}" ' in planned  # the flags the wheel is compiled with
+        assert f"printf '%s\\n' '{compiled}'" in planned  # and the record beside it
     makefile = (ROOT / "Makefile").read_text()
     assert "--no-cache-dir" in makefile
     readme = (ROOT / "README.md").read_text()
@@ -85,7 +94,9 @@ def test_the_compiled_wheel_is_cached_under_its_version_and_exact_flags(tmp_path
 
     from assay.judge.doctor import LLAMA_CPP_VERSION
 
-    key = hashlib.sha256(f"{LLAMA_CPP_VERSION} {PORTABLE_CMAKE_ARGS}".encode()).hexdigest()[:16]
+    included = hashlib.sha256(WITHOUT_COMMON.read_bytes()).hexdigest()[:16]
+    text = f"{LLAMA_CPP_VERSION} {PORTABLE_CMAKE_ARGS} without-common:{included}"
+    key = hashlib.sha256(text.encode()).hexdigest()[:16]
     assert _planned_wheel_dir(tmp_path, "LLAMA_BUILD=portable") == f"{LLAMA_CPP_VERSION}-{key}"
     # other flags (a native build, AVX-512) live in another folder, never picked up for these
     other = _planned_wheel_dir(tmp_path, "LLAMA_CMAKE_ARGS=-DGGML_NATIVE=ON")
@@ -229,3 +240,23 @@ def test_doctor_prints_the_builds(monkeypatch: object) -> None:
     monkeypatch.setenv(cpu_build.ENV, "portable")  # type: ignore[attr-defined]
     result = CliRunner().invoke(app, ["doctor", "--skip-run"], catch_exceptions=False)
     assert "this CPU would choose portable (asked for" in result.output and "GGML_AVX512=ON" not in result.output
+
+
+def test_the_compile_leaves_out_what_the_python_package_never_loads(tmp_path: Path) -> None:
+    """Every build leaves out llama-cpp-python's multimodal library (LLAVA_BUILD=OFF, in the README's
+    and doctor's flags too), and the Makefile's compile also llama.cpp's `common` library, through a
+    file included by llama.cpp's project() that shadows llama-cpp-python's forced cache variable.
+    The cache key names that file by its content: another content is another folder, another path
+    to the same content the same folder (one cached wheel for every checkout on a machine)."""
+    for args in cpu_build.BUILDS.values():
+        assert _flags(args)["LLAVA_BUILD"] == "OFF"
+    assert without_common_args() == f"-DCMAKE_PROJECT_llama.cpp_INCLUDE={WITHOUT_COMMON}"
+    assert WITHOUT_COMMON.is_absolute() and WITHOUT_COMMON.parent == ROOT / "src" / "assay" / "judge"
+    lines = [line.strip() for line in WITHOUT_COMMON.read_text().splitlines()]
+    assert [line for line in lines if line and not line.startswith("#")] == ["set(LLAMA_BUILD_COMMON OFF)"]
+    usual = _planned_wheel_dir(tmp_path, "LLAMA_BUILD=portable")
+    copy = tmp_path / "copy.cmake"
+    copy.write_bytes(WITHOUT_COMMON.read_bytes())
+    assert _planned_wheel_dir(tmp_path, "LLAMA_BUILD=portable", f"LLAMA_WITHOUT_COMMON={copy}") == usual
+    copy.write_text("set(LLAMA_BUILD_COMMON ON)\n")
+    assert _planned_wheel_dir(tmp_path, "LLAMA_BUILD=portable", f"LLAMA_WITHOUT_COMMON={copy}") != usual
