@@ -21,7 +21,8 @@ from typing import Any
 from assay.judge.cpu_build import AVX512_CMAKE_ARGS as AVX512_CMAKE_ARGS
 from assay.judge.cpu_build import BUILDS, LLAMA_CPP_VERSION, MEASURED, PORTABLE_CMAKE_ARGS, Choice
 
-BASELINE_ARGS = "-DGGML_NATIVE=OFF -DGGML_AVX=OFF -DGGML_AVX2=OFF -DGGML_FMA=OFF -DGGML_F16C=OFF -DGGML_AVX512=OFF"
+BASELINE_ARGS = ("-DGGML_NATIVE=OFF -DGGML_AVX=OFF -DGGML_AVX2=OFF -DGGML_FMA=OFF -DGGML_F16C=OFF -DGGML_AVX512=OFF "
+                 "-DLLAVA_BUILD=OFF")
 """For an x86-64 CPU without AVX2 (rare; much slower)."""
 
 REQUIRED_FLAGS = ("avx", "avx2", "fma", "f16c")
