@@ -54,7 +54,7 @@ PORTABLE_CMAKE_ARGS = ("-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FM
                        "-DLLAVA_BUILD=OFF")
 """x86-64 with AVX2/FMA/F16C, without AVX-512 or AMX; without llama-cpp-python's multimodal library
 (``LLAVA_BUILD``: libmtmd, for image and audio chat formats assay never uses; 140 compile steps
-instead of 193, 0.77x the compile time)."""
+instead of 193, 0.77-0.90x the compile time in two runs)."""
 
 AVX512_CMAKE_ARGS = ("-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON "
                      "-DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON "
@@ -68,9 +68,10 @@ WITHOUT_COMMON = Path(__file__).resolve().with_name("llama_without_common.cmake"
 llama-cpp-python forces on and never loads, is not compiled (``-DCMAKE_PROJECT_llama.cpp_INCLUDE``
 of this file; the file says how). The README's and ``assay doctor``'s one-line ``pip install``
 commands do not add it (they may run before assay is installed) and still compile it. Measured on a 2-core Xeon, the
-portable build's ``pip wheel`` alone: 450 s with llama-cpp-python's defaults, 347 s without the
-multimodal library, 148 s without it and ``common``; the four libraries the Python package loads
-have the same machine code in all three."""
+portable build's ``pip wheel`` alone, two runs: 450 and 311 s with llama-cpp-python's defaults, 347
+and 279 s without the multimodal library, 148 and 136 s without it and ``common``; the four
+libraries the Python package loads have the same machine code in all three
+(``benchmarks/llama_compile.py``)."""
 
 AVX512_NEEDS = ("avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512cd",
                 "avx512_vnni", "avx512vbmi", "avx512_bf16")
