@@ -42,6 +42,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -64,10 +65,11 @@ AVX512_CMAKE_ARGS = ("-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=
 BUILDS = {"portable": PORTABLE_CMAKE_ARGS, "avx512": AVX512_CMAKE_ARGS}
 
 WITHOUT_COMMON = Path(__file__).resolve().with_name("llama_without_common.cmake")
-"""What the Makefile's compile adds to a build's flags: llama.cpp's ``common`` library, which
-llama-cpp-python forces on and never loads, is not compiled (``-DCMAKE_PROJECT_llama.cpp_INCLUDE``
-of this file; the file says how). The README's and ``assay doctor``'s one-line ``pip install``
-commands do not add it (they may run before assay is installed) and still compile it. Measured on a 2-core Xeon, the
+"""What the Makefile's compile and ``assay doctor``'s rebuild command add to a build's flags:
+llama.cpp's ``common`` library, which llama-cpp-python forces on and never loads, is not compiled
+(``-DCMAKE_PROJECT_llama.cpp_INCLUDE`` of this file; the file says how). The README's one-line
+``pip install`` commands do not add it (they may run before assay is installed) and still compile
+it. Measured on a 2-core Xeon, the
 portable build's ``pip wheel`` alone, two runs: 450 and 311 s with llama-cpp-python's defaults, 347
 and 279 s without the multimodal library, 148 and 136 s without it and ``common``; the four
 libraries the Python package loads have the same machine code in all three
@@ -198,8 +200,10 @@ def fitting_build(flags: set[str] | None) -> str:
 
 def without_common_args() -> str:
     """The flag the Makefile adds to a build's flags when it compiles (see :data:`WITHOUT_COMMON`;
-    the Makefile writes it itself, from the file in its checkout)."""
-    return f"-DCMAKE_PROJECT_llama.cpp_INCLUDE={WITHOUT_COMMON}"
+    the Makefile writes it itself, from the file in its checkout), and ``assay doctor``'s rebuild
+    command too, with the installed file. The path is quoted for a shell-like split where it needs it
+    (pip's build backend splits ``CMAKE_ARGS`` so)."""
+    return f"-DCMAKE_PROJECT_llama.cpp_INCLUDE={shlex.quote(str(WITHOUT_COMMON))}"
 
 
 def wheel_key(cmake_args: str, version: str = LLAMA_CPP_VERSION) -> str:
