@@ -31,9 +31,9 @@ LLAMA_VERSION := 0.3.36
 # it, so a natively compiled wheel could be taken instead of this build. A wheel built with other
 # flags sits in another folder and is never picked up; a folder is used only once its build finished.
 # The compile also leaves out llama.cpp's `common` library, which llama-cpp-python forces on and never loads
-# (src/assay/judge/llama_without_common.cmake says how; 0.41-0.43 of the compile time that remains without the
-# multimodal library, benchmarks/llama_compile.py): the key names that file by
-# its content, so every checkout on a machine shares one cached wheel.
+# (src/assay/judge/llama_without_common.cmake says how; 0.41-0.43 of the compile time that remains without
+# the multimodal library, benchmarks/llama_compile.py): the key names that file by its content, so every
+# checkout on a machine shares one cached wheel.
 ASSAY_WHEELS   ?= $(HOME)/.cache/assay/wheels
 LLAMA_WITHOUT_COMMON := src/assay/judge/llama_without_common.cmake
 ifeq ($(wildcard $(LLAMA_WITHOUT_COMMON)),)

@@ -69,11 +69,10 @@ WITHOUT_COMMON = Path(__file__).resolve().with_name("llama_without_common.cmake"
 llama.cpp's ``common`` library, which llama-cpp-python forces on and never loads, is not compiled
 (``-DCMAKE_PROJECT_llama.cpp_INCLUDE`` of this file; the file says how). The README's one-line
 ``pip install`` commands do not add it (they may run before assay is installed) and still compile
-it. Measured on a 2-core Xeon, the
-portable build's ``pip wheel`` alone, two runs: 450 and 311 s with llama-cpp-python's defaults, 347
-and 279 s without the multimodal library, 148 and 136 s without it and ``common``; the four
-libraries the Python package loads have the same machine code in all three
-(``benchmarks/llama_compile.py``)."""
+it. Measured on a 2-core Xeon, the portable build's ``pip wheel`` alone, two runs: 450 and 311 s
+with llama-cpp-python's defaults, 347 and 279 s without the multimodal library, 148 and 136 s
+without it and ``common``; the four libraries the Python package loads have the same machine code
+in all three (``benchmarks/llama_compile.py``)."""
 
 AVX512_NEEDS = ("avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512dq", "avx512cd",
                 "avx512_vnni", "avx512vbmi", "avx512_bf16")

@@ -24,7 +24,6 @@ from assay.judge.cpu_build import (
     LLAMA_CPP_VERSION,
     MEASURED,
     PORTABLE_CMAKE_ARGS,
-    WITHOUT_COMMON,
     Choice,
     without_common_args,
 )
@@ -75,10 +74,8 @@ def rebuild_command(cmake_args: str = PORTABLE_CMAKE_ARGS) -> str:
     llama.cpp's ``common`` library, which the Python package never loads, is not compiled (0.41-0.43
     of the compile time; the same machine code)."""
     pip = f"{sys.executable} -m pip"
-    if WITHOUT_COMMON.is_file():
-        cmake_args = f"{cmake_args} {without_common_args()}"
-    return (f'CMAKE_ARGS="{cmake_args}" {pip} install --force-reinstall --no-cache-dir --no-deps '
-            f"llama-cpp-python=={LLAMA_CPP_VERSION}")
+    return (f'CMAKE_ARGS="{cmake_args} {without_common_args()}" {pip} install --force-reinstall --no-cache-dir '
+            f"--no-deps llama-cpp-python=={LLAMA_CPP_VERSION}")
 
 
 def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> set[str] | None:
