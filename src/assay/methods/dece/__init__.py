@@ -172,7 +172,7 @@ class DeCEConfig(BaseModel):
 
 @register_method
 class DeCE(DeCEPrompts, Method, Presents, MetaEvaluated, HasCommands):
-    """DeCE: precision and recall of answers against criteria from a gold answer."""
+    """DeCE: precision (answer statements the gold answer supports), recall (gold criteria met)."""
 
     name: ClassVar[str] = "dece"
     renamed_flags: ClassVar[dict[str, dict[str, str]]] = {"dece": {"--cache": "--store"}}
