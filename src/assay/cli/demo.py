@@ -34,7 +34,8 @@ def demo(
     store: Path = typer.Option(Path("demo-run.db"), "--store", help="the run store of the demo (a re-run is instant)"),
     report_path: Path = typer.Option(Path("demo-report.html"), "--output", "-o", "--report",
                                            help="the HTML report to write"),
-    all_: bool = typer.Option(False, "--all", help="all 14 bundled answers (about 15 minutes on 2 CPU cores)"),
+    all_: bool = typer.Option(False, "--all", help="all 14 bundled answers (2.5-15 minutes on 2 CPU cores, by CPU; "
+                                                   "with --dry-run, the estimate for this machine)"),
     limit: int | None = typer.Option(None, "--limit", help="the first N bundled answers"),
     concurrency: int | None = CONCURRENCY_OPT,
     budget: int | None = BUDGET_OPT,

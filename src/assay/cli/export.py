@@ -22,7 +22,8 @@ EXIT_PIPE = 141
 def export(
     run: Path = typer.Argument(..., help="run store (.db) written by `assay eval`"),
     fmt: str | None = typer.Option(None, "--format", "-f", help="jsonl, json, csv or parquet (default: from the "
-                                                                "--output file's extension; jsonl without -o)"),
+                                                                "--output file's extension; needed for any other "
+                                                                "extension; jsonl without -o)"),
     output: str | None = typer.Option(None, "--output", "-o", metavar="FILE",
                                       help="the file to write, e.g. scores.csv, or - for standard output (./- is a "
                                            "file named -; default: the store's name, the run id and the format, "

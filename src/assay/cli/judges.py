@@ -13,7 +13,7 @@ from rich.table import Table
 from assay.cli.kit import console
 
 NOTES = {
-    "llamacpp": "llamacpp/default · llamacpp/smollm2 · llamacpp//path/to/model.gguf (in-process, offline)",
+    "llamacpp": "llamacpp/default · llamacpp/smollm2 · llamacpp//path/to/model.gguf (offline, in a child process)",
     "openai": "openai/MODEL · openai/MODEL@URL · openai/MODEL@URL1,URL2 (any OpenAI-compatible server)",
     "litellm": "litellm/PROVIDER/MODEL (pip install 'assay[litellm]')",
     "scripted": "scripted/path/to/script.json (canned answers, for tests)",

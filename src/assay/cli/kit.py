@@ -545,7 +545,8 @@ def make_command(cls: type[Method]) -> Any:
             err_console.print(f"reading {source}: " + "; ".join(notes), highlight=False, soft_wrap=True)
         if run["dry_run"]:
             dry_run(items, cls.name, options, run["price_in"], run["price_out"], run["judge"],
-                    price_cached=run["price_cached"], judge_options=parse_options(run["judge_opt"]))
+                    price_cached=run["price_cached"], judge_options=parse_options(run["judge_opt"]),
+                    data_source=source)
             return
         runner = RunnerConfig(concurrency=run["concurrency"], budget_tokens=run["budget"], timeout_s=run["timeout"],
                               max_retries=run["retries"], progress=run["progress"])
@@ -644,11 +645,11 @@ def counted_units(items: list, method: str, options: dict[str, Any]) -> int:
 
 def dry_run(items: list, method: str, options: dict[str, Any], price_in: float | None, price_out: float | None,
             judge: str = "", *, price_cached: float | None = None,
-            judge_options: dict[str, Any] | None = None) -> None:
+            judge_options: dict[str, Any] | None = None, data_source: str | None = None) -> None:
     if judge:  # the judge's name as the run checks it: a dry run of a judge that cannot run says so
         check_judge(judge)
     options = settle_for_judge(method, options, judge)
-    est = estimate(items, method, **options)
+    est = estimate(items, method, data_source=data_source, **options)
     counted = counted_units(items, method, options)
     line = (f"dry run: {counted} item(s) → ≈{est.calls} judge calls, ≈{est.prompt_tokens} prompt + "
             f"≈{est.completion_tokens} completion tokens")

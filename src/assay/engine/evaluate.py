@@ -412,9 +412,12 @@ async def aevaluate(items: Iterable[Item | dict[str, Any]], method: str | Method
     return outcome.result()
 
 
-def estimate(items: Iterable[Item | dict[str, Any]], method: str | Method, **method_options: Any) -> CallEstimate:
-    """Dry run: estimated judge calls and tokens, without calling any judge."""
+def estimate(items: Iterable[Item | dict[str, Any]], method: str | Method, *, data_source: str | None = None,
+             **method_options: Any) -> CallEstimate:
+    """Dry run: estimated judge calls and tokens, without calling any judge. ``data_source``: the
+    file the items were read from, so that an item that cannot be evaluated is named by file and
+    line, as the run names it."""
     item_list = [i if isinstance(i, Item) else Item.model_validate(i) for i in items]
     method_obj = method if isinstance(method, Method) else build_method(method, **method_options)
-    check_items(method_obj, item_list)
+    check_items(method_obj, item_list, data_source)
     return method_obj.estimate(item_list)

@@ -80,7 +80,7 @@ def results_format(output: Path | None, *, inputs: Iterable[Path | str | None] =
     if output.suffix.lower() in (".db", ".sqlite", ".sqlite3") or is_sqlite(output):
         raise ConfigError(f"-o/--output {output}: -o is the results file written (.csv, .jsonl, .json or "
                           f".parquet); the run store is --store {output}")
-    fmt = format_for(output, None)
+    fmt = format_for(output, None, format_option=False)
     check_output(output, inputs=[p for p in inputs if p is not None], force=force)
     return fmt
 

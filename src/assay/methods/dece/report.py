@@ -30,11 +30,25 @@ def section_context(rows: list[dict[str, Any]]) -> dict[str, Any]:
 ELEMENT_TEXT = {"✗": "not in the reference", "?": "unsure whether the reference says"}
 
 
-def shown_p(p: Any) -> str:
-    """A probability with two decimals, or three where two would print one just under 0.5 as 0.50
-    beside its "not met" (0.49939 is 0.499, not 0.50)."""
+def shown_p(p: Any, edges: tuple[float | None, ...] = (0.5,)) -> str:
+    """A probability with two decimals, or more where two would put it on the other side of an
+    edge its mark was decided by, or on the edge itself: 0.49939 beside "not met" is 0.499, not
+    0.50, and a calibrated 0.7466 shown ? under a ✓ band from 0.75 is 0.747, not 0.75."""
     value = float(p)
-    return f"{value:.3f}" if value < 0.5 <= round(value, 2) else f"{value:.2f}"
+    for places in range(2, 7):
+        text = f"{value:.{places}f}"
+        shown = float(text)
+        if not any(e is not None and e != value and (value < e <= shown or shown <= e < value) for e in edges):
+            return text
+    return text
+
+
+def _edges(entry: dict[str, Any]) -> tuple[float | None, ...]:
+    """The edges a direct verdict's calibrated P was marked by: the shipped map's bands (and 0.5)."""
+    from assay.judge.calibration import default
+
+    cal = default()
+    return (0.5,) if cal is None or entry.get("calibration") != cal.name else (0.5, cal.yes_from, cal.no_to)
 
 
 def explain(details: dict[str, Any]) -> list[str]:
@@ -53,7 +67,8 @@ def explain(details: dict[str, Any]) -> list[str]:
         if entry.get("p_judge") is not None and not parts[0]:
             parts[0] = f"P(yes) {shown_p(entry['p_judge'])}"
             if entry.get("p_calibrated") is not None:
-                parts[0] = f"P(yes) {shown_p(entry['p_calibrated'])} calibrated, {shown_p(entry['p_judge'])} raw"
+                parts[0] = (f"P(yes) {shown_p(entry['p_calibrated'], _edges(entry))} calibrated, "
+                            f"{shown_p(entry['p_judge'])} raw")
         if entry.get("downgraded"):
             parts.append(f"not counted: {entry['downgraded']}")
         text = "; ".join(p for p in parts if p)
