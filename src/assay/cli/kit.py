@@ -439,6 +439,21 @@ def _method_flag(cls: type[Method], name: str) -> str:
     return "--" + new
 
 
+def check_method_options(cls: type[Method], options: dict[str, Any]) -> None:
+    """The method's options as its configuration checks them, before any file is read: a bad value
+    is one line naming its flag (``--verdicts: Input should be ...``), not the configuration's field."""
+    if cls.config_model is None:
+        return
+    from pydantic import ValidationError
+
+    fields = cls.config_model.model_fields
+    try:
+        cls.config_model(**{k: v for k, v in options.items() if k in fields})
+    except ValidationError as exc:
+        raise ConfigError("; ".join(f"{_method_flag(cls, str(e['loc'][0]))}: {e['msg']}" if e["loc"] else e["msg"]
+                                    for e in exc.errors())) from None
+
+
 def _panel(cls: type[Method], name: str) -> dict[str, Any]:
     """Listed in ``-h`` (the method's main options) or an expert option (``--help-all``)."""
     main = command_line(cls).cli_main
@@ -535,6 +550,7 @@ def make_command(cls: type[Method]) -> Any:
                               "store path")
         method_values = {k: v for k, v in take_aliases(kwargs).items() if v is not None or k not in extra_names}
         options = command_line(cls).options_from_cli(coerce(cls, method_values))
+        check_method_options(cls, options)
         # the post-run steps, checked before any judge call: -o, --alignment (method, options and
         # prompts), --gate, --otel, --phoenix-annotate
         finish = plan_finish(run, tracing, data, cls.name, options)

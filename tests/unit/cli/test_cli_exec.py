@@ -131,7 +131,10 @@ BAD: list[tuple[str, list[Callable[[Path], None]], tuple[str, ...], int, str]] =
     ("retries-too-high", [], (*EVAL, "good.jsonl", *JUDGE, "--retries", "101"), 2,
      "Input should be less than or equal to 100"),
     ("beta-too-high", [], (*EVAL, "good.jsonl", *JUDGE, "--beta", "1e200"), 2,
-     "beta: Input should be less than or equal to 1000"),
+     "--beta: Input should be less than or equal to 1000"),
+    # a method option's bad value names its flag, before the data is read (nothing.jsonl does not exist)
+    ("verdicts-unknown", [], (*EVAL, "nothing.jsonl", *JUDGE, "--verdicts", "foo"), 2,
+     "--verdicts: Input should be 'auto', 'hard', 'soft' or 'direct'"),
     # an output that cannot be written is refused before the run (it was found after: judge called, store written)
     ("output-under-a-file", [_write("afile.txt", "x")], (*EVAL, "good.jsonl", *JUDGE, "-o", "afile.txt/x.csv"), 2,
      "--output afile.txt/x.csv: cannot write there ("),
@@ -192,7 +195,8 @@ BAD: list[tuple[str, list[Callable[[Path], None]], tuple[str, ...], int, str]] =
     ("beta-inf", [], (*EVAL, "good.jsonl", "--beta", "inf", *JUDGE), 2, "beta"),
     ("beta-nan", [], (*EVAL, "good.jsonl", "--beta", "nan", *JUDGE), 2, "beta"),
     ("beta-zero", [], (*EVAL, "good.jsonl", "--beta", "0", *JUDGE), 2, "beta"),
-    ("quote-policy", [], (*EVAL, "good.jsonl", "--quote-policy", "maybe", *JUDGE), 2, "quote_policy"),
+    ("quote-policy", [], (*EVAL, "good.jsonl", "--quote-policy", "maybe", *JUDGE), 2,
+     "--quote-policy: Input should be 'require' or 'flag'"),
     ("concurrency-negative", [], (*EVAL, "good.jsonl", "--concurrency", "-3", *JUDGE), 2, "--concurrency"),
     ("concurrency-zero", [], (*EVAL, "good.jsonl", "--concurrency", "0", *JUDGE), 2, "--concurrency"),
     ("budget-negative", [], (*EVAL, "good.jsonl", "--budget", "-5", *JUDGE), 2, "--budget"),

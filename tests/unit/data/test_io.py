@@ -128,3 +128,17 @@ def test_numpy_numbers_are_ids_as_python_numbers_are() -> None:
 
     rows = [{**ITEM, "id": np.int64(3)}, {**ITEM, "id": np.float64(4.5)}, {**ITEM, "id": 5}]
     assert [i.id for i in load_items(rows).items] == ["3", "4.5", "5"]  # np.int64 was refused as not a string
+
+
+def test_field_names_in_other_capitals_are_read_as_the_names_they_spell(tmp_path: Path) -> None:
+    """A spreadsheet's headers: "Query,Response,Ground Truth" was three missing fields."""
+    from assay.data.datasets import input_notes
+
+    path = write(tmp_path / "d.csv", "ID,Query,Response,Ground Truth\nq1,What?,Yes.,No.\n")
+    (item,) = read_items(path)
+    assert (item.id, item.query, item.response, item.reference.required if item.reference else None) == \
+        ("q1", "What?", "Yes.", "No.")
+    assert set(input_notes(str(path))) >= {"read 'Query' as query", "read 'Ground Truth' as reference"}
+    both = write(tmp_path / "both.csv", "query,Query,response\na,b,c\n")
+    with pytest.raises(InputError, match=r"both\.csv, line 2, field 'Query': both 'Query' and 'query' given"):
+        read_items(both)

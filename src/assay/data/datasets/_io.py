@@ -144,6 +144,17 @@ def _normalise(data: dict[str, Any], source: str, line: int) -> dict[str, Any]:
     a list of ground truths, no id (the row's position)."""
     out = dict(data)
     notes = NOTES.setdefault(source, set())
+    # a spreadsheet's "Query" or "Ground Truth": a field name in other capitals (or with spaces for
+    # underscores) is read as the name it spells, and said so; two spellings of one field are refused
+    for key in [k for k in out if isinstance(k, str) and k not in ITEM_FIELDS and k not in ALIASES]:
+        spelt = key.strip().lower().replace(" ", "_")
+        if spelt in ITEM_FIELDS or spelt in ALIASES:
+            name = ALIASES.get(spelt, spelt)
+            if spelt in out or name in out:
+                raise InputError(f"both '{key}' and '{spelt if spelt in out else name}' given: '{key}' is read as "
+                                 f"'{name}'; keep one", source=source, line=line, field=key)
+            out[name] = out.pop(key)
+            notes.add(f"read '{key}' as {name}")
     for alias, name in ALIASES.items():
         if alias in out:
             if name in out:
