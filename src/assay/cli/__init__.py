@@ -45,8 +45,11 @@ def _print_version(value: bool) -> None:
 
 
 def _root(version: bool = typer.Option(False, "--version", "-V", is_eager=True, callback=_print_version,
-                                       help="Print assay's version and exit.")) -> None:
-    """Decomposed, auditable LLM judges for LLM and RAG answers."""
+                                       help="Print assay's version and exit."),
+          debug: bool = typer.Option(False, "--debug", help="Show a traceback when the command fails (give it "
+                                                            "before the command: assay --debug eval ...).")) -> None:
+    """Decomposed, auditable LLM judges for LLM and RAG answers. (``--debug`` is read by :func:`main`
+    before the command line is parsed; it is declared here so that ``assay --help`` lists it.)"""
 
 
 def _new_root() -> typer.Typer:

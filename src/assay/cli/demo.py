@@ -71,4 +71,4 @@ def demo(
     console.print()
     print_summary(result.summary(), result.metrics)
     path = result.report(report_path)
-    console.print(f"report: {path}  ·  run store: {store}  ·  next: assay ui {store}")
+    console.print(f"report: {path}  ·  run store: {store}  ·  next: assay ui {store}", soft_wrap=True)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import sys
 import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -68,8 +69,19 @@ def _load(data: Any, method: Method | None) -> Any:
     loaded = load(data, method=method, on_skip=skipped.append)
     said = loaded.notes + [f"skipped {line}" for line in skipped]
     if said:
-        warnings.warn(f"reading {loaded.source}: " + "; ".join(said), InputNote, stacklevel=3)
+        warnings.warn(f"reading {loaded.source}: " + "; ".join(said), InputNote, stacklevel=_caller_level())
     return loaded
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` that attributes a warning raised in our caller to the user's line: the
+    first frame outside assay and the asyncio machinery an ``evaluate()`` runs its reading in (a
+    fixed level named ``asyncio/events.py``)."""
+    frame, level = sys._getframe(2), 2
+    while frame.f_back is not None and str(frame.f_globals.get("__name__", "")).split(".")[0] in (
+            "assay", "asyncio", "concurrent", "threading"):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 ENGINE_OPTIONS = frozenset(inspect.signature(scheduler.aevaluate).parameters) - {"items", "method", "judge",

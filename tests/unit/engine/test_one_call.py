@@ -108,3 +108,11 @@ def test_a_failed_delivery_warns_and_keeps_the_result(tmp_path: Path) -> None:
     assert isinstance(result, assay.EvalResult) and len(result) == 2
     with pytest.raises(assay.ConfigError, match="a URL such as"):
         assay.evaluate(TraceExport(EXAMPLES / "traces.otlp.json"), method="rougeL", phoenix="localhost:6006")
+
+
+def test_how_the_data_was_read_is_told_at_the_user_s_line(tmp_path: Path) -> None:
+    """The InputNote warning named asyncio/events.py as its place: it names the line that called assay."""
+    shutil.copy(EXAMPLES / "answers.csv", tmp_path / "answers.csv")
+    with pytest.warns(assay.InputNote) as caught:
+        assay.evaluate(tmp_path / "answers.csv", method="rougeL", store=tmp_path / "api.db", runner=QUIET)
+    assert [Path(w.filename).name for w in caught if w.category is assay.InputNote] == [Path(__file__).name]
