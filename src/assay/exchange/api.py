@@ -184,7 +184,7 @@ async def aevaluate(data: Any, method: str | Any = "dece", judge: Any = "llamacp
 
     def say(line: str, ok: bool) -> None:
         if not ok:
-            warnings.warn(line, NotDelivered, stacklevel=4)
+            warnings.warn(line, NotDelivered, stacklevel=_caller_level())
 
     finish.run(result.store, result.run_id, say)
     return result

@@ -18,14 +18,14 @@ EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "c
 """Output extensions and the format each means."""
 
 
-def format_for(path: Path | None, fmt: str | None, *, format_option: bool = True) -> str:
+def format_for(path: Path | None, fmt: str | None, *, format_option: bool = True, name: str | None = None) -> str:
     """The export format of ``path`` given ``--format`` (None: not given). A known extension
     (.csv, .jsonl, .json, .parquet) decides, and ``--format`` contradicting it is one ConfigError
     line; another extension (.txt, .xlsx, none) needs ``--format``: without it the file is refused,
     never written as JSON Lines under a name that promises something else (a ``.xlsx`` that Excel
     calls corrupt). ``format_option``: the command has ``--format`` (``assay export``; ``assay
-    eval -o`` has not). A new file named like a store (.db) is refused. No path: ``--format`` or
-    jsonl."""
+    eval -o`` has not); ``name``: the file as the user wrote it (``./-``, which a Path shows as
+    ``-``). A new file named like a store (.db) is refused. No path: ``--format`` or jsonl."""
     if fmt is not None and fmt not in FORMATS:
         raise ConfigError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
     if path is None:
@@ -38,8 +38,8 @@ def format_for(path: Path | None, fmt: str | None, *, format_option: bool = True
         if fmt is None:
             what = f"a {path.suffix} file" if path.suffix else "a name without an extension"
             alternative = " (or give --format jsonl, json, csv or parquet)" if format_option else ""
-            raise ConfigError(f"-o {path}: {what} does not say which format to write; name it .csv, .jsonl, .json "
-                              f"or .parquet{alternative}")
+            raise ConfigError(f"-o {name or path}: {what} does not say which format to write; name it .csv, .jsonl, "
+                              f".json or .parquet{alternative}")
         return fmt
     if fmt is not None and fmt != implied:
         raise ConfigError(f"--format {fmt} contradicts -o {path} (a .{path.suffix.lower().lstrip('.')} file is "

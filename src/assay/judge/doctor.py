@@ -123,6 +123,9 @@ class SelfCheck:
     generation_seconds: float = 0.0
     busy_before: float | None = None
     """The share of the CPUs' time other processes used just before the check (None: unknown)."""
+    crashed: bool = False
+    """The model's process was killed by a signal (an instruction the CPU refuses, say), as opposed
+    to an error it reported (a file that is not a model): only a crash gets the rebuild advice."""
 
     @property
     def tokens_per_s(self) -> float:
@@ -190,7 +193,7 @@ def self_check(model: str = "default", *, n_threads: int | None = None) -> SelfC
             copy = [Message(role="user", content=f"{CHECK_TEXT * 2}\nCopy the first sentence above, word for word.")]
             written = await backend.generate(copy, GenerateConfig(max_tokens=GENERATED, temperature=0.0))
         except JudgeCrashed as exc:
-            return SelfCheck(ok=False, message=str(exc).removesuffix("; run `assay doctor`"))
+            return SelfCheck(ok=False, message=str(exc).removesuffix("; run `assay doctor`"), crashed=True)
         except AssayError as exc:
             return SelfCheck(ok=False, message=str(exc))
         finally:
@@ -298,7 +301,11 @@ def stale_speed(model: str) -> bool:
 
 
 def crash_advice(check: SelfCheck, flags: set[str] | None) -> str:
-    """One line: what happened and the command that rebuilds llama.cpp so that it runs here."""
+    """One line: what happened and, where the model's process crashed, the command that rebuilds
+    llama.cpp so that it runs here (an error the model reported, such as a file that is not a
+    model, is told as it is: rebuilding would not help)."""
+    if not check.crashed:
+        return f"error: {check.message}"
     missing = [f for f in REQUIRED_FLAGS if flags is not None and f not in flags]
     args = BASELINE_ARGS if missing else PORTABLE_CMAKE_ARGS
     why = (f"this CPU lacks {', '.join(missing)}" if missing

@@ -147,6 +147,8 @@ BAD: list[tuple[str, list[Callable[[Path], None]], tuple[str, ...], int, str]] =
      "name it .csv, .jsonl, .json or .parquet (or give --format jsonl, json, csv or parquet)"),
     ("export-no-extension", [], ("export", "run.db", "-o", "scores"), 2,
      "-o scores: a name without an extension does not say which format to write"),
+    ("export-dash-file-without-format", [], ("export", "run.db", "-o", "./-"), 2,
+     "-o ./-: a name without an extension does not say which format to write"),
     # --dry-run names the file, line and field of an item it cannot evaluate, as the run does
     ("dry-run-without-reference", [_write("noref.jsonl", '{"id": "a", "query": "q", "response": "r"}\n')],
      (*EVAL, "noref.jsonl", "--dry-run"), 2,
@@ -636,6 +638,13 @@ def test_doctor_refuses_a_model_it_cannot_find_in_one_line_without_rebuild_advic
         assert proc.returncode == 2 and proc.stdout == "", proc.stdout + proc.stderr
         assert lines == ["error: llamacpp/smolm2: no GGUF file at smolm2 (did you mean llamacpp/smollm2?)"], lines
         assert "rebuild" not in proc.stderr
+
+
+def test_doctor_tells_a_file_that_is_not_a_model_as_it_is(work: Path) -> None:
+    (work / "bad.gguf").write_bytes(b"GGUF")
+    proc = run("doctor", "--model", "bad.gguf", cwd=work)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "bad.gguf" in proc.stderr and "rebuild" not in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_doctor_reports_the_model_it_was_asked_about(work: Path) -> None:

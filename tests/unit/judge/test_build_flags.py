@@ -216,9 +216,13 @@ def test_doctor_gives_the_command_for_the_chosen_build_when_another_is_installed
 def test_a_crash_is_answered_with_the_portable_build_even_on_an_avx512_cpu() -> None:
     from assay.judge.doctor import SelfCheck, crash_advice
 
-    check = SelfCheck(ok=False, message="the embedded judge crashed (signal 4, illegal instruction) on its first call")
+    check = SelfCheck(ok=False, message="the embedded judge crashed (signal 4, illegal instruction) on its first call",
+                      crashed=True)
     advice = crash_advice(check, set(AVX512_CPU.split()) | set(AMX.split()))
     assert advice.endswith(rebuild_command(PORTABLE_CMAKE_ARGS)) and "GGML_AVX512=ON" not in advice
+    # an error the model reported (no crash) is told as it is: rebuilding llama.cpp would not help
+    reported = SelfCheck(ok=False, message="Failed to load model from file: mine.gguf")
+    assert crash_advice(reported, set(AVX512_CPU.split())) == "error: Failed to load model from file: mine.gguf"
 
 
 def test_doctor_prints_the_builds(monkeypatch: object) -> None:

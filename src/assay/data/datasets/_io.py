@@ -139,22 +139,32 @@ def reset_notes(source: str) -> None:
         table.pop(source, None)
 
 
+SPELT_NAMES = frozenset({"id", "query", "response", "reference", "contexts", "reference_required",
+                         "reference_helpful", "ground_truths"} | set(ALIASES))
+"""The names a spreadsheet's header may give in other capitals or with spaces (``Query``, ``Ground
+Truth``, ``Reference Required``). Not ``system``, ``case``, ``human``, ``history``, ``document`` or
+``metadata``: a column so named in a spreadsheet is often something else (a ticket's case number),
+and stays under ``metadata`` as before."""
+
+
+def _respelt(data: dict[str, Any], source: str) -> dict[str, Any]:
+    """``data`` with each key that spells one of :data:`SPELT_NAMES` in other capitals, or with
+    spaces for underscores, under that name (said once per source), unless the file also has the
+    name itself: then the other spelling stays as it was (under ``metadata``)."""
+    out = dict(data)
+    for key in [k for k in out if isinstance(k, str) and k not in SPELT_NAMES and k not in ITEM_FIELDS]:
+        spelt = key.strip().lower().replace(" ", "_")
+        if spelt in SPELT_NAMES and spelt not in out and ALIASES.get(spelt, spelt) not in out:
+            out[spelt] = out.pop(key)
+            NOTES.setdefault(source, set()).add(f"read '{key}' as {spelt}")
+    return out
+
+
 def _normalise(data: dict[str, Any], source: str, line: int) -> dict[str, Any]:
     """The peers' conventions in assay's shape: aliased field names, contexts as plain strings,
     a list of ground truths, no id (the row's position)."""
-    out = dict(data)
+    out = _respelt(data, source)
     notes = NOTES.setdefault(source, set())
-    # a spreadsheet's "Query" or "Ground Truth": a field name in other capitals (or with spaces for
-    # underscores) is read as the name it spells, and said so; two spellings of one field are refused
-    for key in [k for k in out if isinstance(k, str) and k not in ITEM_FIELDS and k not in ALIASES]:
-        spelt = key.strip().lower().replace(" ", "_")
-        if spelt in ITEM_FIELDS or spelt in ALIASES:
-            name = ALIASES.get(spelt, spelt)
-            if spelt in out or name in out:
-                raise InputError(f"both '{key}' and '{spelt if spelt in out else name}' given: '{key}' is read as "
-                                 f"'{name}'; keep one", source=source, line=line, field=key)
-            out[name] = out.pop(key)
-            notes.add(f"read '{key}' as {name}")
     for alias, name in ALIASES.items():
         if alias in out:
             if name in out:
@@ -266,6 +276,7 @@ def read_jsonl(path: str | Path) -> list[Item]:
 
 def _row_to_dict(row: dict[str, Any], source: str, line: int) -> dict[str, Any]:
     data: dict[str, Any] = {}
+    row = _respelt(row, source)  # a header in other capitals, read as the name it spells before its cells are decoded
     for key, value in row.items():
         if key is None:
             raise InputError("more values than header columns", source=source, line=line)
