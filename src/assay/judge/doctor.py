@@ -54,15 +54,17 @@ def installed_build_name(features: list[str]) -> str:
 
 
 def build_advice(installed: str, choice: Choice) -> list[str]:
-    """What `assay doctor` says about the build: which is installed, which this CPU would choose and,
-    if they differ, the one command that installs the chosen one and what the other build measured."""
+    """What `assay doctor` says about the build: which is installed, which this CPU would choose, what
+    the avx512 build measured against the portable one where either of them is the avx512 build (what
+    the other would give) and, if they differ, the one command that installs the chosen one."""
     lines = [f"installed {installed} · this CPU would choose {choice.build} ({choice.reason})"]
     if choice.warning:
         lines.append(f"warning: {choice.warning}")
-    if installed != choice.build:
+    if "avx512" in (installed, choice.build):
         for machine, prompt, generated, _ in MEASURED.get("avx512", []):
             lines.append(f"measured on {machine}: the avx512 build read prompts {prompt:.1f}x and generated "
                          f"{generated:.1f}x as fast as the portable build")
+    if installed != choice.build:
         lines.append(f"to install the {choice.build} build: {rebuild_command(BUILDS[choice.build])}")
     return lines
 

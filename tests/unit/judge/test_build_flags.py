@@ -208,7 +208,14 @@ def test_doctor_gives_the_command_for_the_chosen_build_when_another_is_installed
     assert lines[0].startswith("installed portable · this CPU would choose avx512")
     assert lines[-1] == f"to install the avx512 build: {rebuild_command(AVX512_CMAKE_ARGS)}"
     assert any("AVX-512 Xeon" in line and "1.5x" in line for line in lines)
-    assert build_advice("avx512", avx512) == [lines[0].replace("installed portable", "installed avx512")]
+    assert any("AVX-512 AMD EPYC" in line and "1.4x" in line for line in lines)
+    # the chosen build installed: what the other would give, and no command
+    assert build_advice("avx512", avx512) == [lines[0].replace("installed portable", "installed avx512"),
+                                              *lines[1:-1]]
+    # the portable build where only it fits: one line, whose reason names what the CPU lacks
+    assert build_advice("portable", choose("auto", flags={"avx", "avx2", "fma", "f16c"})) == [
+        "installed portable · this CPU would choose portable (auto: this CPU lacks avx512f avx512bw avx512vl "
+        "avx512dq avx512cd avx512_vnni avx512vbmi avx512_bf16)"]
     portable = choose("auto", flags={"avx", "avx2", "fma", "f16c"})
     assert build_advice("avx512", portable)[-1] == f"to install the portable build: {rebuild_command()}"
 
