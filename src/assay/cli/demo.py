@@ -4,6 +4,7 @@ the verdicts behind them printed as it finishes, then the HTML report."""
 from __future__ import annotations
 
 import asyncio
+import textwrap
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -58,7 +59,8 @@ def demo(
         item = unit.items[0]
         scores = ", ".join(f"{m} {'—' if v is None else f'{v:.2f}'}" for m, v in result.scores.items())
         head = f"{item.id} · {item.system}" if item.system else item.id
-        console.print(f"\n[bold]{escape(head)}[/bold]: {escape(item.response[:160])}")
+        preview = textwrap.shorten(item.response, 160, placeholder=" …")  # whole words, never "a mun"
+        console.print(f"\n[bold]{escape(head)}[/bold]: {escape(preview)}")
         console.print(f"  {scores}")
         for line in explain(result.scores, result.details)[:8]:
             console.print(f"  {escape(line)}", soft_wrap=True)
