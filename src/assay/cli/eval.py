@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import typer
 
+from assay.cli.dry_run import EMBEDDED_SPEED
 from assay.cli.kit import (
     BUDGET_OPT,
     CONCURRENCY_OPT,
     DRY_RUN_OPT,
-    EMBEDDED_SPEED,
     JUDGE,
     JUDGE_FREE_DEFAULTS,
     JUDGE_ONLY,

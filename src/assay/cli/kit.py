@@ -12,7 +12,8 @@ panels (:data:`PANELS`, :data:`PANEL`), the consoles and :func:`print_summary`,
 :func:`parse_options`, :func:`runner_config`, the tracing options of ``assay eval``
 (:data:`TRACE_OPTIONS`, :func:`load_items`, :func:`plan_finish`, :func:`send_run`), and
 ``assay eval NAME``'s command maker (:func:`make_command`) with its parts: :func:`method_params`,
-:func:`coerce`, :func:`check_results_file`, :func:`dry_run`, :func:`run_method`.
+:func:`coerce`, :func:`check_results_file`, :func:`dry_run` (from :mod:`assay.cli.dry_run`),
+:func:`run_method`.
 """
 
 from __future__ import annotations
@@ -27,24 +28,23 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from assay.cli._console import console, err_console
 from assay.cli._help import EXPERT, HELP_ALL_SEP, help_all_option
+from assay.cli.dry_run import dry_run
 from assay.core._files import same_file
 from assay.core.errors import BudgetExhausted, ConfigError, JudgeUnreachable
-from assay.core.method import OPENAI_CACHE_MIN, OPENAI_CACHE_STEP, Method
+from assay.core.method import Method
 from assay.core.protocols import command_line, presentation
 from assay.core.registry import method_class
 from assay.core.types import Item
-from assay.engine import EvalResult, aevaluate, estimate
+from assay.engine import EvalResult, aevaluate
 from assay.judge.backends import check_judge
 from assay.judge.prices import (
     PRICES_PER_MILLION,  # noqa: F401  (kit.PRICES_PER_MILLION, for plug-ins)
     Price,
-    caches_like_openai,
     given_price,
-    list_price,
 )
 from assay.judge.runner import RunnerConfig
 from assay.store import Store
@@ -55,8 +55,6 @@ EVALUATE, INSPECT, COMPARE, RUBRICS, TOOLS = PANELS
 PANEL = dict(zip(("evaluate", "inspect", "compare", "rubrics", "tools"), PANELS, strict=True))
 """The help panels by key: ``kit.panels["inspect"]`` in a method's ``register_commands``."""
 
-console = Console()
-err_console = Console(stderr=True)
 
 
 def parse_options(pairs: list[str] | None, what: str = "--judge-opt") -> dict[str, Any]:
@@ -598,135 +596,6 @@ def make_command(cls: type[Method]) -> Any:
     command.__doc__ = (cls.__doc__ or cls.name).strip().splitlines()[0]
     command.__name__ = f"eval_{cls.name}"
     return command
-
-
-EMBEDDED_SPEED = (20.0, 5.0)
-"""Prompt and generated tokens per second of the embedded judge (Qwen2.5-Coder-1.5B Q4_K_M) on the
-slowest 2-core CPU we measured (an AVX2 AMD EPYC: 20 and ~5; an AVX-512 Xeon reads 52-69 and
-generates 12-21). ``--dry-run`` uses this machine's own figures once `assay doctor` has timed them."""
-CALL_OVERHEAD_S = 0.05
-"""Seconds a local judge call costs beyond its tokens (sampling set-up, the store)."""
-
-
-def settle_for_judge(method: str, options: dict[str, Any], judge: str) -> dict[str, Any]:
-    """The method options a run on ``judge`` would use: DeCE's ``verdicts="auto"`` becomes direct
-    where the judge gives label probabilities (as the run settles it), else hard."""
-    from assay.core.registry import build_method
-
-    built = build_method(method, **options)
-    if not hasattr(built, "for_judge") or not judge:
-        return options
-    provider = judge.split("/", 1)[0]
-    if provider == "llamacpp":
-        label_probs = True
-    else:
-        try:
-            from assay.judge.backends import get_backend
-
-            label_probs = bool(get_backend(judge).capabilities.label_probs)
-        except Exception:  # an estimate: a judge that cannot be built here is settled as hard
-            label_probs = False
-    settled: Any = built.for_judge(types.SimpleNamespace(label_probs=label_probs))
-    verdicts = getattr(getattr(settled, "config", None), "verdicts", None)
-    return {**options, "verdicts": verdicts} if verdicts else options
-
-
-def embedded_seconds(est: Any, judge: str) -> tuple[float, str] | None:
-    """How long a local judge takes for ``est``, and at what speed: measured here by `assay doctor`
-    (for this model file and llama.cpp build), else, for the embedded judge, the slowest machine's
-    speed; None for another model never measured here (no speed of ours holds for it: SmolLM2 reads
-    prompts 15-20x faster than the embedded judge)."""
-    from assay.judge.doctor import measured_speed, stale_speed
-
-    model = judge.split("/", 1)[1].split("@", 1)[0] if "/" in judge else "default"
-    model = model or "default"
-    measured = measured_speed(model)
-    if measured is None and model != "default":
-        return None
-    stale = " (its last measurement here was of another model file or llama.cpp build)" if stale_speed(model) else ""
-    prompt_tps, generated_tps, source = measured or (
-        *EMBEDDED_SPEED, f"the slowest 2-core CPU we measured; `assay doctor` times this machine{stale}")
-    seconds = est.read_tokens / prompt_tps + est.completion_tokens / generated_tps + est.calls * CALL_OVERHEAD_S
-    return seconds, f"{prompt_tps:.0f} prompt and {generated_tps:.0f} generated tokens/s, {source}"
-
-
-def counted_units(items: list, method: str, options: dict[str, Any]) -> int:
-    """What the run's summary will count as its items: its units where they are all known before it
-    starts (a pairwise run's pairs, not the two answers of each), else the items read."""
-    from assay.core.method import Method
-    from assay.core.registry import build_method
-
-    built = build_method(method, **options)
-    if type(built).next_units is not Method.next_units:  # a scheduler (a tournament's rounds): not known yet
-        return len(items)
-    return len(built.units(items))
-
-
-def dry_run(items: list, method: str, options: dict[str, Any], price_in: float | None, price_out: float | None,
-            judge: str = "", *, price_cached: float | None = None,
-            judge_options: dict[str, Any] | None = None, data_source: str | None = None) -> None:
-    if judge:  # the judge's name as the run checks it: a dry run of a judge that cannot run says so
-        check_judge(judge)
-    options = settle_for_judge(method, options, judge)
-    est = estimate(items, method, data_source=data_source, **options)
-    counted = counted_units(items, method, options)
-    line = (f"dry run: {counted} item(s) → ≈{est.calls} judge calls, ≈{est.prompt_tokens} prompt + "
-            f"≈{est.completion_tokens} completion tokens")
-    if est.calls == 0:
-        console.print(f"dry run: {counted} item(s) → no judge call (this method needs no judge)", soft_wrap=True)
-        return
-    if options.get("verdicts"):
-        line += f", {options['verdicts']} verdicts"
-    if est.assumes:
-        line += f", assuming {est.assumes}"
-    given = given_price(price_in, price_cached, price_out)
-    known = list_price(judge)
-    if given is not None or known is not None:
-        price = given if given is not None else known
-        assert price is not None
-        where = "the given price" if given is not None else f"{judge}'s list price"
-        cost = price.cost(est.prompt_tokens, est.completion_tokens)
-        line += f" → ≈${cost:.4f} at {where} ({price.shown()})"
-        if caches_like_openai(judge) or price_cached is not None:
-            # OpenAI's prompt cache works unasked; a --price-cached says the provider has one: its rule assumed
-            if est.cached_tokens is None:
-                line += ("; caching not estimated: this method's estimate does not say which calls share a "
-                         "prompt start")
-            else:
-                cached = min(est.cached_tokens, est.prompt_tokens)
-                line += (f"; ≈${price.cost(est.prompt_tokens, est.completion_tokens, cached):.4f} with "
-                         f"≈{cached} prompt tokens billed as cached (OpenAI's rule assumed: of a prompt of "
-                         f"≥{OPENAI_CACHE_MIN:,} tokens, the start it shares with a recent call, in "
-                         f"{OPENAI_CACHE_STEP}-token steps)")
-        else:
-            line += "; no prompt cache assumed for this judge"
-    elif judge.startswith("llamacpp/"):
-        timed = embedded_seconds(est, judge)
-        if timed is None:
-            model = judge.split("/", 1)[1].split("@", 1)[0]
-            line += (f" → no cost (a local judge); ≈{est.read_tokens} new prompt tokens to read (calls of one answer "
-                     f"share their start); time not estimated: no speed of this model was measured here "
-                     f"(`assay doctor --model {model}` measures it)")
-        else:
-            seconds, speed = timed
-            shown = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
-            line += (f" → no cost (a local judge); ≈{shown} reading ≈{est.read_tokens} new prompt tokens "
-                     f"(calls of one answer share their start) at {speed}")
-            from assay.judge.backends._registry import parse_judge_options
-
-            # typed as the run reads them ("off", "no", "0" ... are False): with the store off no later run loads
-            # anything
-            kept_off = parse_judge_options(judge, judge_options).get("prefix_cache") is False
-            if est.instruction_tokens and not kept_off:
-                kept = est.model_copy(update={"evaluated_tokens": est.read_tokens - est.instruction_tokens})
-                later, _ = embedded_seconds(kept, judge) or (seconds, speed)
-                line += (f"; ≈{later:.0f} s " if later < 120 else f"; ≈{later / 60:.1f} min ") + \
-                    (f"where an earlier run on this machine kept the ≈{est.instruction_tokens} tokens of "
-                     "instructions (the embedded judge keeps them on disk unless --judge-opt prefix_cache=false)")
-    else:
-        line += (" → no price known for this judge: give --price-in, --price-out and, where the provider "
-                 "bills a repeated prompt start less, --price-cached (USD per 1M tokens)")
-    console.print(line + "; cached calls cost nothing", soft_wrap=True)
 
 
 def run_method(items: list, method: str, options: dict, *, judge: str, judge_opt: list[str] | None, out: Path,
