@@ -24,19 +24,25 @@ def section_context(rows: list[dict[str, Any]]) -> dict[str, Any]:
         distinct = {(r.get("metadata") or {}).get(field) for r in rows}
         if 1 < len(distinct) <= 8:
             plots.append((field, charts.scatter(points(field), "recall", "precision", quadrants=(0.5, 0.5))))
-    return {"plots": plots}
+    def p_shown(entry: dict[str, Any], key: str) -> str:
+        # the HTML's three decimals, more where three would cross the edge the mark was decided by
+        if entry.get(key) is None:
+            return "—"
+        return shown_p(entry[key], _edges(entry) if key == "p_calibrated" else (0.5,), places=3)
+
+    return {"plots": plots, "p_shown": p_shown}
 
 
 ELEMENT_TEXT = {"✗": "not in the reference", "?": "unsure whether the reference says"}
 
 
-def shown_p(p: Any, edges: tuple[float | None, ...] = (0.5,)) -> str:
-    """A probability with two decimals, or more where two would put it on the other side of an
-    edge its mark was decided by, or on the edge itself: 0.49939 beside "not met" is 0.499, not
-    0.50, and a calibrated 0.7466 shown ? under a ✓ band from 0.75 is 0.747, not 0.75."""
+def shown_p(p: Any, edges: tuple[float | None, ...] = (0.5,), places: int = 2) -> str:
+    """A probability with two decimals (``places``), or more where two would put it on the other
+    side of an edge its mark was decided by, or on the edge itself: 0.49939 beside "not met" is
+    0.499, not 0.50, and a calibrated 0.7466 shown ? under a ✓ band from 0.75 is 0.747, not 0.75."""
     value = float(p)
-    for places in range(2, 7):
-        text = f"{value:.{places}f}"
+    for shown_places in range(places, 8):
+        text = f"{value:.{shown_places}f}"
         shown = float(text)
         if not any(e is not None and e != value and (value < e <= shown or shown <= e < value) for e in edges):
             return text

@@ -35,3 +35,24 @@ def test_a_calibrated_verdict_just_under_the_band_reads_under_it() -> None:
              "calibration": cal.name, "shown": cal.mark(0.7466)}
     assert explain({"elements": [entry]}) == [
         "? unsure whether the reference says: one year and 90 days — P(yes) 0.747 calibrated, 0.47 raw"]
+
+
+def test_the_html_report_prints_the_same_side_of_the_band_as_its_mark() -> None:
+    """The report's three decimals put a calibrated 0.7496 shown ? at 0.750, the ✓ band's edge;
+    it is printed 0.7496, and a raw 0.4996 beside "not met" 0.4996."""
+    from jinja2 import Environment
+
+    from assay.methods.dece import DeCE
+    from assay.view.report import environment
+
+    cal = default()
+    assert cal is not None and cal.yes_from == 0.75
+    element = {"element": "one year and 90 days", "supported": 0.4996, "p_judge": 0.4996, "p_calibrated": 0.7496,
+               "calibration": cal.name, "shown": cal.mark(0.7496), "evidence": [], "decided_by": "judge"}
+    row = {"id": "1", "verdicts": "direct", "precision": 0.5, "recall": None, "elements": [element], "criteria": []}
+    section = DeCE.report_section([row])
+    assert section is not None and section.item
+    env: Environment = environment()
+    html = env.from_string(section.item).render(row=row, **section.context)
+    assert "uncertain ?" in html and "P(yes) 0.7496" in html and "the judge's 0.4996" in html
+    assert "0.750" not in html and "0.500" not in html
