@@ -24,15 +24,17 @@ CALL_OVERHEAD_S = 0.05
 """Seconds a local judge call costs beyond its tokens (sampling set-up, the store)."""
 
 
-def settle_for_judge(method: str, options: dict[str, Any], judge: str) -> dict[str, Any]:
+def settle_for_judge(method: str, options: dict[str, Any], judge: str) -> tuple[dict[str, Any], str | None]:
     """The method options a run on ``judge`` would use: DeCE's ``verdicts="auto"`` becomes direct
-    where the judge gives label probabilities (as the run settles it), else hard."""
+    where the judge gives label probabilities (as the run settles it), else hard. With them, why the
+    settling is a guess where the judge cannot be built here (no API key yet), else None."""
     from assay.core.registry import build_method
 
     built = build_method(method, **options)
     if not hasattr(built, "for_judge") or not judge:
-        return options
+        return options, None
     provider = judge.split("/", 1)[0]
+    guessed = None
     if provider == "llamacpp":
         label_probs = True
     else:
@@ -40,11 +42,20 @@ def settle_for_judge(method: str, options: dict[str, Any], judge: str) -> dict[s
             from assay.judge.backends import get_backend
 
             label_probs = bool(get_backend(judge).capabilities.label_probs)
-        except Exception:  # an estimate: a judge that cannot be built here is settled as hard
-            label_probs = False
+        except Exception as exc:  # an estimate of a judge that cannot be built here, said so
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            # the OpenAI backend gives label probabilities whatever its key or server (its capabilities are
+            # fixed); another judge is settled as one that does not, and the line says both
+            label_probs = provider == "openai"
+            guessed = f"the judge cannot be built here ({reason}), so a run would stop before its first call"
     settled: Any = built.for_judge(types.SimpleNamespace(label_probs=label_probs))
     verdicts = getattr(getattr(settled, "config", None), "verdicts", None)
-    return {**options, "verdicts": verdicts} if verdicts else options
+    if guessed is not None and verdicts and options.get("verdicts") in (None, "auto"):
+        other = "" if label_probs else "; direct verdicts if it gives label probabilities"
+        guessed = f"{verdicts} verdicts as {judge} would settle them{other}: {guessed}"
+    elif guessed is not None and verdicts:
+        guessed = f"{verdicts} verdicts; {guessed}"
+    return ({**options, "verdicts": verdicts} if verdicts else options), guessed
 
 
 def embedded_seconds(est: Any, judge: str) -> tuple[float, str] | None:
@@ -83,7 +94,7 @@ def dry_run(items: list, method: str, options: dict[str, Any], price_in: float |
             judge_options: dict[str, Any] | None = None, data_source: str | None = None) -> None:
     if judge:  # the judge's name as the run checks it: a dry run of a judge that cannot run says so
         check_judge(judge)
-    options = settle_for_judge(method, options, judge)
+    options, guessed = settle_for_judge(method, options, judge)
     est = estimate(items, method, data_source=data_source, **options)
     counted = counted_units(items, method, options)
     line = (f"dry run: {counted} item(s) → ≈{est.calls} judge calls, ≈{est.prompt_tokens} prompt + "
@@ -91,7 +102,9 @@ def dry_run(items: list, method: str, options: dict[str, Any], price_in: float |
     if est.calls == 0:
         console.print(f"dry run: {counted} item(s) → no judge call (this method needs no judge)", soft_wrap=True)
         return
-    if options.get("verdicts"):
+    if guessed is not None:
+        line += f", {guessed}"
+    elif options.get("verdicts"):
         line += f", {options['verdicts']} verdicts"
     if est.assumes:
         line += f", assuming {est.assumes}"

@@ -51,7 +51,7 @@ def test_the_dry_run_prices_a_long_shared_start_as_cached(tmp_path: Path) -> Non
     items = [LONG, {**LONG, "id": "q2", "query": "And for a second claim?"}]
     write_jsonl(tmp_path / "items.jsonl", items)
     proc = run("eval", "dece", "items.jsonl", "--judge", "openai/gpt-4o-mini", "--verdicts", "direct", "--dry-run",
-               cwd=tmp_path)
+               cwd=tmp_path, env={"OPENAI_API_KEY": "sk-not-used"})
     assert proc.returncode == 0, proc.stdout + proc.stderr
     line = line_of(proc.stdout, "dry run:")
     est = assay.estimate(items, "dece", verdicts="direct")
@@ -65,6 +65,27 @@ def test_the_dry_run_prices_a_long_shared_start_as_cached(tmp_path: Path) -> Non
             f"≈${full:.4f} at openai/gpt-4o-mini's list price ($0.15/1M in, $0.075/1M cached in, $0.6/1M out); "
             f"≈${cached:.4f} with ≈{est.cached_tokens} prompt tokens billed as cached (OpenAI's rule assumed: of "
             "a prompt of ≥1,024 tokens, the start it shares with a recent call, in 128-token steps)") in line
+
+
+def test_a_dry_run_before_the_key_is_set_estimates_the_run_the_judge_will_make(tmp_path: Path) -> None:
+    """Without OPENAI_API_KEY the judge cannot be built: the estimate is still of the verdicts an OpenAI
+    judge settles on (direct: it gives label probabilities), not of hard verdicts, and the line says a run
+    would stop at once."""
+    write_jsonl(tmp_path / "items.jsonl", [ITEM])
+    keyless = run("eval", "dece", "items.jsonl", "--judge", "openai/gpt-4o-mini", "--dry-run", cwd=tmp_path)
+    keyed = run("eval", "dece", "items.jsonl", "--judge", "openai/gpt-4o-mini", "--dry-run", cwd=tmp_path,
+                env={"OPENAI_API_KEY": "sk-not-used"})
+    assert keyless.returncode == 0 and keyed.returncode == 0, keyless.stderr + keyed.stderr
+    est = assay.estimate([ITEM], "dece", verdicts="direct")
+    for proc in (keyless, keyed):
+        assert f"≈{est.calls} judge calls, ≈{est.prompt_tokens} prompt" in line_of(proc.stdout, "dry run:")
+    assert ("direct verdicts as openai/gpt-4o-mini would settle them: the judge cannot be built here (openai/...: "
+            "set OPENAI_API_KEY") in line_of(keyless.stdout, "dry run:")
+    assert "so a run would stop before its first call" in keyless.stdout
+    assert "cannot be built" not in keyed.stdout and ", direct verdicts, assuming" in keyed.stdout
+    hard = run("eval", "dece", "items.jsonl", "--judge", "openai/gpt-4o-mini", "--verdicts", "hard", "--dry-run",
+               cwd=tmp_path)
+    assert "hard verdicts; the judge cannot be built here" in line_of(hard.stdout, "dry run:")
 
 
 def test_the_dry_run_of_the_embedded_judge_gives_the_time_with_its_instructions_kept(tmp_path: Path) -> None:
