@@ -441,7 +441,7 @@ def main() -> None:
     except JudgeCrashed as exc:
         _fail(f"{exc}; the run is saved: the same command continues it", EXIT_JUDGE)
     except JudgeUnreachable as exc:
-        _fail(f"the judge is unreachable: {exc}", EXIT_JUDGE)
+        _fail(str(exc), EXIT_JUDGE)  # "the judge is unreachable: ..." or "every judge call failed: ..."
     except AssayError as exc:
         if debug:
             raise

@@ -119,7 +119,8 @@ def _worker_class() -> Any:
                     "pid": os.getpid(),
                     "seconds": time.perf_counter() - started, "stats": {
                         "calls": client.stats.calls, "retries": client.stats.retries,
-                        "failures": client.stats.failures, "prompt_tokens": client.stats.prompt_tokens,
+                        "failures": client.stats.failures, "unreached": client.stats.unreached,
+                        "prompt_tokens": client.stats.prompt_tokens,
                         "completion_tokens": client.stats.completion_tokens}}
 
     return UnitWorker
@@ -219,6 +220,7 @@ async def evaluate_on_ray(pool: RayPool, method: Method, unit: Unit, store: Stor
     stats.calls += worker["calls"]
     stats.retries += worker["retries"]
     stats.failures += worker["failures"]
+    stats.unreached += worker.get("unreached", 0)
     stats.prompt_tokens += worker["prompt_tokens"]
     stats.completion_tokens += worker["completion_tokens"]
     if reply.get("budget_exhausted"):

@@ -53,8 +53,9 @@ def run_status(exc: BaseException | None, stats: Any) -> str:
     """A run's status when its work ends — with ``exc`` or without, after ``stats`` (the client's
     counters; None for a run that makes no call) — the same for every kind of run."""
     if exc is None:
-        return "failed: judge unreachable" if stats is not None and stats.calls == 0 and stats.failures \
-            else "finished"
+        gave_up = stats is not None and stats.calls == 0 and stats.failures and \
+            (not stats.cache_hits or stats.unreached == stats.failures)
+        return "failed: judge unreachable" if gave_up else "finished"
     if isinstance(exc, BudgetExhausted):
         return "incomplete: budget exhausted"
     if isinstance(exc, JudgeUnreachable):
@@ -63,8 +64,8 @@ def run_status(exc: BaseException | None, stats: Any) -> str:
 
 
 def unreachable(stats: Any, run_id: str) -> JudgeUnreachable:
-    """The error of a run none of whose calls reached the judge."""
-    error = JudgeUnreachable(f"all {stats.failures} judge call(s) failed; last error: {stats.last_error}")
+    """The error of a run none of whose calls reached the judge, or all of whose calls failed."""
+    error = JudgeUnreachable(stats.gave_up_because())
     error.run_id = run_id
     return error
 

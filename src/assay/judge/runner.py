@@ -93,6 +93,24 @@ class CallStats:
     retry_reasons: list[str] = field(default_factory=list)
     last_error: str | None = None
     """Why the last failed call failed (after its retries)."""
+    unreached: int = 0
+    """Of ``failures``, the calls that did not reach the judge: timed out, or failed with a transient
+    error (connection, overload) after their retries. The others reached it and failed there (an
+    answer out of range, a prompt longer than its context window, a model it does not have)."""
+
+    def gave_up(self) -> bool:
+        """No call of this invocation succeeded and enough failed to stop: the judge is unreachable,
+        or, before any answer came from it or from the store, every call failed. Calls answered from
+        the store count as answered where the failures reached the judge, so that the same command
+        run again ends as the first run did (unscored answers, not a stop)."""
+        if self.calls or self.failures < UNREACHABLE_AFTER:
+            return False
+        return not self.cache_hits or self.unreached == self.failures
+
+    def gave_up_because(self) -> str:
+        """The stop's line: unreachable where no failed call reached the judge, else every call failed."""
+        what = "the judge is unreachable" if self.unreached == self.failures else "every judge call failed"
+        return f"{what}: {self.failures} judge call(s) failed and none succeeded; last error: {self.last_error}"
 
     @property
     def tokens(self) -> int:
@@ -141,9 +159,8 @@ class JudgeClient:
         if cached is not None:
             self.stats.cache_hits += 1
             return key, cached
-        if self.stats.calls == 0 and self.stats.failures >= UNREACHABLE_AFTER:
-            raise JudgeUnreachable(f"{self.stats.failures} judge calls failed and none succeeded; last error: "
-                                   f"{self.stats.last_error}")
+        if self.stats.gave_up():
+            raise JudgeUnreachable(self.stats.gave_up_because())
         pending = self._inflight.get(key)
         if pending is not None:  # the same call is already on its way: share it
             return key, await asyncio.shield(pending)
@@ -220,10 +237,12 @@ class JudgeClient:
                         completion = await self._attempt(messages, config)
         except TimeoutError as exc:
             self.stats.failures += 1
+            self.stats.unreached += 1
             self.stats.last_error = f"timed out after {self.config.timeout_s}s, {attempts} attempt(s)"
             raise TransientBackendError(f"timed out after {self.config.timeout_s}s, {attempts} attempt(s)") from exc
         except Exception as exc:
             self.stats.failures += 1
+            self.stats.unreached += isinstance(exc, TransientBackendError)
             self.stats.last_error = str(exc)
             raise
         self.stats.calls += 1

@@ -86,7 +86,7 @@ def test_a_call_that_keeps_failing_ends_its_item_and_the_run_ends(tmp_path: Path
     proc = run("eval", "pointwise", "items.jsonl", "--judge", judge, "--retries", "0", "--timeout", "1",
                "--no-progress", "--store", "r.db", "--resume", cwd=tmp_path, timeout=60)
     assert proc.returncode == 4, proc.stdout + proc.stderr
-    assert "all 1 judge call(s) failed" in proc.stderr
+    assert "the judge is unreachable: 1 judge call(s) failed and none succeeded" in proc.stderr
     assert "judge call failed" in {r["id"]: r for r in export(tmp_path, "r.db")}["q2"]["unscored_reason"]
 
 

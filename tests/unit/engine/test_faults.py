@@ -90,3 +90,28 @@ def test_a_judge_whose_every_call_fails_stops_the_run_as_unreachable() -> None:
                              store=store, resume=True)
     assert resumed.run_id == run.run_id and resumed.summary()["status"] == "finished"
     assert resumed.records()[0]["status"] == "scored"
+
+
+def test_calls_that_reach_the_judge_and_fail_end_a_run_alike_when_run_again() -> None:
+    """Extraction answers, every verdict call is refused (HTTP 400, not retried): the first run finishes
+    with the answer Unscored; the same run again — its extractions now from the store, its verdict calls
+    failing as before — finishes alike instead of stopping as unreachable. Calls that never reach the
+    judge still stop a run whose answers came from the store."""
+    from assay.judge.runner import CallStats
+
+    rules = [{"match": r"<query>.*<reference>", "responses": [criteria_json("three years")], "repeat": True},
+             {"match": r"<query>.*<answer>", "responses": [elements_json("three years")], "repeat": True},
+             {"match": ".", "responses": [{"fault": "bad_request"}], "repeat": True}]
+    runner = RunnerConfig(progress=False, max_retries=1, backoff_initial_s=0.0)
+    store = Store(":memory:")
+    items = [ITEM, {**ITEM, "id": "q2"}]
+    for _ in range(2):
+        result = assay.evaluate(items, "dece", ScriptedBackend(rules=rules, name="scripted/refuses"),
+                                runner=runner, store=store, verdicts="hard")
+        assert result.summary()["status"] == "finished"
+        assert all(r["status"] != "scored" for r in result.records())
+    down = CallStats(cache_hits=4, failures=3, unreached=3)
+    assert down.gave_up() and down.gave_up_because().startswith("the judge is unreachable: 3 judge call(s) failed")
+    refused = CallStats(failures=3, unreached=0)
+    assert refused.gave_up() and refused.gave_up_because().startswith("every judge call failed: 3 judge call(s)")
+    assert not CallStats(cache_hits=4, failures=3).gave_up() and not CallStats(calls=1, failures=9).gave_up()
