@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from assay.cli.eval import BUDGET_OPT, CONCURRENCY_OPT, RETRIES_OPT, TIMEOUT_OPT, _dry_run, runner_config
 from assay.cli.kit import console, print_summary
+from assay.core._files import check_output
 from assay.core.protocols import presentation
 from assay.core.registry import method_class
 from assay.data import load_items
@@ -43,8 +44,13 @@ def demo(
     timeout: float = TIMEOUT_OPT,
     retries: int = RETRIES_OPT,
     dry_run: bool = typer.Option(False, "--dry-run", help="estimate the judge calls and time; call no judge"),
+    force: bool = typer.Option(False, "--force", help="replace an existing report file that assay did not write "
+                                                      "(never a store or an input)"),
 ) -> None:
     """Score three bundled answers with DeCE and show the verdicts behind each score."""
+    if not dry_run:  # before anything is read or run: the report never replaces a store, a script or a file of yours
+        script = judge.split("/", 1)[1] if judge.startswith("scripted/") else None
+        check_output(report_path, inputs=[store, script], force=force)
     items = load_items(examples_path()).items
     if not all_:
         items = items[: limit or DEFAULT_ANSWERS]

