@@ -7,7 +7,8 @@ append-only: a bad value stored once would stay for ever).
 * ``human.comment``: text. ``human.NAME``: a free note. ``human.LIST[k]``: what the method that
   registered ``LIST`` as an ``annotation`` entry accepts (LeMAJ's ``missing``, ``split``, ``merge``).
 * An override of a verdict takes the verdict's own type: a number stays a finite number within the
-  metric's range (a score) or within the range its values live in (a probability, a 0/1 verdict);
+  metric's range (a score, also one the judge left Unscored) or within the range its values live in
+  (a probability, a 0/1 verdict);
   a yes/no stays a boolean; a label stays one of the method's labels for that field.
 """
 
@@ -108,6 +109,13 @@ def check_override(path: str, current: Any, value: Any, *, scores: dict[str, Any
     if isinstance(current, bool):
         if not isinstance(value, bool):
             raise AnnotationRefused(f"{path} is yes/no (true or false), got {value!r}")
+        return
+    if current is None and path in scores:  # an Unscored metric: a reviewer's score is still a score
+        low, high = rules.metric_range(path) if rules is not None else (-math.inf, math.inf)
+        if not _is_number(value) or not math.isfinite(value):
+            raise AnnotationRefused(f"{path} is a score (unscored by the judge): a number, got {value!r}")
+        if not low <= value <= high:
+            raise AnnotationRefused(f"{path} must lie within [{low:g}, {high:g}], got {value!r}")
         return
     if _is_number(current):
         if not _is_number(value) or not math.isfinite(value):

@@ -186,3 +186,22 @@ def test_run_lock_names_the_holder_and_a_dead_holder_is_taken_over(tmp_path: Pat
     assert store.db.execute("SELECT pid FROM run_locks").fetchone()[0] == os.getpid()
     store.release_run("r1")
     assert store.db.execute("SELECT COUNT(*) FROM run_locks").fetchone()[0] == 0
+
+
+def test_an_override_of_an_unscored_metric_is_still_a_score(tmp_path: Path) -> None:
+    """A metric the judge left Unscored (None) took any value as a reviewer's override: a blank, text, a
+    boolean, an object, 99. It takes a finite number within the metric's range, with a reason."""
+    from assay.core.protocols import run_presentation
+
+    store = Store(tmp_path / "s.db")
+    store.create_run("r1", "dece", {}, [("q1", {"id": "q1", "query": "q", "response": "r"})])
+    store.put_result("r1", 0, "q1", ItemResult(scores={"precision": None, "recall": 0.5},
+                                               unscored=[Unscored(metric="precision", reason="no elements")]))
+    rules = run_presentation("dece")
+    for bad in ("", "abc", True, {"a": 1}, [0.5], 99, -5):
+        with pytest.raises(StoreError, match="precision"):
+            store.annotate("r1", "q1", "precision", bad, author="alice", reason="checked", rules=rules)
+    assert store.annotations("r1") == []
+    store.annotate("r1", "q1", "precision", 0.75, author="alice", reason="three of four hold", rules=rules)
+    store.annotate("r1", "q1", "precision", None, author="alice", reason="withdrawn", rules=rules)
+    assert [n.value for n in store.annotations("r1")] == [0.75, None]
