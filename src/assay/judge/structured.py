@@ -55,9 +55,30 @@ def parse_output(text: str, model: type[M], check: Callable[[M], None] | None = 
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}" for err in exc.errors()[:6])
         raise OutputInvalid(f"does not match the schema: {problems}") from exc
+    where = _boolean_as_number(data, parsed.model_dump(by_alias=True))
+    if where is not None:  # pydantic's lax mode reads true as 1 and false as 0: a score the judge never wrote
+        raise OutputInvalid(f"does not match the schema: {where}: a number is required, not true or false")
     if check is not None:
         check(parsed)
     return parsed
+
+
+def _boolean_as_number(data: Any, parsed: Any, path: str = "") -> str | None:
+    """Where the judge wrote true or false and the parsed output holds a number, else None."""
+    if isinstance(data, bool):
+        return None if isinstance(parsed, bool) or not isinstance(parsed, int | float) else (path or "(root)")
+    if isinstance(data, dict) and isinstance(parsed, dict):
+        for key, value in data.items():
+            if key in parsed:
+                found = _boolean_as_number(value, parsed[key], f"{path}.{key}" if path else str(key))
+                if found is not None:
+                    return found
+    elif isinstance(data, list) and isinstance(parsed, list | tuple) and len(data) == len(parsed):
+        for i, (value, out) in enumerate(zip(data, parsed, strict=True)):
+            found = _boolean_as_number(value, out, f"{path}.{i}" if path else str(i))
+            if found is not None:
+                return found
+    return None
 
 
 @dataclass

@@ -30,6 +30,8 @@ def test_extract_json_accepts_common_wrappings(text: str, expected: dict) -> Non
     ('{"score": ', "invalid JSON"),
     ('{"score": "high"}', "does not match the schema: score"),
     ('{"points": 1}', "score: Field required"),
+    ('{"score": true}', "score: a number is required, not true or false"),
+    ('{"score": false}', "score: a number is required, not true or false"),
 ])
 def test_parse_output_explains_the_failure(text: str, fragment: str) -> None:
     with pytest.raises(OutputInvalid, match=fragment):
@@ -86,3 +88,24 @@ def test_backend_failure_after_retries_is_unscored_not_a_crash() -> None:
     client = JudgeClient(backend, Store(), RunnerConfig(progress=False))
     outcome = asyncio.run(generate_structured(client, MESSAGES, Out, GenerateConfig()))
     assert outcome.unscored is not None and "HTTP 400" in outcome.unscored.reason
+
+
+def test_a_boolean_is_never_read_as_a_score_at_any_depth() -> None:
+    """pydantic's lax mode reads true as 1: a judge's `"score": true` was scored 1.0, `false` 0.0."""
+    from typing import Literal
+
+    class Verdict(BaseModel):
+        n: int
+        score: Literal[0, 1]
+        evidence: list[int] = []
+        met: bool = False
+
+    class Verdicts(BaseModel):
+        verdicts: list[Verdict]
+
+    ok = parse_output('{"verdicts": [{"n": 1, "score": 1, "evidence": [2], "met": true}]}', Verdicts)
+    assert ok.verdicts[0].met is True  # a yes/no field takes true
+    for bad, where in (('{"verdicts": [{"n": 1, "score": 1}, {"n": 2, "score": false}]}', "verdicts.1.score"),
+                       ('{"verdicts": [{"n": 1, "score": 1, "evidence": [true]}]}', "verdicts.0.evidence.0")):
+        with pytest.raises(OutputInvalid, match=f"{where}: a number is required"):
+            parse_output(bad, Verdicts)
