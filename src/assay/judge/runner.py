@@ -209,7 +209,7 @@ class JudgeClient:
                 timeout = per_endpoint(self.config.timeout_s)
             try:
                 completion = await asyncio.wait_for(self.backend.generate(messages, config), timeout=timeout)
-                return check_completion(completion, self.backend.name)
+                return check_completion(completion, self.backend.name, config.labels)
             except (AssayError, TimeoutError, asyncio.CancelledError):
                 raise
             except Exception as exc:  # a backend's bug or a body it cannot read: this call failed, typed

@@ -35,7 +35,7 @@ from assay.judge.backends._answer import check_completion, parse_answer
 from assay.judge.backends._openai import OpenAIBackend
 from assay.judge.backends._options import BUILTIN_OPTIONS
 from assay.judge.runner import RunnerConfig
-from tests.helpers import ITEM
+from tests.helpers import ITEM, criteria_json, elements_json
 
 ASSAY = shutil.which("assay", path=str(Path(sys.executable).parent))
 needs_cli = pytest.mark.skipif(ASSAY is None, reason="the assay console script is not installed (make setup)")
@@ -433,6 +433,38 @@ def test_label_probabilities_out_of_range_fail_that_call() -> None:
         check_completion(Completion(text="", usage=Usage(prompt_tokens=2**64)), "x")
     with pytest.raises(BackendError, match="log-probability"):
         check_completion(Completion(text="", logprobs=[TokenLogprob(token="a", logprob=float("nan"))]), "x")
+
+
+def test_label_probabilities_are_for_the_labels_asked_and_sum_to_one() -> None:
+    """{"yes": 0, "no": 0} was scored 0; {"maybe": 1} or {"Yes": ...} ended in a KeyError traceback."""
+    labels = ["yes", "no"]
+    for probs, fragment in (({"yes": 0.0, "no": 0.0}, "summing to 0, not 1"), ({"maybe": 1.0}, "'maybe'"),
+                            ({"Yes": 0.5, " no": 0.5}, "'Yes', ' no', which are not among the labels asked"),
+                            ({"yes": 0.5, "no": 0.2}, "summing to 0.7")):
+        with pytest.raises(BackendError, match=fragment):
+            check_completion(Completion(text="yes", label_probs=probs), "scripted/x", labels)
+    filled = check_completion(Completion(text="no", label_probs={"no": 1.0}), "scripted/x", labels)
+    assert filled.label_probs == {"yes": 0.0, "no": 1.0}  # a label left out has probability 0
+
+
+def test_label_probabilities_a_judge_gets_wrong_make_the_answer_unscored(tmp_path: Path) -> None:
+    """Through the executable: the call fails typed, the answer is Unscored with the reason, no traceback."""
+    write_jsonl(tmp_path / "items.jsonl", [ITEM])
+    for probs in ({"yes": 0, "no": 0}, {"maybe": 1}):
+        rules = [{"match": r"<query>.*<reference>", "responses": [criteria_json("three years")], "repeat": True},
+                 {"match": r"<query>.*<answer>", "responses": [elements_json("three years")], "repeat": True},
+                 {"match": ".", "responses": [{"label_probs": probs}], "repeat": True}]
+        (tmp_path / "s.json").write_text(json.dumps({"rules": rules}))
+        store = tmp_path / f"r{len(probs)}.db"
+        proc = run("eval", "dece", "items.jsonl", "--judge", f"scripted/{tmp_path / 's.json'}", "--verdicts", "direct",
+                   "--store", store.name, "--no-progress", cwd=tmp_path)
+        assert "Traceback" not in proc.stderr, proc.stderr
+        assert proc.returncode in (0, 4), proc.stdout + proc.stderr
+        exported = run("export", store.name, "--format", "jsonl", "-o", "rows.jsonl", "--force", cwd=tmp_path)
+        assert exported.returncode == 0, exported.stderr
+        rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
+        assert rows[0]["precision"] is None and rows[0]["recall"] is None, rows[0]
+        assert "label" in rows[0]["unscored_reason"], rows[0]["unscored_reason"]
 
 
 def test_a_derived_number_out_of_range_makes_the_item_unscored(tmp_path: Path, monkeypatch: Any) -> None:

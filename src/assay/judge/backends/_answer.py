@@ -12,6 +12,7 @@ reason — never a crash, and never a wrong number in the store.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -138,10 +139,15 @@ def error_text(message: Any, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def check_completion(completion: Completion, name: str) -> Completion:
+LABEL_MASS_SLACK = 1e-3
+"""Label probabilities sum to 1 over the labels asked, within this (a backend's rounding)."""
+
+
+def check_completion(completion: Completion, name: str, labels: Sequence[str] | None = None) -> Completion:
     """Any backend's completion (a plug-in's, LiteLLM's, the scripted one's) checked before the
     runner stores or uses it: token counts within 0..2^63-1, log-probabilities finite and not
-    above 0, label probabilities in [0, 1]. Out of range: BackendError, that call's typed failure."""
+    above 0, label probabilities in [0, 1], given only for the ``labels`` asked and summing to 1
+    over them (a label left out gets 0). Out of range: BackendError, that call's typed failure."""
     import math
 
     usage = completion.usage
@@ -159,6 +165,19 @@ def check_completion(completion: Completion, name: str) -> Completion:
     for label, p in (completion.label_probs or {}).items():
         if not (isinstance(p, int | float) and math.isfinite(p) and -1e-9 <= p <= 1 + 1e-9):
             raise BackendError(f"{name} returned a probability of {p!r} for label {label!r} (must lie in [0, 1])")
+    if labels and completion.label_probs is not None:
+        probs = completion.label_probs
+        unknown = [label for label in probs if label not in labels]
+        if unknown:
+            raise BackendError(f"{name} returned probabilities for {', '.join(map(repr, unknown))}, which are not "
+                               f"among the labels asked ({', '.join(map(repr, labels))})")
+        total = math.fsum(probs.values())
+        if abs(total - 1.0) > LABEL_MASS_SLACK:
+            raise BackendError(f"{name} returned label probabilities summing to {total:g}, not 1, over the labels "
+                               f"asked ({', '.join(map(repr, labels))})")
+        if len(probs) < len(labels):
+            completion = completion.model_copy(update={"label_probs": {label: probs.get(label, 0.0)
+                                                                       for label in labels}})
     if not math.isfinite(completion.latency_s):
         completion = completion.model_copy(update={"latency_s": 0.0})
     return completion
