@@ -30,7 +30,7 @@ import contextlib
 import hashlib
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -47,6 +47,15 @@ if TYPE_CHECKING:
     from assay.core.method import Method
 
 Part = Callable[[], Awaitable[Any]]
+
+
+def _flat(manifest: dict[str, Any], prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """A manifest's values by their path (``("config", "verdicts")``)."""
+    for key, value in manifest.items():
+        if isinstance(value, dict):
+            yield from _flat(value, (*prefix, key))
+        else:
+            yield (*prefix, key), value
 
 
 def run_status(exc: BaseException | None, stats: Any) -> str:
@@ -171,9 +180,19 @@ class Run:
                                       f"earlier default ({what}); --fresh scores the same items with today's "
                                       "default in a new run (the earlier run is kept)")
                     return
-        if any(r.method == self.method.name for r in self.store.list_runs()):  # only someone who ran it before
-            self.notes.append(f"{self.method.name}: today's default replaces {earlier[0][1]}; set it explicitly to "
-                              "keep the earlier reading")
+        # only someone who ran it at the earlier default: a run of this method whose manifest holds what that
+        # default set (its verdicts, say), not any run of the method (a store of today's runs only is told nothing)
+        mine = dict(_flat(self.method.manifest()))
+        for before, what in earlier:
+            theirs = dict(_flat(before.manifest()))
+            changed = [key for key, value in theirs.items() if mine.get(key) != value]
+            for r in self.store.list_runs():
+                if r.method == self.method.name and changed and \
+                        all(dict(_flat(r.manifest.get("method_manifest") or {})).get(key) == theirs[key]
+                            for key in changed):
+                    self.notes.append(f"{self.method.name}: today's default replaces {what}; set it explicitly "
+                                      "to keep the earlier reading")
+                    return
 
     async def __aenter__(self) -> Run:
         try:

@@ -32,6 +32,10 @@ def test_dece_settles_its_verdicts_for_the_judge(tmp_path: Path) -> None:
     assay.evaluate([{**ITEM, "id": "other"}], "dece", generated_judge(), runner=QUIET, store=store, verdicts="hard")
     told = assay.evaluate([ITEM], "dece", direct_judge(), runner=QUIET, store=store)
     assert any("today's default replaces generated verdicts" in n for n in told.notes)
+    today = tmp_path / "today.db"  # a store of today's default only: running it again tells nothing
+    assay.evaluate([{**ITEM, "id": "other"}], "dece", direct_judge(), runner=QUIET, store=today)
+    assert assay.evaluate([ITEM], "dece", direct_judge(), runner=QUIET, store=today).notes == []
+    assert assay.evaluate([ITEM], "dece", direct_judge(), runner=QUIET, store=today).notes == []
     on_text = assay.evaluate([ITEM], "dece", generated_judge(), runner=QUIET)
     assert on_text.records()[0]["verdicts"] == "hard" and on_text.notes == []
     explicit = assay.evaluate([ITEM], "dece", generated_judge(), runner=QUIET, verdicts="hard")
