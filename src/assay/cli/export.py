@@ -65,6 +65,10 @@ def export(
         check_output(output_path, inputs=[run], force=True)
     chosen = format_for(output_path, fmt, name=output)
     check_phoenix_url(phoenix)  # options first, then the store
+    if gate:  # its syntax and finite minimum here, its metrics against the run's once the store is open
+        from assay.exchange.finish import check_delivery
+
+        check_delivery(otel=otel, phoenix=phoenix, gate=gate)
     store = Store(run, create=False)
     rid = store.resolve_run(run_id)
     fitted = None

@@ -293,7 +293,7 @@ def plan_finish(run: dict[str, Any], tracing: dict[str, Any], data: Path | None,
     from assay.exchange.finish import plan
 
     built = None
-    if run["alignment"] is not None:
+    if run["alignment"] is not None or tracing["gate"]:  # an alignment is the method's, a gate names its metrics
         from assay.core.registry import build_method
 
         built = build_method(method, **options)

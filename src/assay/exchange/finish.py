@@ -102,11 +102,16 @@ def check_phoenix_url(phoenix: str | None) -> None:
         raise ConfigError(f"--phoenix {phoenix!r}: a URL such as http://127.0.0.1:6006")
 
 
-def check_delivery(*, otel: bool, phoenix: str | None, gate: list[str] | None) -> None:
-    """The delivery options, before the run: the gates' syntax, the OTLP protocol, Phoenix's URL."""
+def check_delivery(*, otel: bool, phoenix: str | None, gate: list[str] | None,
+                   metrics: Iterable[str] | None = None) -> None:
+    """The delivery options, before the run: the gates (each a metric of the run, where ``metrics``
+    are known, at a finite minimum; only with something they label), the OTLP protocol, Phoenix's URL."""
     from assay.exchange.otel import check_protocol, parse_gates
 
-    parse_gates(gate)
+    parse_gates(gate, metrics)
+    if gate and not otel and not phoenix:
+        raise ConfigError("--gate labels the verdicts --otel or --phoenix sends as passed or failed: give one "
+                          "of them (assay gate checks a stored run's scores)")
     if otel:
         check_protocol()
     check_phoenix_url(phoenix)
@@ -126,7 +131,8 @@ def plan(*, output: str | Path | None = None, force: bool = False, alignment: st
             raise ConfigError("an alignment is checked against the method: name the method")
         fitted = read_alignment_for(alignment, method)
     gates = [gate] if isinstance(gate, str) else list(gate) if gate else None
-    check_delivery(otel=otel, phoenix=phoenix, gate=gates)
+    check_delivery(otel=otel, phoenix=phoenix, gate=gates,
+                   metrics=getattr(method, "metrics", None) if method is not None else None)
     return Finish(output=out, output_format=fmt, alignment=fitted, otel=otel,
                   phoenix=phoenix.rstrip("/") if phoenix else None, gate=gates)
 
@@ -137,7 +143,8 @@ def send(store: Store, store_path: Path, run_id: str, *, otel: bool, phoenix: st
     each; False when something was not delivered (it can be sent again from the store)."""
     from assay.exchange.otel import check_protocol, parse_gates
 
-    gates = parse_gates(gate)
+    run = store.get_run(run_id)
+    gates = parse_gates(gate, (run.manifest.get("metrics") or None) if run is not None else None)
     check_phoenix_url(phoenix)
     ok = True
     if otel:

@@ -27,9 +27,10 @@ repeated with ``assay export RUN.db --otel``.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -100,9 +101,11 @@ class ExportReport:
         return f"otel: not all sent to {self.endpoint} ({'; '.join(self.failures)}); sent {sent}{skipped}"
 
 
-def parse_gates(values: list[str] | None) -> dict[str, float]:
-    """``METRIC=MIN`` (repeatable, or comma-separated): a score at or above MIN passes."""
+def parse_gates(values: list[str] | None, metrics: Iterable[str] | None = None) -> dict[str, float]:
+    """``METRIC=MIN`` (repeatable, or comma-separated): a score at or above MIN passes. MIN is a
+    finite number; with ``metrics`` (the run's), METRIC must be one of them."""
     gates: dict[str, float] = {}
+    known = list(metrics) if metrics is not None else None
     for value in values or []:
         for part in value.split(","):
             if not part.strip():
@@ -111,9 +114,15 @@ def parse_gates(values: list[str] | None) -> dict[str, float]:
             try:
                 if not sep or not metric.strip():
                     raise ValueError
-                gates[metric.strip()] = float(threshold)
+                minimum = float(threshold)
             except ValueError:
                 raise ConfigError(f"--gate {part.strip()!r}: write METRIC=MIN, e.g. f_beta=0.7") from None
+            if not math.isfinite(minimum):
+                raise ConfigError(f"--gate {part.strip()!r}: MIN must be a finite number, e.g. f_beta=0.7")
+            if known is not None and metric.strip() not in known:
+                raise ConfigError(f"--gate {part.strip()!r}: this run has no metric {metric.strip()!r}; its "
+                                  f"metrics: {', '.join(known)}")
+            gates[metric.strip()] = minimum
     return gates
 
 

@@ -139,6 +139,11 @@ def test_gates_parse_and_refuse() -> None:
 
     with pytest.raises(ConfigError, match="METRIC=MIN"):
         parse_gates(["f_beta"])
+    for bad in ("f_beta=nan", "f_beta=inf", "f_beta=-inf"):  # a gate that nothing passes, or everything
+        with pytest.raises(ConfigError, match="a finite number"):
+            parse_gates([bad])
+    with pytest.raises(ConfigError, match="no metric 'fbeta'; its metrics: precision, recall, f_beta"):
+        parse_gates(["fbeta=0.5"], ("precision", "recall", "f_beta"))
 
 
 @pytest.fixture(scope="module")
@@ -273,12 +278,25 @@ def test_a_bad_endpoint_never_fails_the_run(folder: Path, mode: str) -> None:
     (("eval", "rougeL", "--from-traces", "traces.json", "--phoenix-annotate"), "--from-phoenix"),
     (("eval", "rougeL", "--from-phoenix", "http://127.0.0.1:9", "--project", "p"), "cannot reach Phoenix"),
     (("export", "lex.db", "--phoenix", "localhost:6006"), "a URL such as"),
+    (("eval", "rougeL", "--from-traces", "traces.json", "--otel", "--gate", "rougeL=nan"), "a finite number"),
+    (("eval", "rougeL", "--from-traces", "traces.json", "--gate", "rougeL=0.5"), "give one of them"),
+    (("export", "lex.db", "-o", "x.csv", "--gate", "rougeL=-inf"), "a finite number"),
+    (("export", "lex.db", "-o", "x.csv", "--gate", "rougeL=0.5"), "give one of them"),
 ])
 def test_bad_tracing_input_is_one_line_and_exit_2(folder: Path, args: tuple[str, ...], message: str) -> None:
     made = run(*args, "--no-progress" if args[0] == "eval" else "--force", cwd=folder,
                env={"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"})
     assert made.returncode == 2, (made.stdout, made.stderr)
     assert message in made.stderr and len(made.stderr.strip().splitlines()) == 1, made.stderr
+
+
+def test_a_gate_on_a_metric_the_method_does_not_have_is_refused_before_the_run(folder: Path) -> None:
+    made = run("eval", "rougeL", "--from-traces", "traces.json", "--store", "nosuch.db", "--otel", "--gate",
+               "nosuch=0.5", "--no-progress", cwd=folder, env={"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"})
+    assert made.returncode == 2 and "Traceback" not in made.stderr, made.stderr
+    assert made.stderr.strip().splitlines()[-1] == \
+        "error: --gate 'nosuch=0.5': this run has no metric 'nosuch'; its metrics: rougeL"
+    assert not (folder / "nosuch.db").exists()
 
 
 def test_grpc_protocol_is_refused_before_the_run(folder: Path) -> None:
