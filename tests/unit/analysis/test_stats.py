@@ -196,3 +196,20 @@ def test_bradley_terry_says_when_ratings_are_not_pinned_down() -> None:
     assert split.note is not None and "disconnected" in split.note
     with pytest.raises(ValueError, match="no matches"):
         stats.bradley_terry([])
+
+
+def test_a_correlation_of_labels_near_the_float_limit_is_the_same_as_at_any_scale() -> None:
+    """Human labels of 1e308 overflowed the sums of squares: `assay meta` printed nan, and labels of
+    ±1e308 gave a wrong r. Every correlation is scale-free, so they are the r of the same labels / 1e308."""
+    import warnings
+
+    from assay.analysis.stats.correlation import correlation
+
+    scores = [0.1, 0.5, 0.9, 0.3, 0.7]
+    for labels in ([1.0, 1.0, 1.0, 0.5, 0.8], [1.0, -1.0, 1.0, -0.5, 0.25]):
+        for method in ("pearson", "spearman", "kendall"):
+            small = correlation(scores, labels, method, resamples=0)
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # no overflow warning reaches the user either
+                huge = correlation(scores, [v * 1e308 for v in labels], method, resamples=0)
+            assert huge.r is not None and small.r is not None and abs(huge.r - small.r) < 1e-9, (method, labels)

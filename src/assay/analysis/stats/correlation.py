@@ -99,10 +99,16 @@ def correlation(x: Sequence[float | None], y: Sequence[float | None], method: Co
     if n < 3:
         return CorrelationResult(method, None, None, None, n, resamples, seed, confidence,
                                  "undefined: fewer than 3 complete pairs", missing)
+    # No correlation changes with the scale of a series: divided by its largest magnitude, values near
+    # 1e308 no longer overflow the sums of squares (which gave nan, or a wrong r from inf - inf)
+    a, b = (v / np.max(np.abs(v)) if n and np.max(np.abs(v)) > 0 else v for v in (a, b))
     if np.ptp(a) == 0 or np.ptp(b) == 0:
         return CorrelationResult(method, None, None, None, n, resamples, seed, confidence,
                                  "undefined: a constant series has no correlation", missing)
     r, p = _corr_value(method, a, b)
+    if not (math.isfinite(r) and math.isfinite(p)):
+        return CorrelationResult(method, None, None, None, n, resamples, seed, confidence,
+                                 "undefined: not computable in floating point", missing)
     ci = None
     if resamples > 0:
         def statistic(idx: np.ndarray) -> float:
