@@ -127,10 +127,20 @@ def load_yaml(path: str | Path, shape: type | tuple[type, ...] | None = None, ki
     """A YAML file (safe loader); syntax errors name the line and column, in one line."""
     import yaml
 
+    class NoAliases(yaml.SafeLoader):
+        """The safe loader without aliases: ``*name`` repeats a node by reference, and nine nested
+        levels of them (the "billion laughs") are a file of a few lines that no reader can walk."""
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                raise yaml.composer.ComposerError(None, None, "an alias (*name) repeats a value: write the value "
+                                                  "out instead", self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+
     source = str(path)
     text = read_text(path)
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=NoAliases)  # a SafeLoader, less its aliases
     except yaml.MarkedYAMLError as exc:  # one line: what and where, not YAML's multi-line excerpt
         mark = exc.problem_mark
         what = " ".join(str(exc.problem or exc.context or "syntax error").split())

@@ -453,6 +453,10 @@ def test_rubric_discover_options_are_checked_at_the_option(tmp_path: Path, extra
     ("bad.yaml", b"\xff\xfe not text", "not UTF-8"),
     ("syntax.yaml", b"criteria:\n  - id: a\n    description: [unclosed\n", "not valid YAML"),
     ("support.yaml", b"criteria:\n  - id: a\n    description: fine\n    support: -3\n", "support"),
+    # the "billion laughs": nine levels of aliases, a few lines that no reader can walk (it hung)
+    ("bomb.yaml", ("a: &a [" + ",".join(['"lol"'] * 9) + "]\n" + "".join(
+        f"{n}: &{n} [" + ",".join([f"*{p}"] * 9) + "]\n" for p, n in zip("abcdefgh", "bcdefghi", strict=True))
+        + "criteria: []\n").encode(), "line 2: not valid YAML: an alias (*name) repeats a value"),
 ])
 def test_a_bad_rubric_file_is_one_line(tmp_path: Path, name: str, text: bytes, needle: str) -> None:
     (tmp_path / name).write_bytes(text)
