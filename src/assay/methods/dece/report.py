@@ -14,8 +14,10 @@ def section_context(rows: list[dict[str, Any]]) -> dict[str, Any]:
         for r in rows:
             if r.get("precision") is None or r.get("recall") is None:
                 continue
-            key = str(r.get("system")) if group == "system" else str((r.get("metadata") or {}).get(group))
-            series.setdefault(key, []).append((r["recall"], r["precision"], f"{r['id']} · {r.get('system')}"))
+            value = r.get("system") if group == "system" else (r.get("metadata") or {}).get(group)
+            key = f"(no {group})" if value is None else str(value)  # never the word None
+            label = f"{r['id']} · {r['system']}" if r.get("system") is not None else str(r["id"])
+            series.setdefault(key, []).append((r["recall"], r["precision"], label))
         return series
 
     plots = [("system", charts.scatter(points("system"), "recall", "precision", quadrants=(0.5, 0.5)))]

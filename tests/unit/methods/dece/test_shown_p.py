@@ -56,3 +56,17 @@ def test_the_html_report_prints_the_same_side_of_the_band_as_its_mark() -> None:
     html = env.from_string(section.item).render(row=row, **section.context)
     assert "uncertain ?" in html and "P(yes) 0.7496" in html and "the judge's 0.4996" in html
     assert "0.750" not in html and "0.500" not in html
+
+
+def test_the_report_charts_never_print_none() -> None:
+    """An answer without a metadata field (the demo's right answer has no `planted` note) was plotted in
+    a series named "None"; it is "(no planted)", and an answer without a system is labelled by its id."""
+    from assay.methods.dece.report import section_context
+
+    rows = [{"id": "a", "system": "good", "precision": 0.9, "recall": 0.8, "metadata": {}},
+            {"id": "b", "system": "error", "precision": 0.4, "recall": 0.6, "metadata": {"planted": "a wrong year"}},
+            {"id": "c", "system": None, "precision": 0.5, "recall": 0.5, "metadata": {"planted": "omission"}}]
+    plots = dict(section_context(rows)["plots"])
+    assert set(plots) == {"system", "planted"}
+    text = " ".join(str(svg) for svg in plots.values())
+    assert "None" not in text and "(no planted)" in text and "(no system)" in text
