@@ -220,6 +220,31 @@ def test_judge_opts_on_the_command_line(tmp_path: Path) -> None:
     assert "max_concurrency" in run("judges", cwd=tmp_path).stdout
 
 
+@needs_cli
+def test_the_judge_option_name_is_the_scripted_judges_name_or_one_line(tmp_path: Path) -> None:
+    """``name`` is an option of the scripted judge (``assay judges``): it names the judge; an empty
+    name, or ``name`` for a judge without it, is one line before any store (was a TypeError:
+    get_backend() got multiple values for argument 'name')."""
+    write_jsonl(tmp_path / "items.jsonl", items(2))
+    (tmp_path / "s.json").write_text(json.dumps({"rules": [{"match": ".", "responses": [GRADE], "repeat": True}]}))
+    judge = "scripted/s.json"
+    for args in (("eval", "pointwise", "items.jsonl", "--store", "r.db"),
+                 ("injection", "items.jsonl", "--method", "pointwise", "-o", "r.json")):
+        line = one_line_error(run(*args, "--judge", judge, "--judge-opt", "name=", "--no-progress", cwd=tmp_path))
+        assert "--judge-opt name" in line, line
+        assert not list(tmp_path.glob("r.*")), args
+    line = one_line_error(run("eval", "pointwise", "items.jsonl", "--judge", OPENAI, "--judge-opt", "name=x",
+                              "--store", "r.db", cwd=tmp_path))
+    assert "name" in line and "not an option of the openai judge" in line and not (tmp_path / "r.db").exists()
+    named = run("eval", "pointwise", "items.jsonl", "--judge", judge, "--judge-opt", "name=my-judge",
+                "--no-progress", "--store", "r.db", cwd=tmp_path)
+    assert named.returncode == 0, named.stdout + named.stderr
+    assert "Traceback" not in named.stderr
+    from assay.store import Store
+
+    assert Store(tmp_path / "r.db", create=False).list_runs()[0].manifest["judge"] == "my-judge"
+
+
 # --- 2. one loader for every file ----------------------------------------------------------------
 def _readers(tmp: Path) -> list[tuple[str, Any]]:
     from assay.cli import load_config

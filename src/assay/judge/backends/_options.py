@@ -113,7 +113,7 @@ class ScriptedOptions(BackendOptions):
     """Rules {match, responses, repeat} (Python API; from the CLI, give a script file)."""
     latency: float = Field(default=0.0, ge=0, le=3600)
     """Seconds each call takes."""
-    name: str | None = None
+    name: str | None = Field(default=None, min_length=1)
     """The judge's name (Python API)."""
     max_concurrency: int = Field(default=8, ge=1, le=MAX_CONCURRENCY)
     """Calls in flight at once."""

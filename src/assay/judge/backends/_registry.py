@@ -74,7 +74,7 @@ def providers() -> list[str]:
     return list(registry.entries("backend"))
 
 
-def get_backend(name: str, **options: Any) -> JudgeBackend:
+def get_backend(name: str, /, **options: Any) -> JudgeBackend:
     """Build the backend called ``name`` (``provider/model``), e.g. ``llamacpp/default``."""
     provider, model = _split(name)
     return _PROVIDERS[provider](model, parse_judge_options(name, options))
