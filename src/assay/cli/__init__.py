@@ -257,6 +257,9 @@ def check_config(config: dict[str, Any], source: str) -> None:
     walk(root, config, [])
 
 
+MAX_RESAMPLES = 1_000_000
+"""The most bootstrap resamples ``--resamples`` takes (more only costs memory and time)."""
+
 # Ranges of numeric options, by option name, wherever they appear (checked at the option, one
 # line on a bad value). Every other integer option is a count (>= 0) unless listed as signed.
 OPTION_RANGES: dict[str, tuple[float | None, float | None]] = {
@@ -264,8 +267,9 @@ OPTION_RANGES: dict[str, tuple[float | None, float | None]] = {
     "min_sources": (1, None), "diversity": (0.0, 1.0), "max_levels": (1, None), "tau": (0.0, 10.0),
     "runs": (0, None), "paraphrases": (0, None), "attacks": (0, None), "depth": (1, None), "beam": (1, None),
     "holdout": (0.0, 1.0), "epsilon": (0.0, 1.0), "eta": (0.0, 1.0), "port": (0, 65535),
+    "seed": (0, 2**32 - 1), "resamples": (0, MAX_RESAMPLES),
 }
-SIGNED_OPTIONS = {"seed"}
+SIGNED_OPTIONS: set[str] = set()
 
 
 def _harden(command: Any) -> None:
@@ -304,6 +308,11 @@ def _give_help_all(command: Any) -> None:
     params.append(typer.main.get_command(probe).params[0])
 
 
+def _bound(value: float) -> str:
+    """A range's end as written: a whole number in full (4294967295, not 4.29497e+09)."""
+    return str(value) if isinstance(value, int) else f"{value:g}"
+
+
 def _range_check(name: str, inner: Any) -> Any:
     import math
 
@@ -315,9 +324,9 @@ def _range_check(name: str, inner: Any) -> Any:
                 raise BadParameter(f"{value!r} is not a finite number", ctx=ctx, param=param)
             floor = low if low is not None else (0 if isinstance(value, int) and name not in SIGNED_OPTIONS else None)
             if floor is not None and value < floor:
-                raise BadParameter(f"{value!r} is below the minimum {floor:g}", ctx=ctx, param=param)
+                raise BadParameter(f"{value!r} is below the minimum {_bound(floor)}", ctx=ctx, param=param)
             if high is not None and value > high:
-                raise BadParameter(f"{value!r} is above the maximum {high:g}", ctx=ctx, param=param)
+                raise BadParameter(f"{value!r} is above the maximum {_bound(high)}", ctx=ctx, param=param)
         return inner(ctx, param, value) if inner is not None else value
 
     return check

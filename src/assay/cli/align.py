@@ -32,7 +32,8 @@ def align(
                                      "inputs that agree with the reviewers (default; steadier with few labels), "
                                      "or a non-negative ridge regression"),
     folds: int = typer.Option(5, "--folds", min=2, help="cross-validation folds (by item id)"),
-    resamples: int = typer.Option(1000, "--resamples", min=0, help="bootstrap resamples of items for the CIs"),
+    resamples: int = typer.Option(1000, "--resamples", min=0,
+                                  help="bootstrap resamples of items for the CIs (at most 1,000,000)"),
     seed: int = typer.Option(0, "--seed", help="seed of the bootstrap"),
     output: Path = typer.Option(Path("alignment.json"), "--output", "-o", help="the alignment file written"),
     force: bool = typer.Option(False, "--force", help="replace an existing --output file that assay did not write"),

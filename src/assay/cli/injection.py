@@ -42,7 +42,7 @@ def injection(
     limit: int | None = typer.Option(None, "--limit", min=1, help="only the first N items"),
     seed: int = typer.Option(0, "--seed", help="seed of the bootstrap"),
     resamples: int = typer.Option(2000, "--resamples", min=1,
-                                   help="bootstrap resamples behind the confidence intervals"),
+                                   help="bootstrap resamples behind the confidence intervals (at most 1,000,000)"),
     out: Path = typer.Option(Path("injection.json"), "--output", "-o", help="where the audit JSON goes"),
     store: Path | None = typer.Option(None, "--store",
                                       help="run store (.db; default: the --output file with .db), resumable"),

@@ -485,6 +485,31 @@ def test_eval_limit_below_one_is_refused(tmp_path: Path) -> None:
     one_line_error(run("injection", "items.jsonl", "--method", "rougeL", "--limit", "-1", cwd=tmp_path))
 
 
+# --- bounds found by a fuzz review: one line naming the option, before any file or store ---------------
+EXAMPLES = Path(__file__).parents[3] / "examples"
+
+
+@pytest.mark.parametrize("option", [("--seed", "-1"), ("--seed", str(2**32)), ("--resamples", "99999999999999")])
+@pytest.mark.parametrize("command", [
+    ("compare", "r1.db", "r1.db"), ("align", "r1.db", "--labels", "labels.jsonl"),
+    ("injection", "answers.jsonl", "-m", "rougeL"), ("meta", "ragchecker", "answers.jsonl", "-m", "rougeL"),
+])
+def test_seed_and_resamples_out_of_range_are_one_line_before_any_file(tmp_path: Path, command: tuple[str, ...],
+                                                                       option: tuple[str, str]) -> None:
+    """--seed is what numpy takes (0 to 2**32 - 1; -1 was a ValueError traceback after the store was
+    made) and --resamples at most 1,000,000 (more was a MemoryError, or align never ended)."""
+    shutil.copy(EXAMPLES / "answers.jsonl", tmp_path / "answers.jsonl")
+    write_jsonl(tmp_path / "labels.jsonl", [{"id": "q1", "label": 1}])
+    made = run("eval", "rougeL", "answers.jsonl", "--store", "r1.db", "--no-progress", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    before = sorted(p.name for p in tmp_path.iterdir())
+    line = one_line_error(run(*command, *option, cwd=tmp_path))
+    assert option[0] in line and ("minimum 0" in line or "maximum" in line), line
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    if command[0] == "compare" and option[0] == "--seed":  # the largest seed is taken
+        assert run(*command, "--seed", str(2**32 - 1), cwd=tmp_path).returncode == 0
+
+
 # --- judges through LiteLLM (issue 29): a real LiteLLM call against a server on 127.0.0.1 ---------------
 def test_a_litellm_judge_scores_through_the_executable(tmp_path: Path) -> None:
     pytest.importorskip("litellm")

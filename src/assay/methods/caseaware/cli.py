@@ -30,7 +30,7 @@ def compare(
     run_b: Path = typer.Argument(..., help="run store of system B"),
     judge_robustness_runs: tuple[Path, Path] | None = typer.Option(
         None, "--judge-robustness", help="RUN_A2 RUN_B2: the same systems scored by a second judge"),
-    resamples: int = typer.Option(10000, "--resamples", min=1, help="bootstrap resamples"),
+    resamples: int = typer.Option(10000, "--resamples", min=1, help="bootstrap resamples (at most 1,000,000)"),
     seed: int = typer.Option(0, "--seed", help="bootstrap seed"),
     out: Path | None = typer.Option(None, "--output", "-o", help="write the comparison as JSON"),
     force: bool = typer.Option(False, "--force", help="replace an existing --output file that assay did not write"),
