@@ -30,8 +30,13 @@ def _check_matches(matches: Sequence[Match]) -> None:
 
 
 def elo_expected(rating_a: float, rating_b: float) -> float:
-    """Expected score of a against b, the standard logistic Elo curve (DICE eq. 6)."""
-    return 1.0 / (1.0 + 10.0 ** ((rating_b - rating_a) / 400.0))
+    """Expected score of a against b, the standard logistic Elo curve (DICE eq. 6). Overflow-safe:
+    a gap of any size gives a number in [0, 1] (10 ** gap is only taken for a gap ≤ 0)."""
+    gap = (rating_b - rating_a) / 400.0
+    if gap > 0:
+        odds = 10.0 ** -gap
+        return odds / (1.0 + odds)
+    return 1.0 / (1.0 + 10.0 ** gap)
 
 
 def elo_update(rating_a: float, rating_b: float, score_a: float, k: float = 32.0,

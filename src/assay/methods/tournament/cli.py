@@ -11,7 +11,16 @@ import typer
 from rich.table import Table
 
 from assay.analysis.stats import correlation
-from assay.cli.kit import RUN_OPTIONS, coerce, console, dry_run, method_params, parse_options, take_aliases
+from assay.cli.kit import (
+    RUN_OPTIONS,
+    check_method_options,
+    coerce,
+    console,
+    dry_run,
+    method_params,
+    parse_options,
+    take_aliases,
+)
 from assay.core._files import check_output, write_json
 from assay.core.errors import ConfigError, InputError
 from assay.core.protocols import command_line
@@ -89,6 +98,7 @@ def make_tournament_command() -> Any:
         run.pop("out", None)  # -o is the ranking's JSON here (--output)
         run.pop("resume", None)  # a tournament always continues (every judged match is re-used)
         options = command_line(cls).options_from_cli(coerce(cls, take_aliases(kwargs)))
+        check_method_options(cls, options)  # one line naming the flag (--elo-k: ...), before the store
         tiers = parse_baselines(baselines_spec) if baselines_spec else []
         if tiers:
             if options.get("mode", "swiss") not in ("swiss", "baselines"):

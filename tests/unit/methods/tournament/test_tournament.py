@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -118,6 +119,30 @@ def test_assay_tournament_through_the_executable(tmp_path) -> None:
     # the judge always says "A" and A is the name that sorts first: s1 wins everything
     assert result["ranking"][0]["system"] == "s1" and result["kendall_tau_vs_round_robin"] is not None
     assert "Kendall τ, Swiss vs round-robin" in proc.stdout
+
+
+@pytest.mark.parametrize("k", ["1000000", "1e308", "1000.5"])
+def test_an_elo_k_above_1000_is_one_line_before_any_store(tmp_path, k: str) -> None:
+    """--elo-k 1000000 was an OverflowError in elo_expected after the store was made."""
+    (tmp_path / "answers.jsonl").write_text("\n".join(json.dumps(a) for a in answers({"s1": 5, "s2": 15})) + "\n")
+    env = always_a_judge(tmp_path)
+    proc = subprocess.run([_exe(), "tournament", "answers.jsonl", "--judge", "scripted/judge.json", "--store", "t.db",
+                           "--output", "t.json", "--no-swap", "--elo-k", k, "--no-progress"],
+                          cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stdout + proc.stderr, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: --elo-k: ") and "1000" in lines[0], proc.stderr
+    assert not (tmp_path / "t.db").exists() and not (tmp_path / "t.json").exists()
+
+
+def test_elo_is_overflow_safe_at_any_rating_gap() -> None:
+    from assay.analysis.stats import elo_expected
+
+    assert elo_expected(0.0, 1e300) == 0.0 and elo_expected(1e300, 0.0) == 1.0
+    # upsets with a large --upset-weight open a gap 10 ** gap cannot hold (was an OverflowError)
+    played = [(r, "a", "b", float(r % 2 == 0), 1) for r in range(4)]
+    ratings = elo_after(["a", "b"], played, k=1000, upset_weight=1e6, initial=1500)
+    assert all(math.isfinite(v) for v in ratings.values())
 
 
 def test_the_report_of_a_tournament_ranks_the_systems(tmp_path) -> None:
