@@ -440,6 +440,29 @@ def test_rubric_audit_options_are_checked_at_the_option(tmp_path: Path, extra: t
     assert not (tmp_path / "a.db").exists()
 
 
+@pytest.mark.parametrize(("command", "extra", "says"), [
+    ("audit", ("--runs", "0"), "--runs: Input should be greater than or equal to 2"),
+    ("audit", ("--runs", "1"), "--runs: Input should be greater than or equal to 2"),
+    ("audit", ("--attacks", "0"), "--attacks: Input should be greater than or equal to 1"),
+    ("compare", ("--runs", "1"), "--runs: Input should be greater than or equal to 2"),
+    ("repair", ("--mode", "vfr", "--runs", "1"), "--runs: Input should be greater than or equal to 2"),
+    ("repair", ("--mode", "vfr", "--beam", "100"), "--beam: Input should be less than or equal to 64"),
+])
+def test_rubric_options_out_of_the_audits_range_name_the_flag(tmp_path: Path, command: str, extra: tuple[str, ...],
+                                                               says: str) -> None:
+    """Values the option accepts but the audit's configuration does not were a pydantic
+    ValidationError traceback (audit, compare) or a four-line dump (repair --mode vfr)."""
+    (tmp_path / "r.yaml").write_text(RUBRIC)
+    pairs(tmp_path / "p.jsonl")
+    judge = script(tmp_path / "g.json", [{"match": ".", "responses": ["not json at all"], "repeat": True}])
+    sources = ("r.yaml", "r.yaml") if command == "compare" else ("r.yaml",)
+    output = ("-o", "fixed.yaml") if command == "repair" else ("-o", "out.json")
+    line = one_line_error(run("rubric", command, *sources, "--pairs", "p.jsonl", *extra, *output, "--judge", judge,
+                              "--store", "a.db", cwd=tmp_path))
+    assert line == f"error: {says}", line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.json", "p.jsonl", "r.yaml"]
+
+
 @pytest.mark.parametrize("extra", [("--k", "0"), ("--k", "-3"), ("--cluster-size", "0"), ("--diversity", "5"),
                                    ("--diversity", "nan")])
 def test_rubric_discover_options_are_checked_at_the_option(tmp_path: Path, extra: tuple[str, ...]) -> None:

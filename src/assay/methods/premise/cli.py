@@ -65,6 +65,18 @@ ATTACKER_OPT = typer.Option(None, "--attacker", help="adversarial: the attacker 
 VERIFIER_OPT = typer.Option(None, "--verifier", help="adversarial: the verifier model (default: judge)")
 
 
+def _configured(model: type[Any], **values: Any) -> Any:
+    """``model(**values)`` from the command's options, or one line naming the flag
+    (``--runs: Input should be greater than or equal to 2``) instead of pydantic's dump."""
+    from pydantic import ValidationError
+
+    try:
+        return model(**values)
+    except ValidationError as exc:
+        raise ConfigError("; ".join(f"--{str(e['loc'][0]).replace('_', '-')}: {e['msg']}" if e["loc"] else e["msg"]
+                                    for e in exc.errors())) from None
+
+
 @app.command("discover")
 def discover(
     pairs: Path = typer.Argument(..., help="preference pairs: HaluQuestQA TSV, pairwise JSONL "
@@ -172,8 +184,8 @@ def audit(
                                   *([out_of_domain] if out_of_domain else [])], force=force)
     rubric = load_rubric(rubric_path)
     found, foreign = _audit_pairs(chosen, pairs, out_of_domain, limit)
-    auditor = Audit(AuditConfig(votes=votes, seed=seed, runs=runs, paraphrases=paraphrases, fit_parts=parts,
-                                attacks=attacks, tau=tau))
+    auditor = Audit(_configured(AuditConfig, votes=votes, seed=seed, runs=runs, paraphrases=paraphrases,
+                                fit_parts=parts, attacks=attacks, tau=tau))
     if dry_run:
         _audit_estimate(rubric, chosen, parts, found, foreign, auditor.config)
         return
@@ -230,8 +242,8 @@ def compare(
         check_output(out, inputs=[*sources, store_path, *([pairs] if pairs else []),
                                   *([out_of_domain] if out_of_domain else [])], force=force)
     found, foreign = _audit_pairs(chosen, pairs, out_of_domain, limit)
-    auditor = Audit(AuditConfig(votes=votes, seed=seed, runs=runs, paraphrases=paraphrases, fit_parts=parts,
-                                attacks=attacks, tau=tau))
+    auditor = Audit(_configured(AuditConfig, votes=votes, seed=seed, runs=runs, paraphrases=paraphrases,
+                                fit_parts=parts, attacks=attacks, tau=tau))
     if dry_run:
         for path, rubric, _doc in loaded:
             if rubric is not None:
@@ -462,12 +474,9 @@ def _refine(rubric_path: Path, pairs: Path, output: Path, *, report: Path | None
         raise ConfigError(f"--holdout must be within (0, 1), got {holdout}")
     if not 1 <= depth <= 3:
         raise ConfigError(f"--depth must be 1, 2 or 3, got {depth}")
-    try:
-        config = RefineConfig(operators=ops, depth=depth, beam=beam, epsilon=epsilon, delta=slack, holdout=holdout,
-                              seed=seed)
-        audit_config = AuditConfig(seed=seed, attacks=attacks, runs=runs, paraphrases=paraphrases, tau=tau)
-    except ValueError as exc:
-        raise ConfigError(f"repair --mode vfr: {exc}") from None
+    config = _configured(RefineConfig, operators=ops, depth=depth, beam=beam, epsilon=epsilon, delta=slack,
+                         holdout=holdout, seed=seed)
+    audit_config = _configured(AuditConfig, seed=seed, attacks=attacks, runs=runs, paraphrases=paraphrases, tau=tau)
     check_output(output, inputs=[rubric_path, pairs, store_path], force=force)
     if report is not None:
         check_output(report, inputs=[rubric_path, pairs, store_path, output], force=force)
