@@ -423,6 +423,19 @@ def test_credentials_in_a_judge_url_are_redacted(tmp_path: Path) -> None:
     assert not wal.exists() or b"SECRETKEY42" not in wal.read_bytes()
 
 
+@pytest.mark.parametrize(("judge", "shown"), [
+    ("openai/m@http://[::1", "'http://[::1'"),
+    ("openai/m@http://user:SECRETKEY42@[::1/v1", "'http://***@[::1/v1'"),
+    ("openai/m@http://[::1]:99999/v1", "'http://[::1]:99999/v1'"),
+])
+def test_a_malformed_judge_url_is_one_line_naming_it_before_the_store(tmp_path: Path, judge: str, shown: str) -> None:
+    """http://[::1 was a ValueError: Invalid IPv6 URL traceback (from the credentials' redaction)."""
+    write_jsonl(tmp_path / "items.jsonl", items(1))
+    line = one_line_error(run("eval", "dece", "items.jsonl", "--judge", judge, "--store", "r.db", cwd=tmp_path))
+    assert shown in line and "not a valid URL" in line and "SECRETKEY42" not in line, line
+    assert not (tmp_path / "r.db").exists()
+
+
 # --- 20, 23, 24. bad options and files: one line --------------------------------------------------------
 @pytest.mark.parametrize("extra", [
     ("--votes", "0"), ("--votes", "-3"), ("--runs", "-1"), ("--paraphrases", "-1"), ("--attacks", "-1"),

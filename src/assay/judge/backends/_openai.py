@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -63,7 +64,12 @@ def redact_url(url: str | None) -> str | None:
     names, identities, manifests and error messages show. The request still uses the real URL."""
     if url is None:
         return None
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # a malformed address (http://[::1): hide whatever precedes an @ in its host part
+        scheme, sep, rest = url.partition("://")
+        netloc, tail = re.match(r"([^/?#]*)(.*)", rest, re.S).groups()  # type: ignore[union-attr]
+        return url if "@" not in netloc else f"{scheme}{sep}***@{netloc.rsplit('@', 1)[1]}{tail}"
     if parts.username is None and parts.password is None:
         return url
     host = parts.hostname or ""
