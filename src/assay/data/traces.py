@@ -346,7 +346,11 @@ def parse_since(value: str | None) -> datetime | None:
     units = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
     text = value.strip()
     if text[:-1].replace(".", "", 1).isdigit() and text[-1:] in units:
-        return datetime.now(UTC) - timedelta(**{units[text[-1]]: float(text[:-1])})
+        try:
+            return datetime.now(UTC) - timedelta(**{units[text[-1]]: float(text[:-1])})
+        except OverflowError:  # further back than datetime reaches (the year 1)
+            raise ConfigError(f"--since {value!r}: a duration back to before the year 1; give a shorter one "
+                              "(e.g. 365d)") from None
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:

@@ -299,6 +299,17 @@ def test_a_gate_on_a_metric_the_method_does_not_have_is_refused_before_the_run(f
     assert not (folder / "nosuch.db").exists()
 
 
+@pytest.mark.parametrize("since", ["99999999999999999d", "999999999d", "9" * 320 + "s"])
+def test_a_since_further_back_than_dates_go_is_one_line_before_the_store(tmp_path: Path, since: str) -> None:
+    """--since 999999999d was an OverflowError (date value out of range) traceback."""
+    made = run("eval", "dece", "--from-phoenix", "http://127.0.0.1:1", "--project", "p", "--since", since,
+               "--judge", "scripted/judge.json", "--store", "r.db", "--no-progress", cwd=tmp_path)
+    lines = made.stderr.strip().splitlines()
+    assert made.returncode == 2 and "Traceback" not in made.stdout + made.stderr, made.stderr
+    assert len(lines) == 1 and lines[0].startswith(f"error: --since {since!r}: ") and "shorter" in lines[0], lines
+    assert not (tmp_path / "r.db").exists()
+
+
 def test_grpc_protocol_is_refused_before_the_run(folder: Path) -> None:
     made = run("eval", "rougeL", "--from-traces", "traces.json", "--store", "grpc.db", "--otel", "--no-progress",
                cwd=folder, env={"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"})
