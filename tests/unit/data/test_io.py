@@ -1,6 +1,10 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -150,3 +154,44 @@ def test_field_names_in_other_capitals_are_read_as_the_names_they_spell(tmp_path
     (item,) = read_items(kept)
     assert (item.id, item.query, item.system) == ("a", "q", None)
     assert item.metadata == {"ID": "X-1", "Query": "Q", "Case": "C-12", "System": "bot-v2"}
+
+
+# --- through the installed executable: one line, exit 2, nothing written ----------------------------------
+ASSAY = shutil.which("assay", path=str(Path(sys.executable).parent))
+GOOD = "id,query,response,reference\n1,q,a,r\n2,q,a,r\n"
+
+
+@pytest.mark.skipif(ASSAY is None, reason="the assay console script is not installed (make setup)")
+@pytest.mark.parametrize(("name", "content", "message"), [
+    # the parser stops on line 5; the error named line 4 (the last row read)
+    ("bad5.csv", GOOD + "3,q,a,r\n5,\"q\" x,resp,ref\n", "bad5.csv, line 5: malformed CSV: ',' expected after '\"'"),
+    # a quoted cell over two lines before it: line 5 is still the fifth line of the file
+    ("multi.csv", GOOD[:-8] + "2,\"q\nmore\",a,r\n5,\"q\" x,resp,ref\n",
+     "multi.csv, line 5: malformed CSV: ',' expected after '\"'"),
+    # the bad quote on the second line of a row's quoted cell
+    ("inner.csv", GOOD + "3,q,\"a\nb\" x,r\n", "inner.csv, line 5: malformed CSV: ',' expected after '\"'"),
+    # a required field missing from the header: said once, on line 1, naming each one
+    ("wrongcols.csv", "prompt,output,expected\nq,a,r\n",
+     "wrongcols.csv, line 1: the header has no column for the required fields query and response; its columns: "
+     "prompt, output, expected"),
+    ("respones.csv", "id,query,respones,reference\n1,q,a,r\n",
+     "respones.csv, line 1, field 'response': the header has no column for this required field (found 'respones': "
+     "did you mean response?); its columns: id, query, respones, reference"),
+    # a misspelt key of a JSON record is named, as the CSV header's is
+    ("respones.jsonl", '{"id":"1","query":"q","response":"a","reference":"r"}\n'
+                       '{"id":"2","query":"q","respones":"a","reference":"r"}\n',
+     "respones.jsonl, line 2, field 'response': required field is missing (found 'respones': did you mean "
+     "response?)"),
+    ("anwser.json", '[{"id":"1","question":"q","anwser":"a","reference":"r"}]',
+     "anwser.json, line 1, field 'response': required field is missing (found 'anwser': did you mean answer?)"),
+])
+def test_bad_input_through_the_executable_is_one_line_naming_the_line(tmp_path: Path, name: str, content: str,
+                                                                      message: str) -> None:
+    write(tmp_path / name, content)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")} | {"COLUMNS": "300"}
+    proc = subprocess.run([str(ASSAY), "eval", "rougeL", name, "--store", "run.db", "-o", "scores.csv"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert [line for line in proc.stderr.splitlines() if line.strip()] == [f"error: {message}"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # no store, no scores file

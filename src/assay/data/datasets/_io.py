@@ -13,6 +13,7 @@ import io
 import json
 import math
 import numbers
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -216,6 +217,48 @@ def _normalise(data: dict[str, Any], source: str, line: int) -> dict[str, Any]:
     return out
 
 
+REQUIRED_FIELDS = tuple(n for n, f in Item.model_fields.items() if f.is_required() and n != "id")
+"""The fields every record must give (a record without ``id`` is given its position)."""
+
+
+def _canonical(name: str) -> str:
+    """The item field a name of the input is read as: aliases and other capitals resolved."""
+    spelt = name.strip().lower().replace(" ", "_")
+    if name not in SPELT_NAMES and name not in ITEM_FIELDS and spelt in SPELT_NAMES:
+        name = spelt
+    return ALIASES.get(name, name)
+
+
+def near_miss(field: str, names: Any) -> str:
+    """``found 'respones': did you mean response?`` when one of ``names`` (a record's keys, a
+    header's columns) that assay does not read looks like a misspelling of ``field`` or of one of
+    its aliases; empty otherwise."""
+    given = {str(n).lower(): str(n) for n in names if isinstance(n, str)
+             and _canonical(n) not in ITEM_FIELDS and n not in PEER_FIELDS and not _is_result_column(n)}
+    for known in (field, *(alias for alias, name in ALIASES.items() if name == field)):
+        close = difflib.get_close_matches(known, list(given), 1, 0.8)
+        if close:
+            return f"found '{given[close[0]]}': did you mean {known}?"
+    return ""
+
+
+def check_header(header: list[str], source: str) -> None:
+    """A header without a column for a required field (under its name, an alias or in other
+    capitals) is one error on line 1 naming every such field: each row would fail alike."""
+    have = {_canonical(name) for name in header if isinstance(name, str)}
+    missing = [field for field in REQUIRED_FIELDS if field not in have]
+    if not missing:
+        return
+    columns = ", ".join(name for name in header if isinstance(name, str))
+    hints = "; ".join(hint for hint in (near_miss(field, header) for field in missing) if hint)
+    hints = f" ({hints})" if hints else ""
+    if len(missing) == 1:
+        raise InputError(f"the header has no column for this required field{hints}; its columns: {columns}",
+                         source=source, line=1, field=missing[0])
+    raise InputError(f"the header has no column for the required fields {' and '.join(missing)}{hints}; "
+                     f"its columns: {columns}", source=source, line=1)
+
+
 def input_notes(source: str) -> list[str]:
     """What reading ``source`` took from the peers' conventions, for the manifest and the user:
     the peers' names, the fields kept under ``metadata``, the columns of an earlier result."""
@@ -236,6 +279,7 @@ def input_notes(source: str) -> list[str]:
 def _item_from(data: Any, source: str, line: int) -> Item:
     if not isinstance(data, dict):
         raise InputError(f"expected a JSON object, got {type(data).__name__}", source=source, line=line)
+    given = list(data)
     data = _normalise(data, source, line)
     try:
         bad = _bad_text(data)
@@ -254,7 +298,8 @@ def _item_from(data: Any, source: str, line: int) -> Item:
         loc = ".".join(str(p) for p in err["loc"])
         message = err["msg"]
         if err["type"] == "missing":
-            message = "required field is missing"
+            hint = near_miss(loc, given)
+            message = "required field is missing" + (f" ({hint})" if hint else "")
         elif err["type"] == "extra_forbidden":
             message = "unknown field (the item fields are listed on the formats page of the documentation)"
         more = f" ({len(exc.errors()) - 1} more problem(s) on this line)" if len(exc.errors()) > 1 else ""
@@ -298,41 +343,53 @@ def _row_to_dict(row: dict[str, Any], source: str, line: int) -> dict[str, Any]:
     return data
 
 
-def read_csv(path: str | Path) -> list[Item]:
-    """Items from CSV; a row is named by the line it starts on (a quoted cell may span lines)."""
-    path = Path(path)
-    source = str(path)
-    text = _decode(_read_bytes(path), source)
-    reader = csv.DictReader(io.StringIO(text), strict=True)
-    items = []
+def csv_header(reader: csv.DictReader, source: str) -> list[str]:
+    """The header of a CSV file; malformed, or naming a column twice, is an error on line 1."""
     try:
-        header = reader.fieldnames or []
+        header = list(reader.fieldnames or [])
     except csv.Error as exc:
         raise InputError(f"malformed CSV header: {exc}", source=source, line=1) from exc
     twice = sorted({name for name in header if header.count(name) > 1})
     if twice:  # csv.DictReader would keep the last silently: which one was meant?
         raise InputError(f"column {', '.join(repr(n) for n in twice)} appears more than once in the header; "
                          "keep one", source=source, line=1)
-    if len(header) == 1 and any(sep in header[0] for sep in ";\t|"):
-        sep = next(s for s in ";\t|" if s in header[0])
-        raise InputError(f"the header is one column holding {'tabs' if sep == chr(9) else repr(sep)}: assay reads "
-                         "comma-separated CSV; save the file with commas as the delimiter", source=source, line=1)
+    return header
+
+
+def csv_rows(reader: csv.DictReader, source: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each row of a CSV file (after :func:`csv_header`) with the line it starts on (a quoted cell
+    may span lines); a malformed row is an error naming the line the parser stopped on."""
     previous_end = reader.line_num
     while True:
         try:
             row = next(reader)
         except StopIteration:
-            break
+            return
         except csv.Error as exc:
             if "end of data" in str(exc):  # a quote opened and never closed: it ate the rest of the file
                 raise InputError("unterminated quoted cell in the row starting on this line",
                                  source=source, line=previous_end + 1) from exc
-            raise InputError(f"malformed CSV: {exc}", source=source, line=reader.line_num) from exc
+            # the parser's own count: DictReader's line_num is updated only after a row is read
+            raise InputError(f"malformed CSV: {exc}", source=source, line=reader.reader.line_num) from exc
         end = reader.line_num
-        start = end - sum(str(v).count("\n") for v in row.values() if isinstance(v, str))
-        items.append(_item_from(_row_to_dict(row, source, start), source, start))
+        yield end - sum(str(v).count("\n") for v in row.values() if isinstance(v, str)), row
         previous_end = end
-    return items
+
+
+def read_csv(path: str | Path) -> list[Item]:
+    """Items from CSV; a row is named by the line it starts on (a quoted cell may span lines)."""
+    path = Path(path)
+    source = str(path)
+    text = _decode(_read_bytes(path), source)
+    reader = csv.DictReader(io.StringIO(text), strict=True)
+    header = csv_header(reader, source)
+    if len(header) == 1 and any(sep in header[0] for sep in ";\t|"):
+        sep = next(s for s in ";\t|" if s in header[0])
+        raise InputError(f"the header is one column holding {'tabs' if sep == chr(9) else repr(sep)}: assay reads "
+                         "comma-separated CSV; save the file with commas as the delimiter", source=source, line=1)
+    if header:
+        check_header(header, source)
+    return [_item_from(_row_to_dict(row, source, start), source, start) for start, row in csv_rows(reader, source)]
 
 
 def read_parquet(path: str | Path) -> list[Item]:
