@@ -479,6 +479,13 @@ def verdict_entries(row: UnitResult) -> Iterable[tuple[str, str, float]]:
                         yield kind, f"{kind}[{i}]", p
 
 
+def _named(item: str, *systems: str | None) -> str:
+    """An answer (or a pair) as a label names it: its id and system(s)."""
+    if len(systems) == 2:
+        return f"id {item!r}, systems {systems[0]!r} and {systems[1]!r}"
+    return f"id {item!r}, system {systems[0]!r}" if systems and systems[0] else f"id {item!r} (no system)"
+
+
 def _need(what: str, have: int, need: int) -> str:
     return f"{have} {what} (need {need}: {need - have} more)" if have < need else ""
 
@@ -497,16 +504,22 @@ def fit(store: Store, run_id: str, labels: Labels, *, signals: Sequence[str] = (
     parts: dict[str, Any] = {}
     missing: list[str] = []
     unmatched = 0
+    strays: list[str] = []  # labels naming no answer (or pair) of the run: counted, the first few shown
 
     def key_of(item: str, system: str | None) -> str:
         return f"{item}::{system}" if system else item
+
+    def stray(count: int, item: str, *systems: str | None) -> None:
+        strays.extend([_named(item, *systems)] * count)
 
     # calibration of each kind of verdict
     by_kind: dict[str, tuple[list[float], list[int], list[str]]] = {}
     for (item, system, address), values in labels.verdicts.items():
         row = items.get(key_of(item, system))
         entry = None
-        if row is not None:
+        if row is None:
+            stray(len(values), item, system)
+        else:
             try:
                 entry = row.resolve(address)
             except (KeyError, IndexError, TypeError):
@@ -543,6 +556,8 @@ def fit(store: Store, run_id: str, labels: Labels, *, signals: Sequence[str] = (
             if row is None:
                 row, flip = by_pair.get((item, b, a)), True
             fc = _finite(row.details.get("forced_choice_a")) if row is not None else None
+            if row is None:
+                stray(len(winners), item, a, b)
             if row is None or fc is None:
                 unmatched += len(winners)
                 continue
@@ -562,6 +577,8 @@ def fit(store: Store, run_id: str, labels: Labels, *, signals: Sequence[str] = (
                                                        seed=seed)
     elif labels.pairs:
         unmatched += sum(map(len, labels.pairs.values()))
+        for (item, a, b), winners in labels.pairs.items():
+            stray(len(winners), item, a, b)
     # aligned score of an item run
     metrics = [m for m in run.manifest.get("metrics", []) if any(_finite(r.scores.get(m)) is not None
                                                                   for r in items.values())]
@@ -583,6 +600,8 @@ def fit(store: Store, run_id: str, labels: Labels, *, signals: Sequence[str] = (
             for (item, system), grades in labels.grades.items():
                 key = key_of(item, system)
                 x = inputs(key) if key in items else None
+                if key not in items:
+                    stray(len(grades), item, system)
                 if x is None:
                     unmatched += len(grades)
                     continue
@@ -594,6 +613,8 @@ def fit(store: Store, run_id: str, labels: Labels, *, signals: Sequence[str] = (
                 ka, kb = key_of(item, a), key_of(item, b)
                 xa = inputs(ka) if ka in items else None
                 xb = inputs(kb) if kb in items else None
+                if ka not in items or kb not in items:
+                    stray(len(preferences), item, a, b)
                 if xa is None or xb is None:
                     unmatched += len(preferences)
                     continue
@@ -618,7 +639,17 @@ def fit(store: Store, run_id: str, labels: Labels, *, signals: Sequence[str] = (
         if not any(counts.values()):
             raise InputError(f"no labels: give --labels FILE or grade answers and verdicts in assay ui "
                              f"(run {run_id} has none)", source=source or None)
-        why = "; ".join(missing) or f"none of the {sum(counts.values())} label(s) matches an answer of run {run_id}"
+        total = sum(counts.values())
+        if strays and len(strays) == total:  # not one label names an answer the run has
+            answers = [_named(str(r.item["id"]), r.item.get("system")) for r in items.values()] or \
+                [_named(item, a, b) for item, a, b in by_pair]
+            shown = "; ".join(answers[:3]) + ("; ..." if len(answers) > 3 else "")
+            raise InputError(f"{total} label(s) read, none matched an answer of run {run_id} by id and system: "
+                             f"a label names {strays[0]}, and the run's {len(answers)} answer(s) are {shown}",
+                             source=source or None)
+        why = "; ".join(missing) or f"none of the {total} label(s) matches an answer of run {run_id}"
+        if strays:
+            why += f"; {len(strays)} of the {total} label(s) matched no answer of the run (e.g. {strays[0]})"
         raise InputError(f"too few labels to align: {why}", source=source or None)
     return {"format": FORMAT, "version": VERSION, "run": run_id, "fitted_for": identity(run.manifest),
             "fitted_on": {"labels": labels.sources, "counts": labels.counts(), "unmatched": unmatched,

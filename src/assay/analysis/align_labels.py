@@ -4,6 +4,7 @@ label file (one loader: file, line and field in every error) or from the review 
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import re
@@ -15,6 +16,7 @@ from typing import Any
 from assay.core._load import reject_constant
 from assay.core.errors import InputError
 from assay.core.records import UnitResult
+from assay.data.datasets._io import csv_header, csv_rows
 from assay.store import Store
 
 GRADE_PATHS = ("human.grade_correctness",)
@@ -72,8 +74,9 @@ def _records(path: Path) -> Iterable[tuple[int, Any]]:
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text ({exc.reason})", source=source) from None
     if path.suffix.lower() == ".csv":
-        reader = csv.DictReader(text.splitlines())
-        for n, row in enumerate(reader, 2):
+        reader = csv.DictReader(io.StringIO(text), strict=True)
+        csv_header(reader, source)  # a column named twice: which one holds the label?
+        for n, row in csv_rows(reader, source):
             clean: dict[str, Any] = {}
             for key, value in row.items():
                 if key is None:

@@ -164,8 +164,16 @@ def test_too_few_labels_are_refused_with_how_many_more(dece_store: tuple[Path, s
     assert "1 labelled criteria verdicts (need 24: 23 more)" in message
     nothing = tmp_path / "none.jsonl"
     nothing.write_text(json.dumps({"id": "nowhere", "grade": 3}) + "\n")
-    with pytest.raises(InputError, match="0 graded answers"):
+    with pytest.raises(InputError, match=r"1 label\(s\) read, none matched an answer of run \w+ by id and system: "
+                                         r"a label names id 'nowhere' \(no system\), and the run's 24 answer\(s\) "
+                                         r"are id 'q1', system 'bot-a'; id 'q1', system 'bot-b'; id 'q2', system "
+                                         r"'bot-a'; \.\.\.$"):
         al.fit(Store(path, create=False), run_id, al.read_labels(nothing))
+    some = tmp_path / "some.jsonl"
+    some.write_text(few.read_text() + json.dumps({"id": "q1", "system": "bot-z", "grade": 3}) + "\n")
+    with pytest.raises(InputError, match=r"5 graded answers \(need 12: 7 more\).*; 1 of the 7 label\(s\) matched no "
+                                         r"answer of the run \(e.g. id 'q1', system 'bot-z'\)$"):
+        al.fit(Store(path, create=False), run_id, al.read_labels(some))
 
 
 def test_an_alignment_for_another_judge_method_or_prompt_is_refused(dece_store: tuple[Path, str]) -> None:
@@ -309,6 +317,19 @@ def test_a_bad_label_names_where(tmp_path: Path, text: str, message: str) -> Non
         al.read_labels(path)
 
 
+@pytest.mark.parametrize(("text", "message"), [
+    ("id,system,grade,grade\nq1,bot-a,5,1\n", "line 1: column 'grade' appears more than once in the header; keep one"),
+    ("id,system,grade\nq1,bot-a,5\n\nq2,\"bot\na\",x\n", "line 4, field 'grade': 'x' is not a number"),
+    ("id,system,grade\nq1,bot-a,5\nq2,\"bot-a\" x,3\n", "line 3: malformed CSV: ',' expected after '\"'"),
+])
+def test_a_bad_csv_label_file_names_the_line(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "l.csv"
+    path.write_text(text)
+    with pytest.raises(InputError) as caught:
+        al.read_labels(path)
+    assert str(caught.value) == f"{path}, {message}"
+
+
 def test_a_csv_label_file_is_read(tmp_path: Path) -> None:
     path = tmp_path / "l.csv"
     path.write_text("id,system,grade,verdict,label\nq1,bot-a,5,,\nq1,bot-a,,criteria[0],1\nq2,bot-b,x,,\n")
@@ -360,6 +381,28 @@ def test_align_export_and_refusals_on_the_command_line(dece_store: tuple[Path, s
     assert not (tmp_path / "s2.jsonl").exists()
     proc = _run("export", "runs.db", "--alignment", few, "-o", "s3.jsonl", cwd=tmp_path)
     assert proc.returncode == 2 and "not an alignment file" in proc.stderr
+
+
+@pytest.mark.skipif(ASSAY is None, reason="the assay console script is not installed (make setup)")
+def test_labels_the_command_cannot_use_are_one_line_and_write_nothing(tmp_path: Path) -> None:
+    """A label file with a column named twice was read silently (the last column won); labels that
+    name no answer of the run were "0 graded answers (need 12: 12 more)", as if none were given."""
+    made = _run("eval", "rougeL", EXAMPLES / "answers.jsonl", "--store", "run.db", "--no-progress", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    run_id = Store(tmp_path / "run.db", create=False).list_runs()[0].run_id
+    (tmp_path / "twice.csv").write_text("id,system,grade,grade\nq1,bot-a,5,1\n")
+    cases = [("twice.csv", "error: twice.csv, line 1: column 'grade' appears more than once in the header; keep one"),
+             (EXAMPLES / "align_labels.jsonl",
+              f"error: {EXAMPLES / 'align_labels.jsonl'}: 72 label(s) read, none matched an answer of run {run_id} "
+              "by id and system: a label names id 'q1', system 'bot-a', and the run's 3 answer(s) are id 'q1' (no "
+              "system); id 'q2' (no system); id 'q3' (no system)")]
+    for labels, message in cases:
+        before = sorted(p.name for p in tmp_path.iterdir())
+        proc = _run("align", "run.db", "--labels", labels, "--no-reviews", "-o", "al.json", cwd=tmp_path)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert "Traceback" not in proc.stdout + proc.stderr
+        assert [line for line in proc.stderr.splitlines() if line.strip()] == [message]
+        assert sorted(p.name for p in tmp_path.iterdir()) == before and not (tmp_path / "al.json").exists()
 
 
 def test_the_default_aligned_score_weighs_agreeing_inputs_equally_on_their_own_scale() -> None:
