@@ -191,7 +191,7 @@ def __getattr__(name: str) -> Any:
 def load_config(path: Path | None = None) -> dict[str, Any]:
     """Option defaults from TOML: ``ASSAY_CONFIG`` or ``./assay.toml``.
 
-    Tables follow the command path, keys are option names with underscores::
+    Tables follow the command path, keys are the options' long flags with underscores::
 
         [eval.dece]
         judge = "openai/gpt-4o-mini"
@@ -200,7 +200,8 @@ def load_config(path: Path | None = None) -> dict[str, Any]:
 
     Precedence: command-line flag > environment variable > config file > built-in default.
     A table or key that names no command or option, or a value of the wrong type, is a
-    ConfigError naming the file and the key (a typo must not silently leave a default).
+    ConfigError naming the file and the key (a typo must not silently leave a default). The
+    result is keyed by the commands' parameter names (click's ``default_map``).
     """
     if path is None:
         env = os.environ.get("ASSAY_CONFIG")
@@ -212,49 +213,155 @@ def load_config(path: Path | None = None) -> dict[str, Any]:
     from assay.core._load import load_toml
 
     config = load_toml(path)  # one line naming the file and line: unreadable, not UTF-8, not TOML
-    check_config(config, str(path))
-    return config
+    return check_config(config, str(path))
 
 
-def check_config(config: dict[str, Any], source: str) -> None:
+OLD_FLAGS = frozenset({"--out", "--resume"})
+"""Flags kept for old scripts (``--out``: the old name of ``--store``): read in assay.toml, never offered."""
+
+
+def _key(param: Any) -> str:
+    """An option's key in assay.toml: its long flag with underscores (``--max-reason-chars`` is
+    ``max_reason_chars``), as users know it from the help."""
+    flag = next((o for o in param.opts if o.startswith("--")), None)
+    return flag[2:].replace("-", "_") if flag else str(param.name)
+
+
+def config_keys(command: Any) -> tuple[dict[str, Any], list[str]]:
+    """The keys a command's table in assay.toml accepts, each with its option, and those shown
+    to users. A key is the long flag with underscores; the parameter's own name and an old
+    flag's spelling are read too. ``--help-all`` and the like take no value and are no keys."""
+    from assay.cli.kit import ALIAS_PREFIX
+
+    options = [p for p in command.params if is_option(p) and p.expose_value and not p.is_eager]
+    current = [p for p in options if not str(p.name).startswith(ALIAS_PREFIX)]
+    old = [p for p in options if str(p.name).startswith(ALIAS_PREFIX)]
+    keys: dict[str, Any] = {}
+    for key, param in [*((_key(p), p) for p in current), *((str(p.name), p) for p in current),
+                       *((_key(p), p) for p in old)]:
+        keys.setdefault(key, param)
+    shown = sorted(_key(p) for p in current if not OLD_FLAGS.intersection(p.opts))
+    return keys, shown
+
+
+def _toml(value: Any) -> str:
+    """A value as written in TOML (``"2"``, ``true``, ``[1, "x"]``)."""
+    import json
+
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return repr(value) if not isinstance(value, dict) else "{...}"
+
+
+def _wrong_type(param: Any, value: Any, key: str) -> str | None:
+    """Why ``value`` (as TOML gives it) cannot be this option's value, or None. TOML has types:
+    a number in quotes, 1 for true or text for a number is refused, never converted."""
+    import typing
+
+    kind = param.type_descriptor.annotation
+    if param.is_flag:
+        return None if isinstance(value, bool) else "takes true or false"
+    origin = typing.get_origin(kind)
+    if origin in (list, tuple):
+        args = typing.get_args(kind)
+        values = value if isinstance(value, list) else [value]
+        if origin is tuple and (not isinstance(value, list) or len(value) != len(args)):
+            return f"takes a list of {len(args)} values"
+        for inner, one in zip(args if origin is tuple else [args[0]] * len(values), values, strict=True):
+            why = _wrong_element(inner, one, key, listed=True)
+            if why:
+                return why
+        return None
+    return _wrong_element(kind, value, key)
+
+
+def _wrong_element(kind: Any, value: Any, key: str, listed: bool = False) -> str | None:
+    if isinstance(value, bool):
+        # true was read as 1, or as the text "True"
+        return "a true/false value for an option that takes a value; give the value itself"
+    if kind is int or kind is float:
+        what = "a whole number" if kind is int else "a number"
+        if isinstance(value, int) or (kind is float and isinstance(value, float)):
+            return None
+        if isinstance(value, str):
+            try:
+                number = int(value) if kind is int else float(value)
+            except ValueError:
+                return f"takes {what}"
+            example = "" if listed else f": {key} = {value.strip()}"
+            return f"takes {what}, written without quotes{example}" if number == number else f"takes {what}"
+        return f"takes {what}"
+    if isinstance(value, str):
+        return None
+    example = "" if listed or not isinstance(value, int | float) else f": {key} = {_toml(str(value))}"
+    return f"takes text, written in quotes{example}"
+
+
+def check_config(config: dict[str, Any], source: str) -> dict[str, Any]:
     """Every table must be a command path and every key an option of that command, and each
-    value must convert to the option's type and range, as on the command line."""
+    value must be of the option's type (TOML's: a number in quotes is text) and convert to its
+    range, as on the command line. Returns the tables keyed by parameter names (a default_map)."""
+    import difflib
+
     root = typer.main.get_command(build_app())
     _harden(root)
 
-    def walk(command: Any, table: dict[str, Any], where: list[str]) -> None:
+    def did_you_mean(word: str, names: list[str]) -> str:
+        close = difflib.get_close_matches(word, names, 1)
+        return f" (did you mean '{close[0]}'?)" if close else ""
+
+    def walk(command: Any, table: dict[str, Any], where: list[str]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
         if is_group(command):
             for key, value in table.items():
                 sub = command.commands.get(key)
                 if sub is None:
-                    raise ConfigError(f"{source}: [{'.'.join([*where, key])}] is not an assay command; commands "
-                                      f"here: {', '.join(sorted(command.commands))}")
+                    here = sorted(command.commands)
+                    raise ConfigError(f"{source}: [{'.'.join([*where, key])}] is not an assay command"
+                                      f"{did_you_mean(key, here)}; commands here: {', '.join(here)}")
                 if not isinstance(value, dict):
                     raise ConfigError(f"{source}: '{'.'.join([*where, key])}' must be a table of options")
-                walk(sub, value, [*where, key])
-            return
-        options = {p.name: p for p in command.params if is_option(p)}
+                out[key] = walk(sub, value, [*where, key])
+            return out
+        options, shown = config_keys(command)
+        given: dict[str, str] = {}
         for key, value in table.items():
             name = ".".join([*where, key])
             if key not in options:
-                raise ConfigError(f"{source}: [{'.'.join(where)}] has no option '{key}'; its options: "
-                                  f"{', '.join(sorted(options))}")
+                raise ConfigError(f"{source}: [{'.'.join(where)}] has no option '{key}'{did_you_mean(key, shown)}; "
+                                  f"its options: {', '.join(shown)}")
             param = options[key]
-            if isinstance(value, dict) or (isinstance(value, list) and not param.multiple):
-                raise ConfigError(f"{source}: '{name}' must be a single value, got {type(value).__name__}")
-            values = value if isinstance(value, list) else [value]
-            if not getattr(param, "is_flag", False) and any(isinstance(v, bool) for v in values):
-                shown = str(value).lower() if not isinstance(value, list) else \
-                    "[" + ", ".join(str(v).lower() if isinstance(v, bool) else repr(v) for v in value) + "]"
-                # true was read as 1, or as the text "True"
-                raise ConfigError(f"{source}: '{name}' = {shown}: a true/false value for an option that takes a "
-                                  "value; give the value itself")
+            if param.name in given:
+                raise ConfigError(f"{source}: [{'.'.join(where)}] sets '{_key(param)}' twice (as '{given[param.name]}' "
+                                  f"and '{key}'); keep one")
+            given[param.name] = key
+            if isinstance(value, dict) or (isinstance(value, list) and not param.multiple
+                                           and typing_origin(param) is not tuple):
+                raise ConfigError(f"{source}: '{name}' must be a single value, got "
+                                  f"{'a table' if isinstance(value, dict) else 'a list'}")
+            why = _wrong_type(param, value, key)
+            if why:
+                raise ConfigError(f"{source}: '{name}' = {_toml(value)}: {why}")
+            if param.multiple and not isinstance(value, list):
+                value = [value]  # judge_opt = "n_ctx=4096": one of a repeatable option's values
             try:
                 convert_option(param, value)
             except UsageError as exc:
-                raise ConfigError(f"{source}: '{name}' = {value!r}: {exc.format_message()}") from None
+                raise ConfigError(f"{source}: '{name}' = {_toml(value)}: {exc.format_message()}") from None
+            out[param.name] = value
+        return out
 
-    walk(root, config, [])
+    return walk(root, config, [])
+
+
+def typing_origin(param: Any) -> Any:
+    import typing
+
+    return typing.get_origin(param.type_descriptor.annotation)
 
 
 MAX_RESAMPLES = 1_000_000

@@ -268,7 +268,21 @@ BAD: list[tuple[str, list[Callable[[Path], None]], tuple[str, ...], int, str]] =
                                       "dece.f_beta_hard", "--output", "m.json"), 2,
      "--detail dece.f_beta_hard: expected METHOD.FIELD"),
     ("toml-wrong-type", [_write("assay.toml", '[eval.dece]\nconcurrency = "many"\n')],
-     (*EVAL, "good.jsonl", *JUDGE), 2, "assay.toml: 'eval.dece.concurrency' = 'many'"),
+     (*EVAL, "good.jsonl", *JUDGE), 2, "assay.toml: 'eval.dece.concurrency' = \"many\": takes a whole number"),
+    # TOML has types: a number in quotes, 1 for true, text for a flag ran as if right (exit 0)
+    ("toml-number-in-quotes", [_write("assay.toml", '[eval.dece]\nbeta = "2"\n')], (*EVAL, "good.jsonl", *JUDGE), 2,
+     "assay.toml: 'eval.dece.beta' = \"2\": takes a number, written without quotes: beta = 2"),
+    ("toml-whole-number-in-quotes", [_write("assay.toml", '[eval.dece]\nconcurrency = "4"\n')],
+     (*EVAL, "good.jsonl", *JUDGE), 2,
+     "assay.toml: 'eval.dece.concurrency' = \"4\": takes a whole number, written without quotes: concurrency = 4"),
+    ("toml-one-for-a-flag", [_write("assay.toml", "[eval.dece]\nfresh = 1\n")], (*EVAL, "good.jsonl", *JUDGE), 2,
+     "assay.toml: 'eval.dece.fresh' = 1: takes true or false"),
+    ("toml-text-for-a-flag", [_write("assay.toml", '[eval.dece]\nprogress = "yes"\n')],
+     (*EVAL, "good.jsonl", *JUDGE), 2, "assay.toml: 'eval.dece.progress' = \"yes\": takes true or false"),
+    ("toml-number-for-text", [_write("assay.toml", "[eval.dece]\ndomain = 3\n")], (*EVAL, "good.jsonl", *JUDGE), 2,
+     "assay.toml: 'eval.dece.domain' = 3: takes text, written in quotes: domain = \"3\""),
+    ("toml-same-option-twice", [_write("assay.toml", "[eval.dece]\nmax_reason_chars = 9\nmax_reasoning_chars = 9\n")],
+     (*EVAL, "good.jsonl", *JUDGE), 2, "assay.toml: [eval.dece] sets 'max_reason_chars' twice"),
     ("toml-true-for-a-number", [_write("assay.toml", "[eval.dece]\nseed = true\n")],  # it ran with seed 1
      (*EVAL, "good.jsonl", *JUDGE), 2, "assay.toml: 'eval.dece.seed' = true: a true/false value for an option"),
     ("toml-true-for-a-name", [_write("assay.toml", "[eval.dece]\njudge = false\n")],  # it ran the judge "False"
@@ -276,9 +290,12 @@ BAD: list[tuple[str, list[Callable[[Path], None]], tuple[str, ...], int, str]] =
     ("toml-true-in-a-list", [_write("assay.toml", "[eval.dece]\njudge_opt = [true]\n")],
      (*EVAL, "good.jsonl", *JUDGE), 2, "assay.toml: 'eval.dece.judge_opt' = [true]: a true/false value"),
     ("toml-unknown-key", [_write("assay.toml", "[eval.dece]\nconcurrancy = 4\n")],
-     (*EVAL, "good.jsonl", *JUDGE), 2, "assay.toml: [eval.dece] has no option 'concurrancy'"),
+     (*EVAL, "good.jsonl", *JUDGE), 2, "assay.toml: [eval.dece] has no option 'concurrancy' (did you mean "
+                                       "'concurrency'?); its options: alignment, beta, budget, calibration, "),
+    ("toml-internal-name", [_write("assay.toml", "[eval.dece]\nhelp_all = true\n")], (*EVAL, "good.jsonl", *JUDGE), 2,
+     "assay.toml: [eval.dece] has no option 'help_all'; its options: "),
     ("toml-unknown-table", [_write("assay.toml", "[evaluate]\njudge = 'x'\n")], ("version",), 2,
-     "assay.toml: [evaluate] is not an assay command"),
+     "assay.toml: [evaluate] is not an assay command (did you mean 'eval'?)"),
     ("toml-invalid", [_write("assay.toml", "[eval.dece\n")], ("version",), 2, "assay.toml, line 1: not valid TOML"),
 ]
 
@@ -297,6 +314,39 @@ def test_bad_input_is_one_clear_line_and_changes_nothing(work: Path, files: list
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("error: ") and message in lines[0], lines[0]
     assert snapshot(work) == before
+
+
+def test_an_unknown_key_in_assay_toml_offers_the_options_as_users_spell_them(work: Path) -> None:
+    """The list named internal parameters (alias__max_reasoning_chars, help_all, out) and spelt
+    --max-reason-chars as max_reasoning_chars; it names the closest key and the flags' names."""
+    (work / "assay.toml").write_text('[eval.dece]\njduge = "x"\n')
+    proc = run(*EVAL, "good.jsonl", *JUDGE, cwd=work)
+    assert proc.returncode == 2 and "Traceback" not in proc.stdout + proc.stderr
+    (line,) = [line for line in proc.stderr.splitlines() if line.strip()]
+    head, _, listed = line.partition("; its options: ")
+    assert head == "error: assay.toml: [eval.dece] has no option 'jduge' (did you mean 'judge'?)"
+    options = listed.split(", ")
+    assert {"judge", "judge_opt", "max_reason_chars", "concurrency", "store", "dry_run"} <= set(options)
+    assert not [o for o in options if o.startswith("alias__") or o in ("help_all", "out", "resume",
+                                                                       "max_reasoning_chars")]
+    assert options == sorted(options)
+    assert not (work / "new.db").exists()
+
+
+def test_assay_toml_keys_are_the_flags_spelt_with_underscores(work: Path) -> None:
+    """`max_reason_chars` (--max-reason-chars) and `format` (assay export --format) are read under
+    their parameters' names; those names are read too, as before."""
+    from assay.cli import load_config
+
+    (work / "assay.toml").write_text('[eval.dece]\nmax_reason_chars = 300\njudge_opt = "seed=1"\n'
+                                     '[export]\nformat = "jsonl"\n[gate]\nmin = ["f_beta=0.1"]\n')
+    assert load_config(work / "assay.toml") == {"eval": {"dece": {"max_reasoning_chars": 300,
+                                                                  "judge_opt": ["seed=1"]}},
+                                                "export": {"fmt": "jsonl"}, "gate": {"minimum": ["f_beta=0.1"]}}
+    (work / "assay.toml").write_text('[export]\nfmt = "jsonl"\n')
+    proc = run("export", "run.db", "-o", "-", cwd=work)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[0])["id"] == "q1"  # JSON Lines, not CSV
 
 
 def test_there_are_at_least_forty_bad_cases() -> None:
