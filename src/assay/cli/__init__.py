@@ -340,7 +340,7 @@ def check_config(config: dict[str, Any], source: str) -> dict[str, Any]:
                                   f"and '{key}'); keep one")
             given[param.name] = key
             if isinstance(value, dict) or (isinstance(value, list) and not param.multiple
-                                           and typing_origin(param) is not tuple):
+                                           and _typing_origin(param) is not tuple):
                 raise ConfigError(f"{source}: '{name}' must be a single value, got "
                                   f"{'a table' if isinstance(value, dict) else 'a list'}")
             why = _wrong_type(param, value, key)
@@ -358,7 +358,7 @@ def check_config(config: dict[str, Any], source: str) -> dict[str, Any]:
     return walk(root, config, [])
 
 
-def typing_origin(param: Any) -> Any:
+def _typing_origin(param: Any) -> Any:
     import typing
 
     return typing.get_origin(param.type_descriptor.annotation)
