@@ -440,8 +440,12 @@ def read_alignment(path: str | Path) -> dict[str, Any]:
         raise ConfigError(f"--alignment {path}: not an alignment file written by assay align ({exc})") from None
     if not isinstance(value, dict) or value.get("format") != FORMAT or not isinstance(value.get("fitted_for"), dict):
         raise ConfigError(f"--alignment {path}: not an alignment file written by assay align")
-    if not isinstance(value.get("version"), int) or value["version"] > VERSION:
-        raise ConfigError(f"--alignment {path}: version {value.get('version')!r} is newer than this assay reads "
+    version = value.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise ConfigError(f"--alignment {path}: version {version!r} is not a version assay align writes "
+                          f"(a whole number; this assay writes {VERSION})")
+    if version > VERSION:
+        raise ConfigError(f"--alignment {path}: version {version} is newer than this assay reads "
                           f"({VERSION}); upgrade assay")
     from assay.analysis.align_file import parse
 

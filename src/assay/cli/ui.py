@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import typer
 
 from assay.cli.kit import console
+from assay.core.errors import ConfigError
 from assay.store import Store
 
 
@@ -29,6 +29,8 @@ def ui(
     """Serve a browser app over a run store: browse runs, items and the judge's evidence, annotate."""
     from assay.view.ui import serve
 
+    if not host.strip():  # an empty address binds every interface, the opposite of what it looks like
+        raise ConfigError("--host '': give the address to listen on, e.g. 127.0.0.1 (this machine only)")
     Store(store, create=False)  # a missing or foreign file is refused before anything listens
     fitted = None
     if alignment is not None:  # a missing or malformed file, too
@@ -43,12 +45,7 @@ def ui(
     def ready(url: str) -> None:
         console.print(f"assay ui on {url}", soft_wrap=True)
         console.print("the token in the URL is needed; Ctrl-C stops", style="dim")
-        if stop_after is not None:
-            import os
-            import signal
 
-            timer = threading.Timer(stop_after, lambda: os.kill(os.getpid(), signal.SIGINT))
-            timer.daemon = True
-            timer.start()
-
-    serve(store, host=host, port=port, author=author, ready=ready, alignment=fitted)
+    serve(store, host=host, port=port, author=author, ready=ready, alignment=fitted, stop_after=stop_after)
+    if stop_after is not None:
+        console.print(f"assay ui stopped after {stop_after:g} s (--stop-after)")

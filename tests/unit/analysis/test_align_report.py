@@ -134,7 +134,10 @@ def test_gate_on_the_aligned_score_and_calibrated_values(aligned_run: tuple[Path
     other = json.loads(file.read_text())
     other["fitted_for"]["method"] = "lemaj"
     (tmp_path / "other.json").write_text(json.dumps(other))
+    (tmp_path / "text_version.json").write_text(json.dumps({**json.loads(file.read_text()), "version": "2"}))
     for args, message in ((("--alignment", "other.json", "--min-aligned", "0.5"), "fitted for method lemaj"),
+                          (("--alignment", "text_version.json", "--min-aligned", "0.5"),
+                           "version '2' is not a version assay align writes"),  # was "newer than this assay reads (2)"
                           (("--min-aligned", "0.5"), "need --alignment"),
                           (("--alignment", file, "--min-calibrated", "claims=0.5"), "calibrates criteria, elements"),
                           (("--alignment", file, "--min-aligned", "nan"), "not a finite number")):

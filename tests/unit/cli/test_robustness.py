@@ -650,3 +650,16 @@ def test_a_rubric_audit_killed_with_sigkill_resumes_without_repeating_a_call(tmp
     assert again.returncode == 0, again.stderr
     sent = Counter(log.read_text().split())
     assert sum(sent.values()) == 10 and max(sent.values()) == 1  # each of the 10 prompts sent once
+
+
+def test_assay_ui_stops_after_its_time_as_a_normal_end_and_refuses_an_empty_host(tmp_path: Path) -> None:
+    """--stop-after ended with exit 130 ('interrupted'), as a Ctrl-C does; --host '' bound every interface."""
+    write_jsonl(tmp_path / "items.jsonl", items(1))
+    judge = script(tmp_path / "s.json", [{"match": ".", "responses": [GRADE], "repeat": True}])
+    assert run("eval", "pointwise", "items.jsonl", "--judge", judge, "--no-progress", "--store", "r.db",
+               cwd=tmp_path).returncode == 0
+    timed = run("ui", "r.db", "--stop-after", "1", cwd=tmp_path, timeout=60)
+    assert timed.returncode == 0, timed.stdout + timed.stderr
+    assert "assay ui on http://127.0.0.1:" in timed.stdout and "stopped after 1 s (--stop-after)" in timed.stdout
+    empty = one_line_error(run("ui", "r.db", "--host", "", "--stop-after", "1", cwd=tmp_path, timeout=60))
+    assert "--host ''" in empty

@@ -96,8 +96,7 @@ class DeCEConfig(BaseModel):
     domain: str = "general"
     """Domain pack: general, legal, medical, financial."""
     beta: float = Field(default=2.0, gt=0, le=1000, allow_inf_nan=False)
-    """F-beta weight of recall; the paper reports F2. At most 1000 (recall alone, for any use; above
-    ~1e154 its square overflowed and every F-beta came out unscored as "nan")."""
+    """F-beta weight of recall; the paper reports F2. At most 1000 (in effect recall alone)."""
     seed: int = 0
     """Sampling seed for the T=0.3 extraction steps."""
     extraction_temperature: float = Field(default=0.3, ge=0, le=2)
@@ -109,7 +108,8 @@ class DeCEConfig(BaseModel):
     max_text_chars: int = Field(default=160, ge=1)
     """maxLength of criteria and elements (small models loop without a bound)."""
     min_text_chars: int = Field(default=12, ge=0)
-    """minLength of criteria and elements: a statement, not a fragment like "New York"."""
+    """minLength of criteria and elements in characters: 12 refuses a fragment like "New York" (8), not a
+    short statement; a length cannot tell "New York City" (13) from one."""
     max_evidence: int = Field(default=3, ge=1)
     """Most sentences one verdict may cite."""
     max_reasoning_chars: int = Field(default=120, ge=1)

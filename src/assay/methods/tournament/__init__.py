@@ -54,8 +54,8 @@ class TournamentConfig(DiceConfig):
     """Swiss rounds (default ⌈log2 N⌉ + 1 for N systems)."""
     k: float = Field(default=32.0, gt=0, le=1000, allow_inf_nan=False)
     """Elo K-factor: how far one match moves a rating (at most 1000; the usual values are 16 to 40)."""
-    upset_weight: float = Field(default=0.0, ge=0, allow_inf_nan=False)
-    """w > 0 amplifies K for an upset: K · (1 + w · min(1, |ΔR| / 400)); 0 is the plain update."""
+    upset_weight: float = Field(default=0.0, ge=0, le=10, allow_inf_nan=False)
+    """w > 0 amplifies K for an upset: K · (1 + w · min(1, |ΔR| / 400)); 0 is the plain update (at most 10)."""
     initial: float = Field(default=1500.0, allow_inf_nan=False)
     """Every system's starting Elo."""
     @model_validator(mode="after")

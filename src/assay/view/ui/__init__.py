@@ -27,6 +27,7 @@ The store is opened read-mostly with SQLite WAL, so the UI keeps working while a
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import hmac
 import json
@@ -393,8 +394,10 @@ def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowe
 
 
 def serve(store_path: Path, *, host: str = "127.0.0.1", port: int = 0, author: str = "reviewer",
-          token: str | None = None, ready: Any = None, alignment: dict[str, Any] | None = None) -> None:
-    """Serve the UI until interrupted; print the URL with its token. ``port`` 0 takes a free one."""
+          token: str | None = None, ready: Any = None, alignment: dict[str, Any] | None = None,
+          stop_after: float | None = None) -> None:
+    """Serve the UI until interrupted, or for ``stop_after`` seconds (then it returns, as a normal
+    end); print the URL with its token. ``port`` 0 takes a free one."""
     import socket
 
     import uvicorn
@@ -419,6 +422,8 @@ def serve(store_path: Path, *, host: str = "127.0.0.1", port: int = 0, author: s
     class _Server(uvicorn.Server):
         async def startup(self, sockets: Any = None) -> None:
             await super().startup(sockets=sockets)
+            if stop_after is not None:  # a planned end, not an interruption: the server shuts down and returns
+                asyncio.get_running_loop().call_later(stop_after, setattr, self, "should_exit", True)
             if ready is not None and not self.should_exit:
                 ready(url)
 

@@ -121,17 +121,20 @@ def test_assay_tournament_through_the_executable(tmp_path) -> None:
     assert "Kendall τ, Swiss vs round-robin" in proc.stdout
 
 
-@pytest.mark.parametrize("k", ["1000000", "1e308", "1000.5"])
-def test_an_elo_k_above_1000_is_one_line_before_any_store(tmp_path, k: str) -> None:
-    """--elo-k 1000000 was an OverflowError in elo_expected after the store was made."""
+@pytest.mark.parametrize(("flag", "k", "bound"), [("--elo-k", "1000000", "1000"), ("--elo-k", "1e308", "1000"),
+                                                  ("--elo-k", "1000.5", "1000"), ("--upset-weight", "11", "10"),
+                                                  ("--upset-weight", "1e300", "10")])
+def test_an_elo_k_above_1000_is_one_line_before_any_store(tmp_path, flag: str, k: str, bound: str) -> None:
+    """--elo-k 1000000 was an OverflowError in elo_expected after the store was made; an --upset-weight
+    of 1e300 gave ratings of ±1e9."""
     (tmp_path / "answers.jsonl").write_text("\n".join(json.dumps(a) for a in answers({"s1": 5, "s2": 15})) + "\n")
     env = always_a_judge(tmp_path)
     proc = subprocess.run([_exe(), "tournament", "answers.jsonl", "--judge", "scripted/judge.json", "--store", "t.db",
-                           "--output", "t.json", "--no-swap", "--elo-k", k, "--no-progress"],
+                           "--output", "t.json", "--no-swap", flag, k, "--no-progress"],
                           cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stdout + proc.stderr, proc.stderr
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: --elo-k: ") and "1000" in lines[0], proc.stderr
+    assert len(lines) == 1 and lines[0].startswith(f"error: {flag}: ") and bound in lines[0], proc.stderr
     assert not (tmp_path / "t.db").exists() and not (tmp_path / "t.json").exists()
 
 
