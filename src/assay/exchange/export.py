@@ -195,6 +195,9 @@ def export_run(store: Store, run_id: str, out: Path | IO[bytes], fmt: str, compa
         flat = [{k: (json.dumps(v, ensure_ascii=False, allow_nan=False) if isinstance(v, list | dict) else v)
                  for k, v in row.items()} for row in rows]
         frame = pd.DataFrame(flat)
+        if not rows:  # a run with no result yet: the header still says what its rows will hold
+            run = store.get_run(run_id)
+            frame = pd.DataFrame(columns=list(compact_columns(run.method) if run is not None else COMPACT))
         if fmt == "csv":
             frame = frame.map(neutralise_formula)
             handle.write(frame.to_csv(index=False).encode("utf-8"))

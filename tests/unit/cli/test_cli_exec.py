@@ -384,6 +384,10 @@ def test_budget_stop_exits_3_and_resume_finishes(work: Path) -> None:
     unfinished = "did not finish (incomplete: budget exhausted): 0 of 2 result(s) stored"
     exported = run("export", "new.db", "-o", "part.jsonl", cwd=work)
     assert exported.returncode == 0 and unfinished in exported.stderr, exported.stderr
+    # a CSV of no row still has its header (it was a file of 0 bytes that pandas cannot read)
+    assert run("export", "new.db", "-o", "part.csv", cwd=work).returncode == 0
+    assert (work / "part.csv").read_text().splitlines() == \
+        ["run_id,id,system,status,query,response,f_beta,unscored_reason"]
     reported = run("report", "new.db", "-o", "part.html", cwd=work)
     assert reported.returncode == 0 and unfinished in reported.stderr, reported.stderr
     assert unfinished in (work / "part.html").read_text()
