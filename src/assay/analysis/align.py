@@ -588,6 +588,8 @@ def fit(store: Store, run_id: str, labels: Labels, *, signals: Sequence[str] = (
                                                                   for r in items.values())]
     wanted = bool(labels.grades or labels.preferences) and bool(items)
     if wanted and metrics:
+        # a signal the run already scores (ROUGE-L of a rougeL run) would enter the fit twice, as two equal inputs
+        signals = [s for s in signals if s not in metrics]
         sig = signal_values(list(items.values()), signals) if signals else {k: {} for k in items}
         names = [*metrics, *signals]
 

@@ -152,6 +152,16 @@ def test_fitting_a_run_and_the_file_round_trips(dece_store: tuple[Path, str], tm
     assert [r.model_dump() for r in store.results(run_id)] == before  # the raw results are never rewritten
 
 
+def test_a_signal_the_run_already_scores_enters_the_aligned_score_once(tmp_path: Path) -> None:
+    """A rougeL run's aligned score listed "rougeL 0.50, rougeL 0.50": its score and the default ROUGE-L
+    signal, the same input twice."""
+    result = assay.evaluate(_items(), "rougeL", runner=QUIET, store=tmp_path / "rouge.db")
+    store = Store(tmp_path / "rouge.db", create=False)
+    alignment = al.fit(store, result.run_id, al.read_labels(EXAMPLES / "align_labels.jsonl"), resamples=50)
+    score = alignment["aligned_score"]
+    assert list(score["weights"]) == ["rougeL"] and score["signals"] == [], score
+
+
 def test_too_few_labels_are_refused_with_how_many_more(dece_store: tuple[Path, str], tmp_path: Path) -> None:
     path, run_id = dece_store
     few = tmp_path / "few.jsonl"
