@@ -733,3 +733,39 @@ def test_assay_demo_never_writes_its_report_over_a_file_it_did_not_write(tmp_pat
     assert run("demo", "-j", judge, "--limit", "1", cwd=tmp_path).returncode == 0  # its own report: replaced
     forced = run("demo", "-j", judge, "--limit", "1", "-o", "notes.txt", "--force", cwd=tmp_path)
     assert forced.returncode == 0 and "<html" in notes.read_text().lower()
+
+
+def test_a_direct_run_with_a_failed_judge_call_is_reported_and_shown(tmp_path: Path) -> None:
+    """One criterion call refused (HTTP 400): `assay report` died with a jinja2 UndefinedError traceback
+    ('dict object' has no attribute 'p_judge') and the review UI answered that answer's page with a 500."""
+    import urllib.request
+
+    from tests.helpers import criteria_json, elements_json
+
+    rules = [{"match": r"<query>.*<reference>", "responses": [criteria_json("three years", "notice")], "repeat": True},
+             {"match": r"<query>.*<answer>", "responses": [elements_json("three years")], "repeat": True},
+             {"match": r"Criterion: .*notice", "responses": [{"fault": "bad_request"}], "repeat": True},
+             {"match": ".", "responses": [{"label_probs": {"yes": 0.9, "no": 0.1}}], "repeat": True}]
+    (tmp_path / "judge.json").write_text(json.dumps({"rules": rules}))
+    (tmp_path / "items.jsonl").write_text(json.dumps(ITEM) + "\n")
+    made = run("eval", "dece", "items.jsonl", "--judge", "scripted/judge.json", "--verdicts", "direct", "--store",
+               "r.db", "--no-progress", cwd=tmp_path)
+    assert made.returncode == 0, made.stdout + made.stderr
+    reported = run("report", "r.db", "-o", "r.html", cwd=tmp_path)
+    assert reported.returncode == 0 and "Traceback" not in reported.stderr, reported.stderr
+    html = (tmp_path / "r.html").read_text()
+    assert "no verdict" in html and "judge call failed" in html
+    ui = subprocess.Popen([str(ASSAY), "ui", "r.db", "--stop-after", "60"], cwd=tmp_path, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+    try:
+        assert ui.stdout is not None
+        line = ui.stdout.readline()
+        url = line.split("assay ui on ", 1)[1].strip()
+        base, token = url.split("/?token=")
+        run_id = sqlite3.connect(tmp_path / "r.db").execute("SELECT run_id FROM runs").fetchone()[0]
+        request = urllib.request.Request(f"{base}/run/{run_id}/item/0", headers={"cookie": f"assay_token={token}"})
+        with urllib.request.urlopen(request, timeout=30) as page:
+            assert page.status == 200 and "no verdict" in page.read().decode()
+    finally:
+        ui.send_signal(signal.SIGINT)
+        ui.wait(timeout=20)
