@@ -24,6 +24,11 @@ class Annotations(Runs):
         is an :class:`~assay.core.records.Edit` of the result: it records the value it replaces."""
         if not author.strip():
             raise StoreError("an annotation needs an author")
+        for what, text in (("author", author), ("reason", reason)):
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                raise StoreError(f"the {what} holds text that is not Unicode (a lone surrogate)") from None
         record = self.result(run_id, unit_key)
         # A ``human.`` address is what the reviewer adds (a grade, a missing point, a split or
         # merge, a comment); any other address must lead to a verdict of the result.
@@ -37,8 +42,9 @@ class Annotations(Runs):
             checks.check_encoded(value)
             if len(reason) > 4000:
                 raise checks.AnnotationRefused("reason longer than 4000 characters")
-            if path in record.scores and value is not None and not reason.strip():
-                raise checks.AnnotationRefused(f"overriding the score {path} needs a reason")
+            if path in record.scores and not reason.strip():  # withdrawing the judge's score (None) too
+                raise checks.AnnotationRefused(f"overriding the score {path} needs a reason" if value is not None
+                                               else f"withdrawing the score {path} needs a reason")
             if path.startswith("human."):
                 checks.check_human(path, value)
             else:

@@ -49,6 +49,14 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def _finite(value: Any) -> bool:
+    """A number a float holds, not NaN or infinite (an integer of 400 digits is not: float() overflows)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -63,7 +71,11 @@ def check_encoded(value: Any) -> None:
         raise AnnotationRefused("value holds NaN or Infinity, which are not numbers assay accepts") from None
     except TypeError as exc:
         raise AnnotationRefused(f"value is not JSON: {exc}") from None
-    if len(encoded.encode("utf-8")) > MAX_BYTES:
+    try:
+        size = len(encoded.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise AnnotationRefused("value holds text that is not Unicode (a lone surrogate)") from None
+    if size > MAX_BYTES:
         raise AnnotationRefused(f"value larger than {MAX_BYTES // 1024} KiB")
 
 
@@ -112,13 +124,13 @@ def check_override(path: str, current: Any, value: Any, *, scores: dict[str, Any
         return
     if current is None and path in scores:  # an Unscored metric: a reviewer's score is still a score
         low, high = rules.metric_range(path) if rules is not None else (-math.inf, math.inf)
-        if not _is_number(value) or not math.isfinite(value):
+        if not _is_number(value) or not _finite(value):
             raise AnnotationRefused(f"{path} is a score (unscored by the judge): a number, got {value!r}")
         if not low <= value <= high:
             raise AnnotationRefused(f"{path} must lie within [{low:g}, {high:g}], got {value!r}")
         return
     if _is_number(current):
-        if not _is_number(value) or not math.isfinite(value):
+        if not _is_number(value) or not _finite(value):
             raise AnnotationRefused(f"{path} is a number, got {value!r}")
         if path in scores and rules is not None:
             low, high = rules.metric_range(path)
@@ -141,8 +153,8 @@ def valid_grade(value: Any) -> bool:
     """A reviewer grade as stored: an integer on the grade scale (older stores may hold others,
     which readers skip)."""
     low, high = GRADE_SCALE
-    return _is_number(value) and math.isfinite(value) and float(value).is_integer() and low <= value <= high
+    return _is_number(value) and _finite(value) and float(value).is_integer() and low <= value <= high
 
 
 def valid_number(value: Any) -> bool:
-    return _is_number(value) and math.isfinite(value)
+    return _is_number(value) and _finite(value)

@@ -294,6 +294,15 @@ BAD_ANNOTATIONS = [
     b'{"path": "pointwise", "value": 2, "reason": "   "}',
     b'{"path": "pointwise\\n", "value": 2, "reason": "r"}',
     b'{"path": "human.comment\\n", "value": "x"}',
+    # were 500s (OverflowError, UnicodeEncodeError), or stored a list's or a dict's repr as text
+    b'{"path": "pointwise", "value": 1' + b"0" * 400 + b', "reason": "r"}',
+    b'{"path": "human.comment", "value": "\\ud800"}',
+    b'{"path": "pointwise", "value": 2, "reason": "r \\ud800"}',
+    b'{"path": "pointwise", "value": 2, "reason": "r", "author": "a \\udfff"}',
+    b'{"path": "pointwise", "value": 2, "reason": {"a": 1}}',
+    b'{"path": "pointwise", "value": 2, "reason": "r", "author": ["a", "b"]}',
+    b'{"path": "pointwise", "value": 2, "reason": "' + b"r" * 4001 + b'"}',
+    b'{"path": "pointwise", "value": null}',
 ]
 
 
@@ -312,6 +321,7 @@ def test_bad_annotations_are_refused_with_400_and_nothing_is_stored(ui_server) -
     assert ok[0] == 201, ok
     assert get(base, token, f"/api/run/{run_id}/item/0")[0] in (200, 404)
     assert len(json.loads(get(base, token, f"/api/run/{run_id}/annotations")[1])) == 2
+    assert get(base, token, "/api/run/nosuch/annotations")[0] == 404
 
 
 def test_the_host_check_stays_on_when_bound_by_name(tmp_path: Path) -> None:

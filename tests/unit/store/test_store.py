@@ -205,3 +205,23 @@ def test_an_override_of_an_unscored_metric_is_still_a_score(tmp_path: Path) -> N
     store.annotate("r1", "q1", "precision", 0.75, author="alice", reason="three of four hold", rules=rules)
     store.annotate("r1", "q1", "precision", None, author="alice", reason="withdrawn", rules=rules)
     assert [n.value for n in store.annotations("r1")] == [0.75, None]
+
+
+def test_annotations_that_crashed_the_review_ui_are_refused_in_one_line(tmp_path: Path) -> None:
+    """An integer of 400 digits (OverflowError) and a lone surrogate (UnicodeEncodeError) were 500s in the UI;
+    withdrawing a score (None) took no reason, where overriding it needs one."""
+    store = Store(tmp_path / "s.db")
+    store.create_run("r1", "dece", {}, [("q1", {"id": "q1", "query": "q", "response": "r"})])
+    store.put_result("r1", 0, "q1", ItemResult(scores={"precision": 0.5, "recall": None},
+                                               unscored=[Unscored(metric="recall", reason="no criteria")]))
+    for path in ("precision", "recall"):
+        with pytest.raises(StoreError, match=r"is a (number|score)"):
+            store.annotate("r1", "q1", path, 10**400, author="alice", reason="checked")
+    with pytest.raises(StoreError, match="not Unicode"):
+        store.annotate("r1", "q1", "human.comment", "bad \ud800 text", author="alice")
+    for field in ("author", "reason"):
+        with pytest.raises(StoreError, match=f"the {field} holds text that is not Unicode"):
+            store.annotate("r1", "q1", "precision", 0.4, **{"author": "alice", "reason": "ok", field: "x\ud800"})
+    with pytest.raises(StoreError, match="withdrawing the score precision needs a reason"):
+        store.annotate("r1", "q1", "precision", None, author="alice", reason=" ")
+    assert store.annotations("r1") == []

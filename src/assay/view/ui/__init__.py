@@ -370,12 +370,18 @@ def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowe
         records = store.results(run_id) if store.get_run(run_id) is not None else []
         if not 0 <= idx < len(records):
             return JSONResponse({"error": "no such item"}, status_code=404)
-        who = str(body.get("author") or author).strip()[:80]
+        for key, limit in (("author", 80), ("reason", 4000)):  # text, or absent: never a list's repr
+            given = body.get(key)
+            if given is not None and not isinstance(given, str):
+                return JSONResponse({"error": f"{key} is text, got {type(given).__name__}"}, status_code=400)
+            if given is not None and len(given) > limit:
+                return JSONResponse({"error": f"{key} longer than {limit} characters"}, status_code=400)
+        who = str(body.get("author") or author).strip()
         run = store.run(run_id)
         rules = run_presentation(run.method)  # None: a method this installation does not know: generic checks only
         try:
             stored = store.annotate(run_id, records[idx].key, body["path"], body["value"], author=who,
-                                    reason=str(body.get("reason") or "")[:2000], rules=rules)
+                                    reason=str(body.get("reason") or ""), rules=rules)
         except StoreError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         return JSONResponse(stored.model_dump(), status_code=201)
@@ -385,6 +391,8 @@ def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowe
         if refused is not None:
             return refused
         run_id = request.path_params["run_id"]
+        if store.get_run(run_id) is None:
+            return JSONResponse({"error": "no such run"}, status_code=404)
         return JSONResponse([a.model_dump() for a in store.annotations(run_id)])
 
     routes = [Route("/", runs), Route("/run/{run_id}", run_page), Route("/run/{run_id}/item/{idx:int}", item_page),
