@@ -114,12 +114,17 @@ def export_row(result: UnitResult, *, annotations: bool = False,
         mine = result.history
         record["annotations"] = {who: {path: a.value for path, a in latest(mine, who).items()}
                                  for who in dict.fromkeys(a.author for a in mine)}
+        # why each reviewer changed what they changed (an override needs a reason): the audit trail beside it
+        reasons = {who: {path: a.reason for path, a in latest(mine, who).items() if a.reason}
+                   for who in dict.fromkeys(a.author for a in mine)}
+        record["annotation_reasons"] = {who: given for who, given in reasons.items() if given}
     return record
 
 
 RESERVED = frozenset({"unscored", "unscored_reason", "case", "history", "contexts", "document", "metadata", "human",
                       "judge_calls", "judge_calls_shared",
-                      "annotations", "run_id", "id", "system", "status", "query", "response", "reference"})
+                      "annotations", "annotation_reasons", "run_id", "id", "system", "status", "query", "response",
+                      "reference"})
 """Columns of the export that a method's details cannot take."""
 
 COMPACT = ("run_id", "id", "system", "status", "query", "response")

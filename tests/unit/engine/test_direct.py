@@ -182,7 +182,18 @@ def test_the_report_says_its_numbers_are_the_judges_and_lists_reviewer_edits(tmp
     key = store.results(result.run_id)[0].key  # type: ignore[union-attr]
     store.annotate(result.run_id, key, "recall", 0.9, author="ann", reason="the answer covers both")  # type: ignore[union-attr]
     store.annotate(result.run_id, key, "human.comment", "fine", author="ann")  # type: ignore[union-attr]
+    store.annotate(result.run_id, key, "recall", 0.2, author="bo", reason="misses the tolling rule")  # type: ignore[union-attr]
     html = render_report(result)  # type: ignore[arg-type]
-    assert "1 of 1 answer(s) carry reviewers'\nchanges" in html and "(1 edit(s))" in html
+    assert "1 of 1 answer(s) carry reviewers'\nchanges" in html and "(3 edit(s))" in html
     assert "The scores, verdicts and means in this report are\nthe judge's" in html
     assert "recall: 0.550 → <b>0.900</b> by ann — the answer covers both" in html
+    # a second reviewer's edit of the same place is shown beside the first's (the report kept only the latest),
+    # and what a reviewer added (a comment, a grade) is in the report too (it was in no table)
+    assert "recall: 0.900 → <b>0.200</b> by bo — misses the tolling rule" in html
+    assert "human.comment: — → <b>fine</b> by ann" in html
+    from assay.exchange.export import export_rows
+
+    row = export_rows(store, result.run_id, annotations=True)[0]  # type: ignore[union-attr]
+    assert row["annotations"] == {"ann": {"recall": 0.9, "human.comment": "fine"}, "bo": {"recall": 0.2}}
+    assert row["annotation_reasons"] == {"ann": {"recall": "the answer covers both"},
+                                         "bo": {"recall": "misses the tolling rule"}}

@@ -89,20 +89,22 @@ changes of the judge's scores or verdicts ({{ count }} edit(s)). The scores, ver
 the judge's; each answer lists its edits below it (<code>assay export --annotations</code> writes them beside the
 judge's values).</p>"""
 
-EDITS_ITEM = """<p class="edits"><b>Reviewer edits</b> (latest per place; the judge's value stays above):</p>
+EDITS_ITEM = """<p class="edits"><b>Reviewer edits</b> (each reviewer's latest per place; the judge's value stays
+above):</p>
 <ul class="edits">{% for e in edits %}<li>{{ e.path }}: {{ e.previous }} → <b>{{ e.value }}</b> by {{ e.author }}
 {%- if e.reason %} — {{ e.reason }}{% endif %} ({{ e.when }})</li>{% endfor %}</ul>"""
 
 
 def _reviewer_edits(env: Environment, result: EvalResult, n_rows: int) -> tuple[Markup, list[Markup]]:
-    """What reviewers changed in the UI (their latest edit per address of a judge's score or verdict;
-    grades and comments, under ``human.``, are in the human table): a line at the top saying the
-    report's numbers are the judge's, and each edited answer's edits below it. Without edits, nothing."""
+    """What reviewers did in the UI (each reviewer's latest edit per address: a judge's score or verdict
+    changed, and what they added under ``human.``, their grades and comments, with their reasons): a line
+    at the top saying the report's numbers are the judge's, and each edited answer's edits below it.
+    Two reviewers' edits of one place are both shown. Without edits, nothing."""
     from assay.store.human import latest
 
     none = (Markup(""), [Markup("") for _ in range(n_rows)])
     records = result.store.results(result.run.run_id)
-    annotations = [a for a in result.store.annotations(result.run.run_id) if not a.adds]
+    annotations = list(result.store.annotations(result.run.run_id))
     if not annotations or len(records) != n_rows:
         return none
     by_unit: dict[str, list[Any]] = {}
@@ -111,7 +113,9 @@ def _reviewer_edits(env: Environment, result: EvalResult, n_rows: int) -> tuple[
     item = env.from_string(EDITS_ITEM)
     items = []
     for record in records:
-        edits = sorted(latest(by_unit.get(record.key, [])).values(), key=lambda e: e.path)
+        mine = by_unit.get(record.key, [])
+        edits = sorted((e for who in dict.fromkeys(a.author for a in mine) for e in latest(mine, who).values()),
+                       key=lambda e: (e.path, e.author))
         items.append(Markup(item.render(edits=[
             {"path": e.path, "previous": _fmt(e.previous) if e.previous is not None else "—",
              "value": _fmt(e.value) if e.value is not None else "no verdict", "author": e.author, "reason": e.reason,
