@@ -322,6 +322,13 @@ def test_bad_annotations_are_refused_with_400_and_nothing_is_stored(ui_server) -
     assert get(base, token, f"/api/run/{run_id}/item/0")[0] in (200, 404)
     assert len(json.loads(get(base, token, f"/api/run/{run_id}/annotations")[1])) == 2
     assert get(base, token, "/api/run/nosuch/annotations")[0] == 404
+    # the history shows a comment as written (it was JSON-escaped: "Wrong dose: \u003cb\u003e50 mg ...")
+    note = post(base, token, f"/api/run/{run_id}/item/0/annotations",
+                json.dumps({"path": "human.comment", "value": 'Wrong dose: <b>50 mg</b> & "AT&T"'}).encode())
+    assert note[0] == 201, note
+    status, page = get(base, token, f"/run/{run_id}/item/0")
+    assert status == 200 and "\\u003c" not in page
+    assert "Wrong dose: &lt;b&gt;50 mg&lt;/b&gt; &amp; &#34;AT&amp;T&#34;" in page
 
 
 def test_the_host_check_stays_on_when_bound_by_name(tmp_path: Path) -> None:
