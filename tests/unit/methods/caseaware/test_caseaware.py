@@ -272,3 +272,17 @@ def test_direct_verdicts_ask_each_metric_and_score_the_expected_band_midpoint() 
     # the calls share the turn: each differs from the first only after "Metric:"
     first, other = judge.calls[0][-1].content, judge.calls[1][-1].content
     assert first.split("Metric:")[0] == other.split("Metric:")[0]
+
+
+def test_the_worst_turns_never_read_none_where_no_justification_was_written() -> None:
+    """Direct verdicts write no justification: each worst turn's finding ended ": None"."""
+    from assay.methods.caseaware import METRICS
+    from assay.view.report import environment
+
+    row: dict[str, object] = {"id": "t1", "system": "bot", "s_final": 0.3}
+    for m in METRICS:
+        row |= {f"{m}_band": "moderate", f"{m}_score": 0.45, f"{m}_justification": None}
+    section = CaseAware.report_section([row])
+    assert section is not None and section.section
+    html = environment().from_string(section.section).render(rows=[row], **section.context)
+    assert "Worst turns" in html and "None" not in html and "(no justification written)" in html
