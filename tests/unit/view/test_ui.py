@@ -75,6 +75,12 @@ def test_filters_narrow_the_items(app) -> None:
         refused = client.get(f"/run/{run_id}?metric=correctness&min={bad}")
         assert refused.status_code == 400 and refused.text == f"the filter's min must be a number, not {bad!r}"
     assert client.get(f"/run/{run_id}?metric=correctness&max=").status_code == 200  # an empty bound is no bound
+    # a bound without a metric, or a metric the run does not have, is refused (the page said "14 shown.")
+    unbound = client.get(f"/run/{run_id}?min=0.5")
+    assert unbound.status_code == 400 and "choose the metric" in unbound.text
+    bogus = client.get(f"/run/{run_id}?metric=bogus&min=0.5")
+    assert bogus.status_code == 400 and "not 'bogus'" in bogus.text
+    assert client.get(f"/run/{run_id}?metric=&min=&max=").status_code == 200  # the form's empty submission
 
 
 def test_a_reviewer_splits_merges_retags_and_adds_points(app) -> None:

@@ -264,6 +264,11 @@ def create_app(store_path: Path, token: str, *, author: str = "reviewer", allowe
                 bounds[name] = math.nan
             if bounds[name] is not None and not math.isfinite(bounds[name] or 0.0):
                 return HTMLResponse(f"the filter's {name} must be a number, not {text[:40]!r}", status_code=400)
+        if metric and metric not in metrics:  # a filter is applied or refused, never ignored ("14 shown")
+            return HTMLResponse(f"the filter's metric must be one of this run's: {', '.join(metrics)}; "
+                                f"not {metric[:40]!r}", status_code=400)
+        if not metric and (bounds["min"] is not None or bounds["max"] is not None):
+            return HTMLResponse("the filter's min and max bound a metric: choose the metric", status_code=400)
         if metric in metrics:
             low, high = bounds["min"], bounds["max"]
 
