@@ -168,3 +168,21 @@ def test_pages_say_what_a_run_was_and_show_the_answers_and_contexts(tmp_path: Pa
     assert "Retrieved contexts (1)" in item and "Refund policy: purchases can be refunded" in item
     # a reference given as a plain string is shown as given (it was "Required: " and nothing)
     assert "<pre>Refunds are accepted within 30 days of purchase.</pre>" in item
+
+
+def test_a_mean_over_some_answers_says_how_many(tmp_path: Path) -> None:
+    """The runs page and the run page said "pointwise 3.000" for a mean over 1 of 2 answers."""
+    from assay.core.types import Unscored
+    from assay.methods import ItemResult
+
+    store = Store(tmp_path / "s.db")
+    store.create_run("r1", "pointwise", {"metrics": ["pointwise"]},
+                     [(k, {"id": k, "query": "q", "response": "r"}) for k in ("a", "b")])
+    store.put_result("r1", 0, "a", ItemResult(scores={"pointwise": 3.0}))
+    store.put_result("r1", 1, "b", ItemResult(scores={"pointwise": None},
+                                              unscored=[Unscored(metric="pointwise", reason="unparseable")]))
+    client = TestClient(create_app(tmp_path / "s.db", TOKEN, allowed_hosts=("testserver",)))
+    client.cookies.set("assay_token", TOKEN)
+    for path in ("/", "/run/r1"):
+        page = client.get(path)
+        assert page.status_code == 200 and "(1 of 2; 1 unscored)" in page.text, path

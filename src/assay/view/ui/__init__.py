@@ -72,15 +72,16 @@ def _judge_name(manifest: dict[str, Any]) -> str:
     return "none (no judge)" if judge in ("none", "none/none") else judge
 
 
-def _means(records: list[Any]) -> dict[str, float | None]:
-    """The mean of each metric over a run's scored results."""
+def _means(records: list[Any]) -> dict[str, dict[str, Any]]:
+    """Each metric's mean over a run's scored results, with how many answers it rests on (``n``) of
+    how many (``of``): a mean over 10 of 14 answers says so."""
     sums: dict[str, list[float]] = {}
     for record in records:
         for metric, value in record.scores.items():
             sums.setdefault(metric, [])
             if isinstance(value, int | float):
                 sums[metric].append(float(value))
-    return {m: (sum(v) / len(v) if v else None) for m, v in sums.items()}
+    return {m: {"mean": sum(v) / len(v) if v else None, "n": len(v), "of": len(records)} for m, v in sums.items()}
 
 
 def _failed(cls: Any, row: dict[str, Any], record: Any) -> str:
