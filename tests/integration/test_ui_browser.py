@@ -122,9 +122,12 @@ def test_review_and_annotate_a_run_in_chromium(served: tuple[str, Path, str], tm
             metric = page.locator("#score-metric option").first.inner_text()
             page.click("#save-score")
             assert "enter the new score as a number" in page.inner_text("#status")
-            page.fill("#score-value", "abc")
-            page.click("#save-score")
-            assert "enter the new score as a number" in page.inner_text("#status")
+            for typed in ("abc", "0x1", " "):  # JavaScript's Number() read "0x1" as 1
+                page.fill("#score-value", typed)
+                page.fill("#score-reason", "checked")
+                page.click("#save-score")
+                assert "enter the new score as a number" in page.inner_text("#status"), typed
+            page.fill("#score-reason", "")
             page.fill("#score-value", "0.5")
             page.click("#save-score")
             assert "say why you override the score" in page.inner_text("#status")
