@@ -143,3 +143,12 @@ def test_dice_asks_directly_by_default_on_a_judge_with_label_probabilities(tmp_p
     again = assay.evaluate(pair_items(), "dice", again_judge, runner=QUIET, store=store)
     assert again.run_id == earlier.run_id and again_judge.calls == []
     assert any("--verdicts analysis" in n for n in again.notes)
+
+
+def test_dice_s_instruction_focus_runs_at_its_default_verdicts(tmp_path: Path) -> None:
+    """`--focus instruction` (a direct decision only) failed in every run with a store: looking for a run at
+    the earlier default built an analysis-mode DICE, which that focus refuses ("use it with --verdicts direct")."""
+    judge = ScriptedBackend(rules=[{"match": ".", "repeat": True,
+                                    "responses": [{"label_probs": {"A": 0.6, "B": 0.3, "Tie": 0.1}}]}])
+    result = assay.evaluate(pair_items(), "dice", judge, runner=QUIET, store=tmp_path / "p.db", focus="instruction")
+    assert result.records()[0]["status"] == "scored" and result.notes == []

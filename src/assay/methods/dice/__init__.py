@@ -262,6 +262,8 @@ class Dice(Method, Presents, MetaEvaluated, HasCommands):
         judge with label probabilities) in 0.2.1; a store holding the same work read an earlier way
         continues that run."""
         if getattr(self, "by_default", False) and self.config.verdicts == "direct":
+            if self.config.focus == "instruction":  # a direct decision only: no earlier analysis run of it exists
+                return []
             analysis = type(self)(self.config.model_copy(update={"verdicts": "analysis"}))
             return [(analysis, "the written analysis, then the decision (--verdicts analysis), the default "
                                "before assay 0.2.1"), *analysis.earlier_defaults()]
