@@ -69,10 +69,13 @@ def triage_command(
     result = triage(rows, min_correctness=min_correctness, min_relevance=min_relevance,
                     minutes_per_item=minutes_per_item)
     share = result["share_saved"]
-    console.print(f"{len(result['cleared'])} of {result['answers']} answer(s) cleared, "
-                  f"{len(result['needs_review'])} need review; review time {result['minutes_without_triage']:.1f} → "
-                  f"{result['minutes_without_triage'] - result['minutes_saved']:.1f} minutes "
-                  f"(saved {result['minutes_saved']:.1f}, {100 * share:.0f}%)" if share is not None else "")
+    line = (f"{len(result['cleared'])} of {result['answers']} answer(s) cleared, "
+            f"{len(result['needs_review'])} need review")
+    if share is not None:  # a triage is a reading, not a check: nothing cleared is exit 0, said in this line
+        line += (f"; review time {result['minutes_without_triage']:.1f} → "
+                 f"{result['minutes_without_triage'] - result['minutes_saved']:.1f} minutes "
+                 f"(saved {result['minutes_saved']:.1f}, {100 * share:.0f}%)")
+    console.print(line)
     if out is not None:
         write_json(out, result)
         console.print(f"wrote {out}")
