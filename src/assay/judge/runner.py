@@ -129,6 +129,10 @@ class JudgeClient:
         self.concurrency = max(1, limit)
         self._semaphore = asyncio.Semaphore(self.concurrency)
         self._inflight: dict[str, asyncio.Future[Completion]] = {}
+        self._reserved = 0
+        """Tokens the calls in flight are expected to use, held against ``--budget``."""
+        self._budget_turn: asyncio.Condition | None = None
+        self._budget_loop: asyncio.AbstractEventLoop | None = None
         self._identity = backend.identity()
         self._rng = rng or random.Random(0)
         self.stats = CallStats()
@@ -215,10 +219,45 @@ class JudgeClient:
             except Exception as exc:  # a backend's bug or a body it cannot read: this call failed, typed
                 raise BackendError(f"{self.backend.name}: {type(exc).__name__}: {exc}") from exc
 
-    async def _call_with_retries(self, messages: list[Message], config: GenerateConfig) -> Completion:
+    async def _reserve(self, messages: list[Message]) -> int:
+        """Hold a call's expected tokens against the budget before it starts. Calls in flight all passed
+        the budget check before any of them counted its tokens (at concurrency 8, a budget of 2,000 let
+        9,262 through): a call whose expected tokens, with those of the calls in flight, would pass the
+        budget waits for them, then starts only if the budget is not spent. One call may still end a
+        little past it (its size is known only once it is made)."""
         budget = self.config.budget_tokens
-        if budget is not None and self.stats.tokens >= budget:
-            raise BudgetExhausted(f"token budget of {budget} spent ({self.stats.tokens} used)")
+        if budget is None:
+            return 0
+        # prompt: ~4 characters a token; written: what calls wrote so far on average (64 before any)
+        written = self.stats.completion_tokens // self.stats.calls if self.stats.calls else 64
+        expected = sum(len(m.content) for m in messages) // 4 + written
+        loop = asyncio.get_running_loop()
+        if self._budget_turn is None or self._budget_loop is not loop:  # a client may serve several asyncio.run
+            self._budget_turn, self._budget_loop, self._reserved = asyncio.Condition(), loop, 0
+        async with self._budget_turn:
+            while True:
+                if self.stats.tokens >= budget:
+                    raise BudgetExhausted(f"token budget of {budget} spent ({self.stats.tokens} used)")
+                if not self._reserved or self.stats.tokens + self._reserved + expected <= budget:
+                    self._reserved += expected
+                    return expected
+                await self._budget_turn.wait()
+
+    async def _release(self, expected: int) -> None:
+        if self._budget_turn is None or not expected:
+            return
+        async with self._budget_turn:
+            self._reserved -= expected
+            self._budget_turn.notify_all()
+
+    async def _call_with_retries(self, messages: list[Message], config: GenerateConfig) -> Completion:
+        expected = await self._reserve(messages)
+        try:
+            return await self._call_within_budget(messages, config)
+        finally:
+            await self._release(expected)
+
+    async def _call_within_budget(self, messages: list[Message], config: GenerateConfig) -> Completion:
         attempts = self.config.max_retries + 1
         try:
             try:  # fast path: most calls succeed first time; tenacity only once something failed

@@ -138,3 +138,21 @@ def test_gather_in_order_returns_input_order() -> None:
 
     results = asyncio.run(gather_in_order([lambda i=i: job(i) for i in range(5)], limit=5))
     assert results == [0, 1, 2, 3, 4]
+
+
+def test_a_budget_holds_when_calls_run_at_once() -> None:
+    """Calls in flight all passed the budget check before any counted its tokens: at concurrency 8, a budget
+    of 2,000 let 9,262 through (a case-aware run). Now a call waits while those in flight would spend the rest."""
+    backend = ScriptedBackend(rules=[{"match": ".", "responses": ["w " * 40], "repeat": True}], latency=0.02)
+    client = JudgeClient(backend, Store(), FAST.model_copy(update={"budget_tokens": 300, "concurrency": 8}))
+    prompts = [[Message(role="user", content=f"question {i}: " + "x" * 200)] for i in range(20)]
+
+    async def main() -> list[object]:
+        jobs = [client.complete(p, GenerateConfig()) for p in prompts]
+        return await asyncio.gather(*jobs, return_exceptions=True)
+
+    outcomes = asyncio.run(main())
+    made = [o for o in outcomes if not isinstance(o, BaseException)]
+    assert made and any(isinstance(o, BudgetExhausted) for o in outcomes)
+    one_call = client.stats.tokens / client.stats.calls
+    assert client.stats.tokens <= 300 + one_call, (client.stats.tokens, client.stats.calls)
