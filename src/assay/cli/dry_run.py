@@ -24,7 +24,8 @@ CALL_OVERHEAD_S = 0.05
 """Seconds a local judge call costs beyond its tokens (sampling set-up, the store)."""
 
 
-def settle_for_judge(method: str, options: dict[str, Any], judge: str) -> tuple[dict[str, Any], str | None]:
+def settle_for_judge(method: str, options: dict[str, Any], judge: str,
+                     judge_options: dict[str, Any] | None = None) -> tuple[dict[str, Any], str | None]:
     """The method options a run on ``judge`` would use: DeCE's ``verdicts="auto"`` becomes direct
     where the judge gives label probabilities (as the run settles it), else hard. With them, why the
     settling is a guess where the judge cannot be built here (no API key yet), else None."""
@@ -36,20 +37,27 @@ def settle_for_judge(method: str, options: dict[str, Any], judge: str) -> tuple[
     provider = judge.split("/", 1)[0]
     guessed = None
     if provider == "llamacpp":
-        label_probs = True
+        from assay.judge.backends._registry import parse_judge_options
+
+        label_probs = True  # logprobs of what it writes only when built with logits_all
+        logprobs = parse_judge_options(judge, judge_options).get("logits_all") is True
     else:
         try:
             from assay.judge.backends import get_backend
 
-            label_probs = bool(get_backend(judge).capabilities.label_probs)
+            capabilities = get_backend(judge).capabilities
+            label_probs, logprobs = bool(capabilities.label_probs), bool(capabilities.logprobs)
         except Exception as exc:  # an estimate of a judge that cannot be built here, said so
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             # the OpenAI backend gives label probabilities whatever its key or server (its capabilities are
             # fixed); another judge is settled as one that does not, and the line says both
-            label_probs = provider == "openai"
+            label_probs = logprobs = provider == "openai"
             guessed = f"the judge cannot be built here ({reason}), so a run would stop before its first call"
     settled: Any = built.for_judge(types.SimpleNamespace(label_probs=label_probs))
     verdicts = getattr(getattr(settled, "config", None), "verdicts", None)
+    if getattr(getattr(settled, "config", None), "probabilities", None) == "auto":  # DICE's analysis decision:
+        # read from logprobs, or sampled several times by a judge without them (6 calls an order, not 2)
+        options = {**options, "probabilities": "logprobs" if logprobs else "samples"}
     if guessed is not None and verdicts and options.get("verdicts") in (None, "auto"):
         other = "" if label_probs else "; direct verdicts if it gives label probabilities"
         guessed = f"{verdicts} verdicts as {judge} would settle them{other}: {guessed}"
@@ -94,7 +102,7 @@ def dry_run(items: list, method: str, options: dict[str, Any], price_in: float |
             judge_options: dict[str, Any] | None = None, data_source: str | None = None) -> None:
     if judge:  # the judge's name as the run checks it: a dry run of a judge that cannot run says so
         check_judge(judge)
-    options, guessed = settle_for_judge(method, options, judge)
+    options, guessed = settle_for_judge(method, options, judge, judge_options)
     est = estimate(items, method, data_source=data_source, **options)
     counted = counted_units(items, method, options)
     line = (f"dry run: {counted} item(s) → ≈{est.calls} judge calls, ≈{est.prompt_tokens} prompt + "
@@ -140,7 +148,7 @@ def dry_run(items: list, method: str, options: dict[str, Any], price_in: float |
             seconds, speed = timed
             shown = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
             line += (f" → no cost (a local judge); ≈{shown} reading ≈{est.read_tokens} new prompt tokens "
-                     f"(calls of one answer share their start) at {speed}")
+                     f"(calls of one answer share their start) and writing ≈{est.completion_tokens} at {speed}")
             from assay.judge.backends._registry import parse_judge_options
 
             # typed as the run reads them ("off", "no", "0" ... are False): with the store off no later run loads

@@ -323,13 +323,20 @@ class Dice(Method, Presents, MetaEvaluated, HasCommands):
         # every call of a pair shows its question, reference, both answers and their passages, after the
         # instructions (~350 tokens for the direct question, ~700 for the analysis): per call, not per run
         text = sum(_shown_chars(p) for p in pairs) // 4
-        if self.config.verdicts == "direct":  # one label call per order, nothing generated
-            prompt = text + 350 * len(pairs)
-            return own + CallEstimate(calls=len(pairs) * orders, prompt_tokens=prompt * orders, completion_tokens=0)
-        per_order = 1 + (self.config.samples if self.config.probabilities == "samples" else 1)
-        prompt = text + 700 * len(pairs)
+        per_order, instructions, written = self.calls_per_order()
+        prompt = text + instructions * len(pairs)
         return own + CallEstimate(calls=len(pairs) * orders * per_order, prompt_tokens=prompt * orders * per_order,
-                                  completion_tokens=len(pairs) * orders * (450 + 8 * per_order))
+                                  completion_tokens=len(pairs) * orders * written)
+
+    def calls_per_order(self) -> tuple[int, int, int]:
+        """An order's calls, the instructions' tokens of each and the tokens the order writes: a direct
+        decision is one label call that writes nothing; the analysis mode writes an analysis, then reads
+        the decision from its logprobs (one call) or samples it ``samples`` times (a judge without
+        logprobs: the embedded judge unless built with logits_all)."""
+        if self.config.verdicts == "direct":
+            return 1, 350, 0
+        per_order = 1 + (self.config.samples if self.config.probabilities == "samples" else 1)
+        return per_order, 700, 450 + 8 * per_order
 
     # rendering ---------------------------------------------------------------------------------
     def _fields(self, first: Item, second: Item, own: str | None = None) -> dict[str, str]:

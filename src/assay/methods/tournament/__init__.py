@@ -237,11 +237,12 @@ class Tournament(Dice):
             self.config.mode, self.planned_rounds(items) * (n // 2))
         questions = len({i.id for i in items})
         orders = 2 if self.config.swap else 1
-        per_order = 1 + (self.config.samples if self.config.probabilities == "samples" else 1)
-        prompt = sum(len(i.query) + len(i.response) for i in items) // max(1, len(items)) // 2 + 700
+        per_order, instructions, written = self.calls_per_order()  # direct: one label call an order (it assumed
+        # the analysis mode's two whatever the verdicts, twice the calls a run made)
+        prompt = sum(len(i.query) + len(i.response) for i in items) // max(1, len(items)) // 2 + instructions
         calls = matches * questions * orders * per_order
         return CallEstimate(calls=calls, prompt_tokens=calls * prompt,
-                            completion_tokens=matches * questions * orders * (450 + 8 * per_order))
+                            completion_tokens=matches * questions * orders * written)
 
     def next_units(self, items: list[Item], history: list[tuple[Unit, ItemResult | None]]) -> list[Unit]:
         systems = self.systems(items)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -237,3 +238,22 @@ def test_assay_tournament_baselines_through_the_executable(tmp_path) -> None:
         bad = run("--baselines", spec, "--store", "bad.db")
         assert bad.returncode == 2 and message in bad.stderr, (spec, bad.stderr)
         assert bad.stderr.count("\n") == 1 and not (tmp_path / "bad.db").exists()
+
+
+def test_the_dry_run_counts_the_calls_a_run_makes() -> None:
+    """The tournament's estimate assumed the analysis mode's two calls an order whatever the verdicts (24 for
+    a run of 12); DICE's analysis mode on a judge without logprobs samples the decision 5 times an order (24
+    calls for examples/pairs.jsonl, as dice.md's run made, where the estimate said 8)."""
+    examples = Path(__file__).parents[4] / "examples"
+
+    def calls(*args: str) -> int:
+        proc = subprocess.run([_exe(), *args, "--dry-run"], capture_output=True, text=True, timeout=120,
+                              env={k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")})
+        assert proc.returncode == 0, proc.stderr
+        return int(re.search(r"≈(\d+) judge calls", proc.stdout).group(1))  # type: ignore[union-attr]
+
+    assert calls("tournament", str(examples / "systems.jsonl"), "--judge", "llamacpp/smollm2") == 12
+    pairs = ("pairwise", str(examples / "pairs.jsonl"), "--judge", "llamacpp/smollm2")
+    assert calls(*pairs) == 4  # direct: a label call an order
+    assert calls(*pairs, "--verdicts", "analysis") == 2 * 2 * (1 + 5)
+    assert calls(*pairs, "--verdicts", "analysis", "--judge-opt", "logits_all=true") == 2 * 2 * 2
