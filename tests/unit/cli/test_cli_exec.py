@@ -769,3 +769,16 @@ def test_a_direct_run_with_a_failed_judge_call_is_reported_and_shown(tmp_path: P
     finally:
         ui.send_signal(signal.SIGINT)
         ui.wait(timeout=20)
+
+
+def test_a_table_written_to_a_log_is_not_cut_at_80_columns(tmp_path: Path) -> None:
+    """Piped into a CI log, rich laid tables out for 80 columns: 'assista…' for two systems, '0.9…' for means."""
+    rows = [{**ITEM, "id": f"q{i}", "system": f"assistant-{name}-with-a-long-name-" + "x" * 40}
+            for i, name in enumerate(("a", "b"))]
+    (tmp_path / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_") and k != "COLUMNS"}
+    proc = subprocess.run([str(ASSAY), "eval", "rougeL", "items.jsonl", "--store", "r.db", "--no-progress"],
+                          cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "assistant-a-with-a-long-name" in proc.stdout and "assistant-b-with-a-long-name" in proc.stdout
+    assert "…" not in proc.stdout
