@@ -264,8 +264,8 @@ class LlamaCppBackend(JudgeBackend):
             kwargs["grammar"] = json_schema_grammar(config.json_schema)
         if config.logprobs:
             if not self.logits_all:
-                raise ConfigError(f"{self.name} was loaded without logits_all; build it with "
-                                  "logits_all=True to get logprobs")
+                raise ConfigError(f"{self.name} gives logprobs of what it writes only when loaded with "
+                                  "--judge-opt logits_all=true (LlamaCppBackend(..., logits_all=True) in Python)")
         start = time.perf_counter()
         with self._lock:
             self._cancel = cancel
