@@ -473,7 +473,9 @@ def method_params(cls: type[Method]) -> list[inspect.Parameter]:
         default = field.get_default(call_default_factory=True)
         flag = _method_flag(cls, name)
         described = user_help(field.description or COMMON_HELP.get(name, ""))
-        short = SHORT_HELP_OF.get((cls.name, name), SHORT_HELP.get(name))
+        # a method's own help, or that of the method it extends (the tournament is DICE's), else the common one
+        short = next((SHORT_HELP_OF[(getattr(base, "name", None), name)] for base in cls.__mro__
+                      if (getattr(base, "name", None), name) in SHORT_HELP_OF), SHORT_HELP.get(name))
         if short is not None and described != short:
             described = short + HELP_ALL_SEP + described
         if kind is bool:

@@ -151,3 +151,20 @@ def test_a_list_option_takes_comma_separated_text_or_json() -> None:
     assert coerce(Tournament, {"tiers": "high, medium,low"})["tiers"] == ["high", "medium", "low"]
     assert coerce(Tournament, {"tiers": '["a b", "c"]'})["tiers"] == ["a b", "c"]
     assert coerce(Tournament, {"mode": "swiss"})["mode"] == "swiss"  # text for a text field stays text
+
+
+def test_the_tournament_explains_its_own_verdicts() -> None:
+    """`assay tournament --help` explained --verdicts auto|analysis|direct with DeCE's hard and soft."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    exe = shutil.which("assay", path=str(Path(sys.executable).parent))
+    assert exe is not None
+    proc = subprocess.run([exe, "tournament", "--help"], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "COLUMNS": "200"})
+    text = " ".join(proc.stdout.replace("│", " ").split())
+    assert "--verdicts auto|analysis|direct auto (the default): direct" in text, text
+    assert "else analysis (written, then decided)" in text and "hard: the judge's 0/1 label" not in text
