@@ -474,8 +474,8 @@ def method_params(cls: type[Method]) -> list[inspect.Parameter]:
         flag = _method_flag(cls, name)
         described = user_help(field.description or COMMON_HELP.get(name, ""))
         # a method's own help, or that of the method it extends (the tournament is DICE's), else the common one
-        short = next((SHORT_HELP_OF[(getattr(base, "name", None), name)] for base in cls.__mro__
-                      if (getattr(base, "name", None), name) in SHORT_HELP_OF), SHORT_HELP.get(name))
+        short = next((SHORT_HELP_OF[(str(getattr(base, "name", "")), name)] for base in cls.__mro__
+                      if (str(getattr(base, "name", "")), name) in SHORT_HELP_OF), SHORT_HELP.get(name))
         if short is not None and described != short:
             described = short + HELP_ALL_SEP + described
         if kind is bool:
