@@ -57,9 +57,20 @@ class AssayCheck:
         """Score and assert every answer's metrics: at least ``min[metric]``, at most
         ``max[metric]``. An Unscored metric fails too. The failure names the answer, the metric
         and the verdicts behind it."""
+        import math
+
         from assay.core.protocols import presentation
         from assay.core.registry import method_class
 
+        known = getattr(method_class(method), "metrics", None)
+        for which, bounds in (("min", min), ("max", max)):  # before any judge call: a typo is not "unscored"
+            for metric, bound in (bounds or {}).items():
+                if isinstance(known, tuple) and metric not in known:
+                    pytest.fail(f"assay check: {which}={{{metric!r}: ...}}: {method} has no metric {metric!r}; "
+                                f"its metrics: {', '.join(known)}", pytrace=False)
+                if isinstance(bound, bool) or not isinstance(bound, int | float) or not math.isfinite(bound):
+                    pytest.fail(f"assay check: {which}[{metric!r}] must be a finite number, not {bound!r}",
+                                pytrace=False)
         rows = self.score(answers, method, **options)
         explain = presentation(method_class(method)).explain
         problems = []

@@ -28,6 +28,10 @@ def test_too_far(assay_eval):
 
 def test_dece_names_the_missed_criterion(assay_eval):
     assay_eval.check(ITEM, method="dece", min={"recall": 0.9})
+
+
+def test_a_misspelt_metric(assay_eval):
+    assay_eval.check(ITEM, method="dece", min={"recal": 0.9})
 '''
 
 
@@ -54,7 +58,9 @@ def test_the_plugin_asserts_thresholds_and_shows_the_evidence(tmp_path: Path) ->
     proc = run_pytest(tmp_path, "--assay-judge", f"scripted/{script}", "--assay-store", str(tmp_path / "t.db"))
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
-    assert "1 passed, 2 failed" in out or ("2 failed" in out and "1 passed" in out), out
+    assert "1 passed, 3 failed" in out or ("3 failed" in out and "1 passed" in out), out
+    # a typo in a metric's name is said as one, before any call (it read "recal unscored: no value")
+    assert "min={'recal': ...}: dece has no metric 'recal'; its metrics: precision, recall, f_beta" in out, out
     assert "rougeL" in out and "< 0.9" in out
     assert "recall 0.667 < 0.9" in out, out
     assert "✗ criterion: notice of claim" in out, out  # the verdict that failed, named
