@@ -225,3 +225,18 @@ def test_annotations_that_crashed_the_review_ui_are_refused_in_one_line(tmp_path
     with pytest.raises(StoreError, match="withdrawing the score precision needs a reason"):
         store.annotate("r1", "q1", "precision", None, author="alice", reason=" ")
     assert store.annotations("r1") == []
+
+
+def test_a_case_aware_band_override_is_one_of_the_four_bands(tmp_path: Path) -> None:
+    """A reviewer's band "weird" was stored, and the report showed 'hallucination_band: none → weird'."""
+    from assay.core.protocols import run_presentation
+
+    store = Store(tmp_path / "s.db")
+    store.create_run("r1", "caseaware", {}, [("t1", {"id": "t1", "query": "q", "response": "r"})])
+    store.put_result("r1", 0, "t1", ItemResult(scores={"hallucination_score": 0.9, "s_final": 0.8},
+                                               details={"hallucination_band": "none"}))
+    rules = run_presentation("caseaware")
+    with pytest.raises(StoreError, match="takes one of severe, moderate, minor, none, got 'weird'"):
+        store.annotate("r1", "t1", "hallucination_band", "weird", author="ann", reason="x", rules=rules)
+    store.annotate("r1", "t1", "hallucination_band", "minor", author="ann", reason="a wrong figure", rules=rules)
+    assert [a.value for a in store.annotations("r1")] == ["minor"]

@@ -145,6 +145,8 @@ class CaseAware(Method, Presents, HasCommands):
     cli_main: ClassVar[tuple[str, ...] | None] = ('weight', 'identifier_check', 'verdicts')
     primary_metric: ClassVar[str | None] = "s_final"
     compact_columns: ClassVar[tuple[str, ...]] = ("conversation_id", "case", "contexts", "s_final")
+    annotation_labels: ClassVar[dict[str, tuple[str, ...]]] = {f"{m}_band": tuple(BANDS) for m in METRICS}
+    """A reviewer's band is one of the four (an override "weird" was stored and reported)."""
 
     @classmethod
     def register_commands(cls, app: Any, kit: Any) -> None:
