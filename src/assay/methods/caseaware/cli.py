@@ -157,7 +157,7 @@ def gate_command(
             console.print(f"{mark}  {check['metric']} = {_f(check['value'])} (minimum {check['threshold']:.3f})")
         else:
             console.print(f"{mark}  {check['metric']} drop vs baseline = {_f(check.get('drop'))} "
-                          f"(max {check.get('max_drop')}, {check['n']} conversation(s))")
+                          f"(max {_f(check.get('max_drop'))}, {check['n']} conversation(s))")
     if not result.passed:
         for reason in result.reasons:
             err_console.print(f"gate failed: {reason}")

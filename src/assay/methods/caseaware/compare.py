@@ -172,8 +172,12 @@ def gate(run: RunScores, *, min_final: float | None = None, minimums: dict[str, 
         for metric in wanted or {"s_final": 0.0}:
             ids, now, before = _paired_values(run, baseline, metric)
             if not ids:
-                reasons.append(f"{metric}: no conversation in common with the baseline")
-                checks.append({"check": "regression", "metric": metric, "passed": False, "n": 0})
+                shared = [c for c in run.conversations if c in baseline.conversations]
+                reasons.append(f"{metric}: no conversation scored in both runs ({len(shared)} in both, "
+                               f"none with {metric} scored in each)" if shared
+                               else f"{metric}: no conversation in common with the baseline")
+                checks.append({"check": "regression", "metric": metric, "passed": False, "n": 0,
+                               "max_drop": max_drop})
                 continue
             was, now_mean = statistics.fmean(before), statistics.fmean(now)
             drop = was - now_mean

@@ -286,3 +286,18 @@ def test_the_worst_turns_never_read_none_where_no_justification_was_written() ->
     assert section is not None and section.section
     html = environment().from_string(section.section).render(rows=[row], **section.context)
     assert "Worst turns" in html and "None" not in html and "(no justification written)" in html
+
+
+def test_a_baseline_whose_turns_are_unscored_is_said_so_and_the_max_drop_shown(tmp_path: Path) -> None:
+    """It printed 'max None' beside the --max-drop given, and 'no conversation in common' for the same
+    conversations, unscored in the baseline."""
+    good = make_run(tmp_path, "good", {"c1": [0.9], "c2": [0.88]})
+    items = [{**TURN, "id": f"{c}-t0", "metadata": {"conversation_id": c}, "system": "garbled"} for c in ("c1", "c2")]
+    garbled = tmp_path / "garbled.db"
+    assay.evaluate(items, "caseaware", ScriptedBackend(rules=[{"match": ".", "responses": ["not json"],
+                                                               "repeat": True}]), store=garbled, runner=QUIET)
+    result = gate(load_run(good), min_final=0.5, baseline=load_run(garbled), max_drop=0.03)
+    assert not result.passed and any("no conversation scored in both runs (2 in both" in r for r in result.reasons)
+    shown = CliRunner().invoke(app, ["gate", str(good), "--min-final", "0.5", "--baseline", str(garbled),
+                                     "--max-drop", "0.03"])
+    assert shown.exit_code == 1 and "(max 0.030, 0 conversation(s))" in shown.output and "None" not in shown.output
