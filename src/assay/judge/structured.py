@@ -26,6 +26,11 @@ class OutputInvalid(ValueError):
     """A judge output that does not satisfy its response model or a method's own checks."""
 
 
+class OutputRejected(OutputInvalid):
+    """A judge output that parses and fits its schema, but fails a method's own check (a score
+    outside the band written beside it, a verdict citing a sentence that does not exist)."""
+
+
 def extract_json(text: str) -> Any:
     """Parse the JSON object in a completion: bare, in a code fence, or after some prose."""
     stripped = text.strip()
@@ -59,7 +64,12 @@ def parse_output(text: str, model: type[M], check: Callable[[M], None] | None = 
     if where is not None:  # pydantic's lax mode reads true as 1 and false as 0: a score the judge never wrote
         raise OutputInvalid(f"does not match the schema: {where}: a number is required, not true or false")
     if check is not None:
-        check(parsed)
+        try:
+            check(parsed)
+        except OutputRejected:
+            raise
+        except OutputInvalid as exc:
+            raise OutputRejected(str(exc)) from exc
     return parsed
 
 
@@ -122,6 +132,7 @@ async def generate_structured(client: JudgeClient, messages: Sequence[Message], 
     conversation = list(messages)
     attempts: list[Attempt] = []
     last_error = ""
+    rejected = False
     last_raw: str | None = None
     for _ in range(max_reasks + 1):
         try:
@@ -135,14 +146,16 @@ async def generate_structured(client: JudgeClient, messages: Sequence[Message], 
         try:
             value = _validate(completion, model, check)
         except OutputInvalid as exc:
-            last_error = str(exc)
+            last_error, rejected = str(exc), isinstance(exc, OutputRejected)
             attempts.append(Attempt(key, completion.text, completion.cached, last_error))
             conversation = [*conversation, Message(role="assistant", content=completion.text),
                             Message(role="user", content=REASK.format(error=last_error))]
             continue
         attempts.append(Attempt(key, completion.text, completion.cached, None))
         return Structured(value, None, attempts, completion)
-    reason = f"unparseable judge output after {len(attempts)} attempt(s): {last_error}"
+    # the same output read differently: it could not be read, or it was read and a check refused it
+    what = "judge output refused by its checks" if rejected else "unparseable judge output"
+    reason = f"{what} after {len(attempts)} attempt(s): {last_error}"
     return Structured(None, Unscored(reason=reason, raw_output=last_raw, metric=metric), attempts)
 
 

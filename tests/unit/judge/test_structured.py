@@ -109,3 +109,18 @@ def test_a_boolean_is_never_read_as_a_score_at_any_depth() -> None:
                        ('{"verdicts": [{"n": 1, "score": 1, "evidence": [true]}]}', "verdicts.0.evidence.0")):
         with pytest.raises(OutputInvalid, match=f"{where}: a number is required"):
             parse_output(bad, Verdicts)
+
+
+def test_an_output_a_check_refuses_is_not_called_unparseable() -> None:
+    """A case-aware score outside its band was 'unparseable judge output' though it parsed and fit its schema."""
+    def check(out: Out) -> None:
+        if out.score > 3:
+            raise OutputInvalid("score 9 is outside its band")
+
+    client, _ = _client(['{"score": 9}'] * 3)
+    refused = asyncio.run(generate_structured(client, MESSAGES, Out, GenerateConfig(), check=check)).unscored
+    assert refused is not None
+    assert refused.reason == "judge output refused by its checks after 3 attempt(s): score 9 is outside its band"
+    client, _ = _client(["nope"] * 3)
+    unread = asyncio.run(generate_structured(client, MESSAGES, Out, GenerateConfig())).unscored
+    assert unread is not None and unread.reason.startswith("unparseable judge output after 3 attempt(s): ")
