@@ -163,7 +163,8 @@ def factory(model: str, options: dict[str, Any]) -> JudgeBackend:
         return ScriptedBackend(options.pop("responses", None), rules=options.pop("rules", None), **options)
     path = Path(model)
     if not path.is_file():
-        raise ConfigError(f"scripted/{model}: give a script file path (JSON with 'responses' or "
+        found = "no such file" if model and not path.exists() else "not a file" if model else "no path given"
+        raise ConfigError(f"scripted/{model}: {found}; give a script file path (JSON with 'responses' or "
                           "'rules'); the scripted backend is for tests only")
     from assay.core._load import load_json, validate
 

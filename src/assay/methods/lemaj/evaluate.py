@@ -174,8 +174,8 @@ class LeMAJ(Method, Presents, MetaEvaluated, HasCommands):
     def check_item(self, item: Item) -> str | None:
         document = item_document(item)
         if not document.strip() and self.config.without_document == "refuse":
-            return ("LeMAJ checks the answer against a document: give 'document' (or 'contexts'), or set "
-                    "without_document=knowledge (field 'document')")
+            return ("LeMAJ checks the answer against a document: give 'document' (or 'contexts'), or pass "
+                    "--without-document knowledge (without_document='knowledge' in Python) (field 'document')")
         if not split_sentences(item.response):
             return "the answer has no sentence to split into data points (field 'response')"
         if self.config.long_documents == "refuse" and len(document) > self.config.max_document_chars:
