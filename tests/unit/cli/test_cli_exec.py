@@ -782,3 +782,16 @@ def test_a_table_written_to_a_log_is_not_cut_at_80_columns(tmp_path: Path) -> No
     assert proc.returncode == 0, proc.stderr
     assert "assistant-a-with-a-long-name" in proc.stdout and "assistant-b-with-a-long-name" in proc.stdout
     assert "…" not in proc.stdout
+
+
+def test_the_report_shows_each_answer_s_retrieved_contexts(tmp_path: Path) -> None:
+    """The review UI showed them and the report did not: a grounding verdict could not be checked from it."""
+    row = {**ITEM, "contexts": ["Refund policy: purchases can be refunded within 30 days.",
+                                {"id": "kb-2", "title": "Shipping", "text": "We deliver to the EU."}]}
+    (tmp_path / "items.jsonl").write_text(json.dumps(row) + "\n")
+    assert run("eval", "rougeL", "items.jsonl", "--store", "r.db", "--no-progress", cwd=tmp_path).returncode == 0
+    assert run("report", "r.db", "-o", "r.html", cwd=tmp_path).returncode == 0
+    html = (tmp_path / "r.html").read_text()
+    assert "Retrieved contexts (2)" in html
+    assert "<pre>[1] Refund policy: purchases can be refunded within 30 days.</pre>" in html
+    assert "<pre>[2] kb-2: We deliver to the EU.</pre>" in html  # named by its id (not its position)
