@@ -118,7 +118,7 @@ def test_the_report_of_a_direct_pairwise_run_shows_each_order_and_the_forced_cho
     result = assay.evaluate(pair_items(), "dice", dice_judge(), runner=QUIET, verdicts="direct",
                             store=tmp_path / "p.db")
     html = render_report(result)  # type: ignore[arg-type]
-    assert "decided directly, no written analysis" in html and "order 2 (swapped)" in html
+    assert "decided directly, no written analysis" in html and "order 2 (swapped: s2 shown as A, s1 as B)" in html
     assert "(forced choice; three-way Tie)" in html
 
 

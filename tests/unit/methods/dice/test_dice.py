@@ -199,7 +199,7 @@ def test_the_report_shows_the_pairs_with_a_confusion_matrix_against_human_winner
     html = result.report(tmp_path / "r.html").read_text()
     assert "Pairwise verdicts (DICE)" in html and "Against the human winner (2 pairs)" in html
     assert "accuracy 0.500" in html and "verdict survived the swap in 2 of 2" in html
-    assert "order 2 (swapped)" in html and "a long and complete answer" in html
+    assert "order 2 (swapped: s2 shown as A, s1 as B)" in html and "a long and complete answer" in html
     assert "By system" not in html  # pair units are not grouped under their first system
     assert "Agreement with the human labels" not in html  # "winner" is categorical: the confusion matrix shows it
 
