@@ -680,3 +680,15 @@ def test_assay_ui_stops_after_its_time_as_a_normal_end_and_refuses_an_empty_host
     assert "assay ui on http://127.0.0.1:" in timed.stdout and "stopped after 1 s (--stop-after)" in timed.stdout
     empty = one_line_error(run("ui", "r.db", "--host", "", "--stop-after", "1", cwd=tmp_path, timeout=60))
     assert "--host ''" in empty
+
+
+def test_triage_of_a_store_whose_latest_run_is_not_lemaj_names_its_lemaj_runs(tmp_path: Path) -> None:
+    """It said 'not a LeMAJ run: 2 row(s) without correctness/relevance' of a store whose latest run was a
+    pointwise one, without saying which run it read or where the LeMAJ runs were."""
+    write_jsonl(tmp_path / "items.jsonl", items(1))
+    judge = script(tmp_path / "s.json", [{"match": ".", "responses": [GRADE], "repeat": True}])
+    assert run("eval", "pointwise", "items.jsonl", "--judge", judge, "--no-progress", "--store", "r.db",
+               cwd=tmp_path).returncode == 0
+    message = one_line_error(run("triage", "r.db", cwd=tmp_path))
+    assert "the latest run " in message and "is a pointwise run, not a LeMAJ run" in message
+    assert "the store holds no LeMAJ run" in message

@@ -39,7 +39,15 @@ def _rows(run: Path, run_id: str | None) -> list[dict]:
     from assay.store import Store
 
     store = Store(run, create=False)
-    rows = export_rows(store, store.resolve_run(run_id))
+    chosen = store.resolve_run(run_id)
+    method = store.run(chosen).method
+    if method != "lemaj":  # say which run was read, and where the LeMAJ runs are
+        lemaj = [r.run_id for r in store.list_runs() if r.method == "lemaj"]
+        which = "the latest run" if run_id is None else "run"
+        raise InputError(f"{which} {chosen} is a {method} run, not a LeMAJ run; "
+                         + (f"the store's LeMAJ run(s): {', '.join(lemaj)} (give --run ID)" if lemaj
+                            else "the store holds no LeMAJ run"), source=str(run))
+    rows = export_rows(store, chosen)
     for row in rows:
         _check_scores(row, f"{run} (id {row.get('id')!r})", None)
     return rows
